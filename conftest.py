@@ -1,0 +1,1 @@
+"""Repository-level pytest wiring only; the pv plugin itself loads through its pytest11 entry point."""

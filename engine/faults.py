@@ -1,0 +1,31 @@
+"""The engine's planted defects.  Each mutant in a contract names one of these.
+
+Every fault is off by default; ``with FAULTS.enabled("name"):`` turns one on for a block.  The
+engine's code checks ``FAULTS.active("name")`` exactly where the real defect would live.
+"""
+
+from __future__ import annotations
+
+from pv.faults import FaultRegistry
+
+FAULTS = FaultRegistry("engine")
+
+# --- engine core (checkpoints, generation, export) ---
+FAULTS.register("checkpoint_without_tokenizer", "checkpoint saved without the embedded tokenizer")
+FAULTS.register("checkpoint_drops_arch_metadata", "architecture metadata keys dropped from a checkpoint")
+FAULTS.register("kv_cache_off_by_one", "KV-cache decoding uses a position one off from the true one")
+FAULTS.register("eos_ignored", "generation does not stop on the EOS token")
+FAULTS.register("gguf_vocab_unpadded", "GGUF token list not padded to vocab_size")
+FAULTS.register("hf_export_transposed_qk", "HF export writes q_proj and k_proj swapped")
+FAULTS.register("greedy_sampling_noise", "greedy decoding adds random noise to logits")
+# --- training paths ---
+FAULTS.register("lora_before_nf4", "LoRA wrapped before the base is quantized to NF4")
+FAULTS.register("base_left_trainable", "base weights left trainable during LoRA fine-tuning")
+FAULTS.register("nan_in_step", "a NaN injected into the loss of a training step")
+FAULTS.register("teacher_grads_on", "distillation teacher left with requires_grad on")
+FAULTS.register("teacher_dequantized", "quantized teacher dequantized to full precision at load")
+FAULTS.register("adapter_shared_state", "an adapter shares parameter storage with another adapter")
+FAULTS.register("bf16_repack_left_on", "bitsandbytes' AVX512-BF16 eval-mode weight repack left enabled")
+FAULTS.register("init_checkpoint_ignored", "pretraining --init loads the architecture but not the weights")
+FAULTS.register("nf4_as_fp4", "Linear4bit built with its fp4 default instead of nf4")
+FAULTS.register("memory_class_inverted", "GPU memory class reported the wrong way round")

@@ -1,0 +1,21 @@
+"""Console entry point: imports every command module so it registers on the app, then runs it."""
+
+from __future__ import annotations
+
+import importlib
+
+from pv.app import app
+
+# Each module in this list defines its commands with ``@app.command()``.
+COMMAND_MODULES: list[str] = [
+]
+
+
+def main() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per ``pv`` command family, each attaching its commands to :data:`pv.app.app`."""

@@ -1,0 +1,64 @@
+"""Result records: what the pytest plugin hands to the evidence writer and the reporters."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Verdict(str, Enum):
+    SURVIVED = "survived"  # the prediction held: the only verdict that is evidence for a claim
+    FALSIFIED = "falsified"  # the prediction failed
+    ERROR = "error"  # the checker crashed, hung or returned malformed observations
+    SKIPPED = "skipped"  # a `requires` is unmet; carries the reason
+    NOT_RUN = "not_run"  # deselected or interrupted
+
+
+@dataclass
+class MutantResult:
+    mutant: str  # "module:fault"
+    verdict: Verdict  # FALSIFIED means the mutant was killed, as required
+    observations: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def killed(self) -> bool:
+        return self.verdict is Verdict.FALSIFIED
+
+
+@dataclass
+class FalsifierResult:
+    contract_id: str
+    falsify_id: str
+    verdict: Verdict
+    ship_blocking: bool
+    expect: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    observations: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    duration_s: float = 0.0
+    message: str = ""  # failure explanation: substituted expression, error text
+    skip_reason: str | None = None
+    mutant: MutantResult | None = None
+    artifacts: list[str] = field(default_factory=list)  # paths relative to the run's artifact dir
+    hypothesis: dict[str, Any] | None = None  # settings used, and a counterexample if any
+    worker: str = "master"
+    device: str = "cpu"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = self.verdict.value
+        if self.mutant is not None:
+            data["mutant"]["verdict"] = self.mutant.verdict.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FalsifierResult:
+        data = dict(data)
+        data["verdict"] = Verdict(data["verdict"])
+        if data.get("mutant") is not None:
+            m = dict(data["mutant"])
+            m["verdict"] = Verdict(m["verdict"])
+            data["mutant"] = MutantResult(**m)
+        return cls(**data)
