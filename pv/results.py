@@ -41,7 +41,7 @@ class FalsifierResult:
     message: str = ""  # failure explanation: substituted expression, error text
     skip_reason: str | None = None
     mutant: MutantResult | None = None
-    artifacts: list[str] = field(default_factory=list)  # paths relative to the run's artifact dir
+    artifacts: list[str] = field(default_factory=list)  # absolute paths of files the checker wrote
     hypothesis: dict[str, Any] | None = None  # settings used, and a counterexample if any
     worker: str = "master"
     device: str = "cpu"
@@ -62,3 +62,30 @@ class FalsifierResult:
             m["verdict"] = Verdict(m["verdict"])
             data["mutant"] = MutantResult(**m)
         return cls(**data)
+
+
+@dataclass
+class ContractRun:
+    """A contract as it stood when the run started: what its evidence is bound to."""
+
+    contract_id: str
+    path: str
+    sha256: str  # of the contract file's exact bytes
+    version: str
+    status: str
+    declared: list[str] = field(default_factory=list)  # every FALSIFY id the contract declares
+    ship_blocking: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunRecord:
+    """Everything one pytest session measured, gathered from every xdist worker exactly once."""
+
+    run_id: str
+    started_at: str  # UTC, ISO 8601
+    finished_at: str
+    contracts: dict[str, ContractRun] = field(default_factory=dict)
+    results: list[FalsifierResult] = field(default_factory=list)
+    mutants_enabled: bool = False
+    selection: str = ""  # the -m / -k expressions that chose the items
+    interrupted: bool = False

@@ -1,0 +1,20 @@
+"""``python -m engine``: imports the command modules so they register, then runs the app."""
+
+from __future__ import annotations
+
+import importlib
+
+from engine.app import app
+
+COMMAND_MODULES: list[str] = [
+]
+
+
+def main() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name)
+    app()
+
+
+if __name__ == "__main__":
+    main()
