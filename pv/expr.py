@@ -1,0 +1,430 @@
+"""The safe expression language of ``expect:`` predicates.
+
+A contract states its threshold as text (``0 < rel_logit_diff <= 0.05``); the harness evaluates
+it over the checker's observations and the falsifier's params.  The text is parsed with Python's
+own parser (``ast``, ``mode="eval"``) and then accepted only if every node is on a whitelist;
+evaluation walks the tree here, so nothing is ever handed to ``eval`` or ``exec``.
+
+Allowed: numbers, ``True``/``False``, string literals (for equality tests on string
+observations), list/tuple literals, names, unary and binary arithmetic (``+ - * / // % **``),
+comparisons including chains and ``in``/``not in``, ``and``/``or``/``not``, conditional
+expressions, and calls to a fixed set of functions (:data:`FUNCTIONS`).  Not allowed: attribute
+access, subscripts, lambdas, comprehensions, keyword arguments, starred arguments, walrus, f-strings.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import numbers
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_LENGTH = 4096  # an expect predicate is one line of maths; longer text is a mistake or an attack
+MAX_DEPTH = 64  # nesting depth of the parsed tree
+MAX_INT_BITS = 4096  # cap on integer results of ``**`` (``9**9**9`` must not hang the harness)
+MAX_SEQUENCE = 1_000_000  # longest sequence observation the evaluator will walk
+
+Value = Any
+
+
+class ExprError(ValueError):
+    """The text is not a valid expression; ``col`` is the 1-based column inside the text."""
+
+    def __init__(self, message: str, col: int = 1, text: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.col = max(1, col)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"{self.message} (column {self.col})"
+
+
+class EvalError(ExprError):
+    """Evaluation failed: a missing name, a math domain error, a type mismatch, an overflow."""
+
+
+class UnknownName(EvalError):
+    """A name used by the expression is neither in the environment nor a known constant."""
+
+    def __init__(self, name: str, col: int = 1, text: str = "") -> None:
+        super().__init__(f"name {name!r} is not defined (not an observation, param or constant)", col, text)
+        self.name = name
+
+
+def _ln(x: Value) -> float:
+    return math.log(x)
+
+
+def _log(x: Value, base: Value = math.e) -> float:
+    return math.log(x, base)
+
+
+def _len(x: Value) -> int:
+    if not isinstance(x, tuple | str):
+        raise TypeError(f"len() of a {type(x).__name__}")
+    return len(x)
+
+
+def _isfinite(x: Value) -> bool:
+    if isinstance(x, tuple):
+        return all(_isfinite(v) for v in x)
+    return math.isfinite(x)
+
+
+def _all(x: Value) -> bool:
+    if not isinstance(x, tuple):
+        raise TypeError(f"all() of a {type(x).__name__}")
+    return all(x)
+
+
+def _any(x: Value) -> bool:
+    if not isinstance(x, tuple):
+        raise TypeError(f"any() of a {type(x).__name__}")
+    return any(x)
+
+
+def _minmax(func: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def apply(*args: Value) -> Value:
+        if len(args) == 1:
+            if not isinstance(args[0], tuple) or not args[0]:
+                raise TypeError(f"{name}() of one argument needs a non-empty sequence")
+            return func(args[0])
+        return func(args)
+
+    return apply
+
+
+# name -> (function, min arity, max arity)
+FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
+    "abs": (abs, 1, 1),
+    "min": (_minmax(min, "min"), 1, 64),
+    "max": (_minmax(max, "max"), 1, 64),
+    "ln": (_ln, 1, 1),
+    "log": (_log, 1, 2),
+    "log2": (math.log2, 1, 1),
+    "log10": (math.log10, 1, 1),
+    "sqrt": (math.sqrt, 1, 1),
+    "exp": (math.exp, 1, 1),
+    "len": (_len, 1, 1),
+    "isfinite": (_isfinite, 1, 1),
+    "all": (_all, 1, 1),
+    "any": (_any, 1, 1),
+}
+
+# Constants are shadowed by an observation or param of the same name.
+CONSTANTS: dict[str, Value] = {"inf": math.inf, "nan": math.nan, "pi": math.pi}
+
+_BINOPS: dict[type[ast.operator], Callable[[Value, Value], Value]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+}
+_BINOP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+
+_CMPOPS: dict[type[ast.cmpop], Callable[[Value, Value], bool]] = {
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+
+_FORBIDDEN_WHY: dict[type[ast.AST], str] = {
+    ast.Attribute: "attribute access is not allowed",
+    ast.Subscript: "subscripts are not allowed",
+    ast.Lambda: "lambdas are not allowed",
+    ast.ListComp: "comprehensions are not allowed",
+    ast.SetComp: "comprehensions are not allowed",
+    ast.DictComp: "comprehensions are not allowed",
+    ast.GeneratorExp: "comprehensions are not allowed",
+    ast.NamedExpr: "assignment expressions are not allowed",
+    ast.JoinedStr: "f-strings are not allowed",
+    ast.Starred: "starred arguments are not allowed",
+    ast.Dict: "dict literals are not allowed",
+    ast.Set: "set literals are not allowed",
+    ast.Await: "await is not allowed",
+    ast.Yield: "yield is not allowed",
+    ast.YieldFrom: "yield is not allowed",
+}
+
+
+def coerce(value: Value) -> Value:
+    """Turn an observation into the evaluator's value domain (bool, int, float, str, tuple).
+
+    Checkers may return numpy scalars, 0-d tensors or arrays; anything with ``tolist()`` is
+    converted, every other numeric type through ``numbers``.
+    """
+    if isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        if len(value) > MAX_SEQUENCE:
+            raise EvalError(f"sequence of {len(value)} items is longer than {MAX_SEQUENCE}")
+        return tuple(coerce(v) for v in value)
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return coerce(tolist())
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if value is None:
+        raise EvalError("value is None")
+    raise EvalError(f"values of type {type(value).__name__} cannot be used in an expression")
+
+
+def format_value(value: Value, limit: int = 60) -> str:
+    """How a value is written into :meth:`Expression.substitute` output (exact floats, short lists)."""
+    try:
+        value = coerce(value)
+    except EvalError:
+        return f"<{type(value).__name__}>"
+    text = repr(value)
+    if isinstance(value, tuple) and len(text) > limit:
+        text = f"[{len(value)} items: {text[: limit - 20]}…]"
+    return text
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed, whitelisted expression."""
+
+    text: str
+    tree: ast.Expression = field(repr=False, compare=False)
+    names: frozenset[str]  # observation / param names it reads (functions and constants excluded)
+    functions: frozenset[str] = frozenset()
+
+    def evaluate(self, env: Mapping[str, Value]) -> Value:
+        """Evaluate over ``env`` (observations and params); raise :class:`EvalError` on failure."""
+        return _Evaluator(self.text, env).visit(self.tree.body)
+
+    def holds(self, env: Mapping[str, Value]) -> bool:
+        """Evaluate a predicate; its result must be a boolean (``x <= 0.05``, not ``x``)."""
+        result = self.evaluate(env)
+        if not isinstance(result, bool):
+            raise EvalError(f"the expression evaluated to {format_value(result)}, not to true or false", 1, self.text)
+        return result
+
+    def substitute(self, env: Mapping[str, Value]) -> str:
+        """The original text with each name's value written after it: ``x(=0.31) <= 0.05``."""
+        raw = self.text.encode("utf-8")
+        inserts: list[tuple[int, str]] = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and node.id in self.names and node.end_col_offset is not None:
+                shown = format_value(env[node.id]) if node.id in env else "?"
+                inserts.append((node.end_col_offset + _prefix_bytes(self.text), f"(={shown})"))
+        out = bytearray()
+        last = 0
+        for offset, text in sorted(inserts):
+            out += raw[last:offset]
+            out += text.encode("utf-8")
+            last = offset
+        out += raw[last:]
+        return out.decode("utf-8").strip()
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _prefix_bytes(text: str) -> int:
+    """Bytes of leading whitespace stripped before parsing (AST offsets are relative to the rest)."""
+    stripped = _normalise(text)
+    return len(stripped.encode("utf-8")) - len(stripped.lstrip().encode("utf-8"))
+
+
+def _normalise(text: str) -> str:
+    # YAML block scalars bring newlines and tabs; spaces keep every column where it was.
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
+
+
+def _col(text: str, node: ast.AST) -> int:
+    """1-based character column of ``node`` inside the original ``text``."""
+    byte_offset = getattr(node, "col_offset", 0) + _prefix_bytes(text)
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore")) + 1
+
+
+def parse(text: str) -> Expression:
+    """Parse and whitelist ``text``; raise :class:`ExprError` (with a column) if it is not allowed."""
+    if not isinstance(text, str):
+        raise ExprError(f"expected an expression string, got {type(text).__name__}", 1, str(text))
+    if not text.strip():
+        raise ExprError("the expression is empty", 1, text)
+    if len(text) > MAX_LENGTH:
+        raise ExprError(f"the expression is {len(text)} characters long; the limit is {MAX_LENGTH}", 1, text)
+    source = _normalise(text)
+    lead = len(source) - len(source.lstrip())
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        # SyntaxError.offset is a 1-based character column in the stripped text; 0 or None means
+        # the parser ran off the end, which is where the user has to look.
+        stripped = source.strip()
+        if not exc.offset:
+            col, msg = lead + len(stripped) + 1, "the expression ends early"
+        else:
+            col, msg = exc.offset + lead, exc.msg
+        raise ExprError(f"syntax error: {msg}", min(col, len(text) + 1), text) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ExprError(f"cannot parse the expression: {type(exc).__name__}", 1, text) from None
+    names: set[str] = set()
+    functions: set[str] = set()
+    _check(text, tree.body, names, functions, depth=0)
+    return Expression(text=text, tree=tree, names=frozenset(names), functions=frozenset(functions))
+
+
+def _check(text: str, node: ast.AST, names: set[str], functions: set[str], depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ExprError(f"the expression nests deeper than {MAX_DEPTH} levels", _col(text, node), text)
+    for why_type, why in _FORBIDDEN_WHY.items():
+        if isinstance(node, why_type):
+            raise ExprError(why, _col(text, node), text)
+    children: Iterator[ast.AST]
+    if isinstance(node, ast.Constant):
+        if node.value is None or isinstance(node.value, bytes | complex) or node.value is Ellipsis:
+            raise ExprError(f"the literal {node.value!r} is not allowed", _col(text, node), text)
+        return
+    if isinstance(node, ast.Name):
+        if node.id in FUNCTIONS:
+            raise ExprError(f"{node.id!r} is a function; call it as {node.id}(...)", _col(text, node), text)
+        if node.id not in CONSTANTS:
+            names.add(node.id)
+        return
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            # name the real offence (``x.f()`` is attribute access) before the generic refusal
+            _check(text, node.func, set(), set(), depth + 1)
+            raise ExprError("only the whitelisted functions can be called", _col(text, node), text)
+        fname = node.func.id
+        if fname not in FUNCTIONS:
+            allowed = ", ".join(sorted(FUNCTIONS))
+            raise ExprError(f"call to {fname!r} is not allowed (allowed: {allowed})", _col(text, node), text)
+        if node.keywords:
+            raise ExprError("keyword arguments are not allowed", _col(text, node.keywords[0]), text)
+        _, lo, hi = FUNCTIONS[fname]
+        if not lo <= len(node.args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise ExprError(f"{fname}() takes {want} argument(s), got {len(node.args)}", _col(text, node), text)
+        functions.add(fname)
+        children = iter(node.args)
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, ast.UAdd | ast.USub | ast.Not):
+            raise ExprError("bitwise operators are not allowed", _col(text, node), text)
+        children = iter([node.operand])
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS and not isinstance(node.op, ast.Pow):
+            raise ExprError("only + - * / // % ** are allowed", _col(text, node), text)
+        children = iter([node.left, node.right])
+    elif isinstance(node, ast.BoolOp):
+        children = iter(node.values)
+    elif isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _CMPOPS:
+                raise ExprError("'is' comparisons are not allowed; use == or !=", _col(text, node), text)
+        children = iter([node.left, *node.comparators])
+    elif isinstance(node, ast.IfExp):
+        children = iter([node.test, node.body, node.orelse])
+    elif isinstance(node, ast.List | ast.Tuple):
+        children = iter(node.elts)
+    else:
+        raise ExprError(f"{type(node).__name__} is not allowed in an expression", _col(text, node), text)
+    for child in children:
+        _check(text, child, names, functions, depth + 1)
+
+
+class _Evaluator:
+    def __init__(self, text: str, env: Mapping[str, Value]) -> None:
+        self.text = text
+        self.env = env
+
+    def fail(self, message: str, node: ast.AST) -> EvalError:
+        return EvalError(message, _col(self.text, node), self.text)
+
+    def visit(self, node: ast.AST) -> Value:
+        try:
+            return self._visit(node)
+        except EvalError:
+            raise
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            raise self.fail(f"{type(exc).__name__}: {exc}", node) from None
+        except RecursionError:
+            raise self.fail("the expression is too deeply nested", node) from None
+
+    def _visit(self, node: ast.AST) -> Value:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                try:
+                    return coerce(self.env[node.id])
+                except EvalError as exc:
+                    raise self.fail(f"{node.id}: {exc.message}", node) from None
+            if node.id in CONSTANTS:
+                return CONSTANTS[node.id]
+            raise UnknownName(node.id, _col(self.text, node), self.text)
+        if isinstance(node, ast.List | ast.Tuple):
+            return tuple(self.visit(e) for e in node.elts)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.visit(node.operand)
+            if isinstance(node.op, ast.Not):
+                return not operand
+            _number(operand, node, self)
+            return -operand if isinstance(node.op, ast.USub) else +operand
+        if isinstance(node, ast.BinOp):
+            left, right = self.visit(node.left), self.visit(node.right)
+            if not (_is_number(left) and _is_number(right)):
+                sym = _BINOP_TEXT[type(node.op)]
+                raise self.fail(f"{sym} needs numbers, got {type(left).__name__} and {type(right).__name__}", node)
+            if isinstance(node.op, ast.Pow):
+                return _power(left, right, node, self)
+            return _BINOPS[type(node.op)](left, right)
+        if isinstance(node, ast.BoolOp):
+            is_and = isinstance(node.op, ast.And)
+            result: Value = None
+            for value_node in node.values:
+                result = self.visit(value_node)
+                if bool(result) is not is_and:
+                    return result
+            return result
+        if isinstance(node, ast.Compare):
+            left = self.visit(node.left)
+            for op, comparator in zip(node.ops, node.comparators, strict=True):
+                right = self.visit(comparator)
+                if not _CMPOPS[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+        if isinstance(node, ast.Call):
+            assert isinstance(node.func, ast.Name)  # guaranteed by parse()
+            func = FUNCTIONS[node.func.id][0]
+            return func(*(self.visit(a) for a in node.args))
+        raise self.fail(f"{type(node).__name__} is not allowed in an expression", node)
+
+
+def _is_number(value: Value) -> bool:
+    return isinstance(value, int | float)  # bool is an int: True + 1 == 2, as in Python
+
+
+def _number(value: Value, node: ast.AST, ev: _Evaluator) -> None:
+    if not _is_number(value):
+        raise ev.fail(f"a number is needed here, got {type(value).__name__}", node)
+
+
+def _power(base: Value, exponent: Value, node: ast.AST, ev: _Evaluator) -> Value:
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
+        bits = exponent * math.log2(abs(base))
+        if bits > MAX_INT_BITS:
+            raise ev.fail(f"{base} ** {exponent} is too large (over {MAX_INT_BITS} bits)", node)
+    result = base**exponent
+    if isinstance(result, complex):
+        raise ev.fail(f"{base} ** {exponent} is not a real number", node)
+    return result
