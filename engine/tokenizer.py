@@ -1,0 +1,238 @@
+"""Byte-level BPE tokenizer (Hugging Face ``tokenizers``) with ``<|bos|>``, ``<|eos|>``, ``<|pad|>``.
+
+Training is deterministic: the same corpus and vocabulary size give byte-identical tokenizer JSON.
+The special tokens always take ids 0 (bos), 1 (eos) and 2 (pad); the 256 byte symbols follow, then
+the merges.  Byte-level pre-tokenization means every UTF-8 string encodes and decodes back to
+itself, with no unknown token.
+
+Trained tokenizers are cached in ``$PV_ENGINE_CACHE`` (default ``~/.cache/pv-engine``) under
+``tokenizers/bpe-v<vocab>-<corpus digest>.json``, so tests and runs reuse one instead of retraining.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from engine.corpus import CorpusFile, as_corpus_files, corpus_digest, read_corpus
+from engine.corpus import default_corpus_files as default_corpus_files
+from engine.errors import TokenizerError
+
+BOS_TOKEN = "<|bos|>"
+EOS_TOKEN = "<|eos|>"
+PAD_TOKEN = "<|pad|>"
+SPECIAL_TOKENS: tuple[str, str, str] = (BOS_TOKEN, EOS_TOKEN, PAD_TOKEN)
+JSON_FORMAT = "pv-engine-tokenizer"
+JSON_VERSION = 1
+MIN_VOCAB_SIZE = 256 + len(SPECIAL_TOKENS)
+CACHE_ENV = "PV_ENGINE_CACHE"
+
+
+class EngineTokenizer:
+    """A ``tokenizers.Tokenizer`` plus the roles of its special tokens."""
+
+    def __init__(
+        self, tokenizer: Tokenizer, bos_token: str = BOS_TOKEN, eos_token: str = EOS_TOKEN, pad_token: str = PAD_TOKEN
+    ) -> None:
+        ids: dict[str, int] = {}
+        for role, token in (("bos", bos_token), ("eos", eos_token), ("pad", pad_token)):
+            tid = tokenizer.token_to_id(token)
+            if tid is None:
+                raise TokenizerError(f"{role} token {token!r} is not in the tokenizer's vocabulary")
+            ids[role] = tid
+        self._tok = tokenizer
+        self.bos_token, self.eos_token, self.pad_token = bos_token, eos_token, pad_token
+        self.bos_id, self.eos_id, self.pad_id = ids["bos"], ids["eos"], ids["pad"]
+
+    # --- encoding -------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids in use (special tokens included); a model may have more rows."""
+        return int(self._tok.get_vocab_size(with_added_tokens=True))
+
+    @property
+    def backend(self) -> Tokenizer:
+        return self._tok
+
+    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        ids: list[int] = list(self._tok.encode(text, add_special_tokens=False).ids)
+        if add_bos:
+            ids.insert(0, self.bos_id)
+        if add_eos:
+            ids.append(self.eos_id)
+        return ids
+
+    def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False) -> list[list[int]]:
+        return [self.encode(t, add_bos=add_bos) for t in texts]
+
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
+        return str(self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens))
+
+    def special_ids(self) -> set[int]:
+        return {self.bos_id, self.eos_id, self.pad_id}
+
+    # --- vocabulary, for export -----------------------------------------------------------
+    def tokens(self) -> list[str]:
+        """Token strings indexed by id (byte-level symbols, as in ``tokenizer.json``)."""
+        vocab = self._tok.get_vocab(with_added_tokens=True)
+        out = [""] * len(vocab)
+        for token, tid in vocab.items():
+            if tid >= len(out):
+                raise TokenizerError(f"token ids are not contiguous: {token!r} has id {tid} of {len(vocab)}")
+            out[tid] = token
+        return out
+
+    def merges(self) -> list[str]:
+        """BPE merges in rank order as ``"left right"`` strings (the GGUF/llama.cpp form)."""
+        model = json.loads(self._tok.to_str())["model"]
+        return [m if isinstance(m, str) else f"{m[0]} {m[1]}" for m in model.get("merges", [])]
+
+    # --- serialization --------------------------------------------------------------------
+    def hf_json(self) -> str:
+        """The plain Hugging Face ``tokenizer.json`` text."""
+        return str(self._tok.to_str())
+
+    def to_json(self) -> str:
+        """Self-contained JSON: the HF tokenizer plus the special-token roles and their ids."""
+        doc = {
+            "format": JSON_FORMAT,
+            "version": JSON_VERSION,
+            "special_tokens": {
+                "bos": {"token": self.bos_token, "id": self.bos_id},
+                "eos": {"token": self.eos_token, "id": self.eos_id},
+                "pad": {"token": self.pad_token, "id": self.pad_id},
+            },
+            "tokenizer": json.loads(self._tok.to_str()),
+        }
+        return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> EngineTokenizer:
+        """Inverse of :meth:`to_json`; a plain HF ``tokenizer.json`` with the default specials also loads."""
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TokenizerError(f"tokenizer JSON is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise TokenizerError("tokenizer JSON is not an object")
+        if doc.get("format") == JSON_FORMAT:
+            if doc.get("version") != JSON_VERSION:
+                raise TokenizerError(f"unsupported tokenizer JSON version {doc.get('version')!r}")
+            roles = doc.get("special_tokens")
+            inner = doc.get("tokenizer")
+            if not isinstance(roles, dict) or not isinstance(inner, dict):
+                raise TokenizerError("tokenizer JSON lacks `special_tokens` or `tokenizer`")
+            names = {}
+            for role in ("bos", "eos", "pad"):
+                entry = roles.get(role)
+                if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+                    raise TokenizerError(f"tokenizer JSON lacks the `{role}` special token")
+                names[role] = entry["token"]
+            tok = cls(_backend_from_dict(inner), names["bos"], names["eos"], names["pad"])
+            for role in ("bos", "eos", "pad"):
+                if roles[role].get("id") != getattr(tok, f"{role}_id"):
+                    raise TokenizerError(
+                        f"{role} token {names[role]!r} has id {getattr(tok, f'{role}_id')} in the vocabulary "
+                        f"but {roles[role].get('id')!r} in `special_tokens`"
+                    )
+            return tok
+        if "model" in doc:
+            return cls(_backend_from_dict(doc))
+        raise TokenizerError("not a tokenizer JSON document (no `format` or `model` key)")
+
+    @classmethod
+    def from_hf_file(
+        cls, path: str | Path, bos_token: str = BOS_TOKEN, eos_token: str = EOS_TOKEN, pad_token: str = PAD_TOKEN
+    ) -> EngineTokenizer:
+        try:
+            backend = Tokenizer.from_file(str(path))
+        except Exception as exc:
+            raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from None
+        return cls(backend, bos_token, eos_token, pad_token)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EngineTokenizer) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash(self.to_json())
+
+    def __repr__(self) -> str:
+        return f"EngineTokenizer(vocab_size={self.vocab_size}, bos={self.bos_id}, eos={self.eos_id}, pad={self.pad_id})"
+
+
+def _backend_from_dict(doc: dict[str, Any]) -> Tokenizer:
+    try:
+        return Tokenizer.from_str(json.dumps(doc))
+    except Exception as exc:
+        raise TokenizerError(f"tokenizer JSON does not describe a valid tokenizer: {exc}") from None
+
+
+def _new_backend() -> Tokenizer:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return tok
+
+
+def train_tokenizer_from_texts(texts: Sequence[str], vocab_size: int) -> EngineTokenizer:
+    if vocab_size < MIN_VOCAB_SIZE:
+        raise ValueError(f"vocab_size must be at least {MIN_VOCAB_SIZE} (256 bytes + 3 specials), got {vocab_size}")
+    backend = _new_backend()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    backend.train_from_iterator(list(texts), trainer=trainer)
+    return EngineTokenizer(backend)
+
+
+def train_tokenizer(vocab_size: int, files: Iterable[str | Path | CorpusFile] | None = None) -> EngineTokenizer:
+    """Train on ``files`` (default: :func:`default_corpus_files`); deterministic for a given corpus."""
+    corpus = default_corpus_files() if files is None else as_corpus_files(files)
+    return train_tokenizer_from_texts(read_corpus(corpus), vocab_size)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "pv-engine"
+
+
+def cached_tokenizer(vocab_size: int, files: Iterable[str | Path | CorpusFile] | None = None) -> EngineTokenizer:
+    """Like :func:`train_tokenizer`, reusing a cached result keyed by (vocab_size, corpus digest)."""
+    corpus = default_corpus_files() if files is None else as_corpus_files(files)
+    texts = read_corpus(corpus)
+    digest = corpus_digest(texts)[:16]
+    path = cache_dir() / "tokenizers" / f"bpe-v{vocab_size}-{digest}.json"
+    if path.is_file():
+        try:
+            return EngineTokenizer.from_json(path.read_text(encoding="utf-8"))
+        except (TokenizerError, OSError, UnicodeDecodeError):
+            pass  # a damaged cache entry is retrained and overwritten below
+    tok = train_tokenizer_from_texts(texts, vocab_size)
+    with contextlib.suppress(OSError):  # a read-only cache only costs a retrain next time
+        _atomic_write_text(path, tok.to_json())
+    return tok
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

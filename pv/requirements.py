@@ -1,0 +1,138 @@
+"""``requires:`` entries of a falsifier: what hardware or software it needs before it can run.
+
+Grammar (one string per entry)::
+
+    cpu                 always met: the falsifier runs anywhere
+    cuda                a CUDA device is visible to torch
+    cuda_mem_gib>=N     the first CUDA device has at least N GiB of memory
+    gpus>=N             at least N CUDA devices are visible
+    package:NAME        the Python distribution/module NAME can be imported
+
+An unmet requirement is a *skip* with a human reason ("no CUDA"), never a pass.  The probe of the
+machine is lazy and cached: collection only parses, so ``pytest --collect-only`` never imports
+torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+_COMPARE_RE = re.compile(r"^(cuda_mem_gib|gpus)\s*>=\s*(\d+(?:\.\d+)?)$")
+_PACKAGE_RE = re.compile(r"^package:([A-Za-z_][\w.\-]*)$")
+GPU_KINDS = frozenset({"cuda", "cuda_mem_gib", "gpus"})
+
+
+class RequirementError(ValueError):
+    """A ``requires:`` entry that does not follow the grammar above."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    kind: str  # "cpu", "cuda", "cuda_mem_gib", "gpus" or "package"
+    value: float | str | None = None
+    text: str = ""
+
+    @property
+    def needs_gpu(self) -> bool:
+        return self.kind in GPU_KINDS
+
+
+def parse_requirement(text: str) -> Requirement:
+    entry = text.strip()
+    if entry in ("cpu", "cuda"):
+        return Requirement(entry, None, entry)
+    m = _COMPARE_RE.match(entry)
+    if m:
+        return Requirement(m.group(1), float(m.group(2)), entry)
+    m = _PACKAGE_RE.match(entry)
+    if m:
+        return Requirement("package", m.group(1), entry)
+    raise RequirementError(
+        f"unknown requirement {text!r}; expected cpu, cuda, cuda_mem_gib>=N, gpus>=N or package:NAME"
+    )
+
+
+def parse_requirements(entries: Iterable[str]) -> list[Requirement]:
+    return [parse_requirement(e) for e in entries]
+
+
+@dataclass
+class Machine:
+    """What this process can use, as far as ``requires:`` is concerned."""
+
+    cuda: bool = False
+    gpu_count: int = 0
+    gpu_mem_gib: list[float] = field(default_factory=list)
+
+    @classmethod
+    def probe(cls) -> Machine:
+        # torch is the arbiter: a GPU that torch cannot use does not satisfy `cuda`.
+        if importlib.util.find_spec("torch") is None:
+            return cls()
+        import torch
+
+        if not torch.cuda.is_available():
+            return cls()
+        count = torch.cuda.device_count()
+        mems = [torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(count)]
+        return cls(cuda=count > 0, gpu_count=count, gpu_mem_gib=mems)
+
+
+@lru_cache(maxsize=1)
+def current_machine() -> Machine:
+    return Machine.probe()
+
+
+def package_available(name: str) -> bool:
+    # Distribution names use '-', module names '_'; accept either spelling.
+    module = name.replace("-", "_")
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def unmet_reason(req: Requirement, machine: Machine) -> str | None:
+    """Why ``req`` is not met on ``machine``, or None when it is."""
+    if req.kind == "cpu":
+        return None
+    if req.kind == "package":
+        return None if package_available(str(req.value)) else f"missing package {req.value}"
+    if not machine.cuda:
+        return "no CUDA"
+    if req.kind == "gpus":
+        need = float(req.value or 0)
+        return None if machine.gpu_count >= need else f"needs {need:g} GPUs, found {machine.gpu_count}"
+    if req.kind == "cuda_mem_gib":
+        need = float(req.value or 0)
+        have = machine.gpu_mem_gib[0] if machine.gpu_mem_gib else 0.0
+        return None if have >= need else f"needs {need:g} GiB of GPU memory, found {have:.1f} GiB"
+    return None
+
+
+def unmet(entries: Iterable[str], machine: Machine | None = None) -> list[str]:
+    """Reasons for every unmet requirement (empty when the falsifier can run).
+
+    The machine is only probed when some entry needs it, so a CPU-only falsifier never pays for
+    importing torch here.
+    """
+    reqs = parse_requirements(entries)
+    if machine is None and any(r.needs_gpu for r in reqs):
+        machine = current_machine()
+    reasons = [unmet_reason(r, machine or Machine()) for r in reqs]
+    return [r for r in reasons if r]
+
+
+def needs_gpu(entries: Iterable[str]) -> bool:
+    """True when any entry needs a GPU; malformed entries count as not needing one."""
+    for e in entries:
+        try:
+            if parse_requirement(e).needs_gpu:
+                return True
+        except RequirementError:
+            continue
+    return False

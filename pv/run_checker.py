@@ -1,0 +1,296 @@
+"""Running one checker and judging it: timeout, observation checks, ``expect``, mutant re-run.
+
+Nothing here knows about pytest; the plugin supplies the keyword arguments (params and fixture
+values) and turns the :class:`Evaluation` into a pytest outcome.
+
+Timeouts.  A checker runs in a daemon thread and the harness waits ``timeout_s`` for it.  A
+thread cannot be killed, so a hung checker is *abandoned*, not stopped: it keeps its CPU and
+memory until it returns or the process exits, and anything it mutates afterwards (global RNGs,
+module state) is not undone.  The falsifier still ends with verdict ``error`` at the deadline, a
+fault switched on for a mutant run is switched off when the harness gives up, and ``daemon=True``
+keeps the thread from blocking interpreter exit.  A subprocess would be killable but could not
+receive pytest fixtures or share an already-loaded model; checkers that need a hard kill can start
+their own subprocess (``PV_FAULTS`` carries a mutant's fault into it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pv import expr
+from pv.faults import ENV_VAR as FAULTS_ENV_VAR
+from pv.faults import resolve_mutant
+from pv.results import MutantResult, Verdict
+
+DEFAULT_SEED = 0
+
+
+class BindingError(TypeError):
+    """The checker's signature does not fit the falsifier's params."""
+
+
+@dataclass
+class CallOutcome:
+    """What came back from one call of a checker."""
+
+    value: Any = None
+    error: BaseException | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+
+def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
+    """Call ``func(**kwargs)`` in a daemon thread; give up after ``timeout_s`` seconds (None: wait)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func(**kwargs)
+        except BaseException as exc:  # the harness must see every way a checker can end
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"pv-checker-{getattr(func, '__name__', 'checker')}", daemon=True)
+    start = time.perf_counter()
+    thread.start()
+    thread.join(timeout_s if timeout_s and timeout_s > 0 else None)
+    duration = time.perf_counter() - start
+    if thread.is_alive():
+        return CallOutcome(timed_out=True, duration_s=duration)
+    return CallOutcome(value=box.get("value"), error=box.get("error"), duration_s=duration)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and torch's global generators (the latter two when installed)."""
+    random.seed(seed)
+    if importlib.util.find_spec("numpy") is not None:
+        import numpy
+
+        numpy.random.seed(seed % 2**32)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.manual_seed(seed)
+
+
+def bind_arguments(
+    func: Callable[..., Any],
+    params: Mapping[str, Any],
+    fixture: Callable[[str], Any],
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``func``: params by name, every other parameter a fixture.
+
+    A parameter with a default that no param names keeps its default; ``overrides`` replaces a
+    fixture value (the mutant run gets fresh per-run fixtures).  A param the signature cannot take
+    is a binding defect, reported rather than silently dropped.
+    """
+    overrides = overrides or {}
+    sig = inspect.signature(func)
+    kwargs: dict[str, Any] = {}
+    takes_var_kw = False
+    for name, p in sig.parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            takes_var_kw = True
+            continue
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
+            raise BindingError(f"checker parameter {name!r} cannot be passed by keyword")
+        if name in params:
+            kwargs[name] = params[name]
+        elif name in overrides:
+            kwargs[name] = overrides[name]
+        elif p.default is inspect.Parameter.empty:
+            kwargs[name] = fixture(name)
+    extra = [k for k in params if k not in kwargs]
+    if extra and not takes_var_kw:
+        raise BindingError(f"checker does not accept param(s) {', '.join(sorted(extra))}")
+    for k in extra:
+        kwargs[k] = params[k]
+    return kwargs
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value for an observation, or raise TypeError naming what is wrong."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    # numpy scalars and arrays, tensors: converted the way the expression evaluator reads them
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return _plain(tolist())
+    raise TypeError(f"a {type(value).__module__}.{type(value).__name__} is not a JSON scalar or list")
+
+
+def normalise_observations(value: Any, declared: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """(observations as plain JSON values, problems); any problem makes the verdict ``error``."""
+    if not isinstance(value, Mapping):
+        return {}, [f"the checker returned a {type(value).__name__}, not a dict of observations"]
+    obs: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, v in value.items():
+        if not isinstance(key, str):
+            problems.append(f"observation key {key!r} is not a string")
+            continue
+        try:
+            obs[key] = _plain(v)
+        except TypeError as exc:
+            problems.append(f"observation {key!r}: {exc}")
+    missing = [n for n in declared if n not in value]
+    if missing:
+        problems.append(f"missing declared observation(s): {', '.join(missing)}")
+    return obs, problems
+
+
+@dataclass
+class Evaluation:
+    """The outcome of one run of a checker, judged against ``expect``."""
+
+    verdict: Verdict
+    observations: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    duration_s: float = 0.0
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class FalsifierText:
+    """The human side of a falsifier, for failure reports."""
+
+    label: str  # "<contract-id>::<FALSIFY-ID>"
+    rule: str | None = None
+    prediction: str | None = None
+    if_fails: str | None = None
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def falsified_report(text: FalsifierText, expect: str, substituted: str, observations: Mapping[str, Any]) -> str:
+    lines = [f"FALSIFIED {text.label}"]
+    if text.rule:
+        lines.append(f"  rule:         {text.rule}")
+    if text.prediction:
+        lines.append(f"  prediction:   {text.prediction}")
+    lines.append(f"  expect:       {expect}")
+    lines.append(f"  with values:  {substituted}")
+    lines.append(f"  observations: {_dump(dict(observations))}")
+    if text.if_fails:
+        lines.append(f"  if it fails:  {text.if_fails}")
+    return "\n".join(lines)
+
+
+def judge(
+    expect: str, env: Mapping[str, Any], text: FalsifierText, observations: Mapping[str, Any]
+) -> tuple[Verdict, str]:
+    """Evaluate ``expect`` over ``env``: survived, falsified, or error when it cannot be evaluated."""
+    try:
+        parsed = expr.parse(expect)
+        held = parsed.holds(env)
+    except expr.ExprError as exc:
+        return Verdict.ERROR, f"ERROR {text.label}: expect {expect!r} could not be evaluated: {exc}"
+    if held:
+        return Verdict.SURVIVED, ""
+    return Verdict.FALSIFIED, falsified_report(text, expect, parsed.substitute(env), observations)
+
+
+def _format_exception(exc: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+
+
+def evaluate_call(
+    func: Callable[..., Any],
+    kwargs: Mapping[str, Any],
+    *,
+    observes: Sequence[str],
+    expect: str,
+    params: Mapping[str, Any],
+    text: FalsifierText,
+    timeout_s: float | None,
+    seed: int,
+) -> Evaluation:
+    """Seed, call the checker with a deadline, check its observations and judge ``expect``."""
+    seed_everything(seed)
+    outcome = call_with_timeout(func, kwargs, timeout_s)
+    d = outcome.duration_s
+    if outcome.timed_out:
+        message = f"ERROR {text.label}: checker timed out after {timeout_s:g} s (abandoned, still running)"
+        return Evaluation(Verdict.ERROR, message=message, duration_s=d)
+    if outcome.error is not None:
+        skip_exc = _skip_exception()
+        if skip_exc is not None and isinstance(outcome.error, skip_exc):
+            reason = str(getattr(outcome.error, "msg", outcome.error))
+            return Evaluation(Verdict.SKIPPED, message=reason, duration_s=d, skip_reason=reason)
+        return Evaluation(
+            Verdict.ERROR,
+            message=f"ERROR {text.label}: the checker raised (an error, not a falsification)\n"
+            + _format_exception(outcome.error),
+            duration_s=d,
+        )
+    obs, problems = normalise_observations(outcome.value, observes)
+    if problems:
+        return Evaluation(
+            Verdict.ERROR,
+            observations=obs,
+            message=f"ERROR {text.label}: malformed observations: " + "; ".join(problems),
+            duration_s=d,
+        )
+    verdict, message = judge(expect, {**params, **obs}, text, obs)
+    return Evaluation(verdict, observations=obs, message=message, duration_s=d)
+
+
+def _skip_exception() -> type[BaseException] | None:
+    # A checker may call pytest.skip() when it discovers at run time that it cannot measure.
+    mod = sys.modules.get("_pytest.outcomes")
+    return getattr(mod, "Skipped", None) if mod is not None else None
+
+
+@contextlib.contextmanager
+def fault_env(name: str) -> Iterator[None]:
+    """Also put the fault in ``PV_FAULTS`` so that subprocesses a checker starts inherit it."""
+    old = os.environ.get(FAULTS_ENV_VAR)
+    names = [n for n in (old or "").split(",") if n.strip()]
+    os.environ[FAULTS_ENV_VAR] = ",".join([*names, name])
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(FAULTS_ENV_VAR, None)
+        else:
+            os.environ[FAULTS_ENV_VAR] = old
+
+
+def run_mutant(mutant: str, run: Callable[[], Evaluation]) -> MutantResult:
+    """Run ``run`` with the mutant's fault switched on; the mutant is killed iff it is falsified.
+
+    The fault is switched on only for the block and off again however ``run`` ends, including an
+    exception escaping it.
+    """
+    try:
+        registry, name = resolve_mutant(mutant)
+    except LookupError as exc:
+        message = f"mutant {mutant!r} cannot be resolved: {exc}"
+        return MutantResult(mutant=mutant, verdict=Verdict.ERROR, message=message)
+    with registry.enabled(name), fault_env(name):
+        ev = run()
+    if ev.verdict is Verdict.FALSIFIED:
+        message = "killed"
+    elif ev.verdict is Verdict.SURVIVED:
+        message = f"VACUOUS: the prediction survived the mutant {mutant}; this falsifier cannot detect that fault"
+    else:
+        message = f"mutant {mutant} was not killed: its run ended in {ev.verdict.value}\n{ev.message}".rstrip()
+    return MutantResult(mutant=mutant, verdict=ev.verdict, observations=ev.observations, message=message)
