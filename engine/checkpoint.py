@@ -1,0 +1,394 @@
+"""Self-contained checkpoints: one safetensors file with the architecture, tokenizer and manifest.
+
+Layout of the safetensors metadata (all values are strings, as safetensors requires):
+
+- ``format`` = ``pv-engine-checkpoint`` and ``format_version`` = ``1``;
+- one entry per architecture key (:data:`engine.config.ARCHITECTURE_KEYS`), its value JSON-encoded
+  (``hidden_size`` = ``"64"``, ``architecture`` = ``"\\"llama\\""``); the special-token ids too when set;
+- ``tokenizer``: :meth:`EngineTokenizer.to_json` (vocabulary, merges, special tokens and ids);
+- ``manifest``: the training manifest as JSON (step, seed, data digest, versions, anything else).
+
+Tensors use the Hugging Face parameter names.  With tied embeddings the shared matrix is stored
+once, as ``model.embed_tokens.weight``; ``lm_head.weight`` is absent and re-tied on load.
+
+Loading parses and checks the header before any tensor is read, and reports every defect as a
+:class:`CheckpointError` naming it.  Nothing here unpickles: ``torch.load`` is never used.
+Saving is atomic: the file is written beside its target, fsynced, then renamed over it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import struct
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from engine.config import ARCHITECTURE_KEYS, ModelConfig
+from engine.errors import CheckpointError, TokenizerError
+from engine.faults import FAULTS
+from engine.model import DecoderLM, build_model
+from engine.tokenizer import EngineTokenizer
+
+FORMAT = "pv-engine-checkpoint"
+FORMAT_VERSION = "1"
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
+SPECIAL_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
+TIED_HEAD = "lm_head.weight"
+EMBEDDING = "model.embed_tokens.weight"
+_MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
+_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
+_INT_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+)
+_FLOAT_KEYS = ("rope_theta", "rms_norm_eps")
+_BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
+
+
+@dataclass
+class LoadedCheckpoint:
+    model: DecoderLM
+    tokenizer: EngineTokenizer
+    config: ModelConfig
+    manifest: dict[str, Any]
+    metadata: dict[str, str] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def runtime_versions() -> dict[str, str]:
+    import safetensors
+    import tokenizers
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "safetensors": safetensors.__version__,
+        "tokenizers": tokenizers.__version__,
+    }
+
+
+def make_manifest(
+    step: int = 0, seed: int | None = None, data_digest: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A training manifest with the required keys; ``extra`` holds anything else worth recording."""
+    return {"step": step, "seed": seed, "data_digest": data_digest, "versions": runtime_versions(), **extra}
+
+
+def _normalise_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any]:
+    out = make_manifest()
+    if manifest is not None:
+        out.update(dict(manifest))
+    if not isinstance(out["step"], int) or isinstance(out["step"], bool) or out["step"] < 0:
+        raise ValueError(f"manifest step must be a non-negative int, got {out['step']!r}")
+    return out
+
+
+def checkpoint_metadata(
+    config: ModelConfig, tokenizer: EngineTokenizer, manifest: Mapping[str, Any] | None
+) -> dict[str, str]:
+    meta: dict[str, str] = {"format": FORMAT, "format_version": FORMAT_VERSION}
+    cfg = config.to_dict()
+    if not FAULTS.active("checkpoint_drops_arch_metadata"):
+        for key in ARCHITECTURE_KEYS:
+            meta[key] = json.dumps(cfg[key])
+    for key in SPECIAL_ID_KEYS:
+        if cfg.get(key) is not None:
+            meta[key] = json.dumps(cfg[key])
+    if not FAULTS.active("checkpoint_without_tokenizer"):
+        meta["tokenizer"] = tokenizer.to_json()
+    meta["manifest"] = json.dumps(_normalise_manifest(manifest), sort_keys=True, default=str)
+    return meta
+
+
+def _tensors_for_save(model: DecoderLM) -> dict[str, torch.Tensor]:
+    state = model.state_dict()
+    if model.config.tie_word_embeddings:
+        state.pop(TIED_HEAD, None)
+    return {name: t.detach().to("cpu").contiguous() for name, t in state.items()}
+
+
+def save_checkpoint(
+    path: str | Path,
+    model: DecoderLM,
+    tokenizer: EngineTokenizer,
+    manifest: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``model`` + ``tokenizer`` + ``manifest`` to ``path`` atomically; returns the path."""
+    path = Path(path)
+    if model.config.vocab_size < tokenizer.vocab_size:
+        raise CheckpointError(
+            f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is {model.config.vocab_size}"
+        )
+    meta = checkpoint_metadata(model.config, tokenizer, manifest)
+    tensors = _tensors_for_save(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        _write_tensors(tensors, tmp, meta)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _write_tensors(tensors: dict[str, torch.Tensor], path: Path, meta: dict[str, str]) -> None:
+    save_file(tensors, str(path), metadata=meta)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # some platforms cannot open a directory; the rename is still atomic there
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    dtype: str
+    shape: tuple[int, ...]
+    offsets: tuple[int, int]
+
+
+def read_header(path: str | Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """Parse and check a safetensors header; returns (tensor table, metadata).  No tensor is read."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    if not path.is_file():
+        raise CheckpointError(f"{path}: not a file")
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if head[:4] == b"PK\x03\x04":
+            raise CheckpointError(f"{path}: a zip archive (a torch.save/pickle file?), not a safetensors checkpoint")
+        if head[:2] in (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05"):
+            raise CheckpointError(f"{path}: a Python pickle, not a safetensors checkpoint; pickles are never loaded")
+        if head[:4] == b"GGUF":
+            raise CheckpointError(f"{path}: a GGUF file, not a safetensors checkpoint")
+        if len(head) < 8:
+            raise CheckpointError(f"{path}: truncated ({size} bytes; a safetensors file starts with an 8-byte length)")
+        (n,) = struct.unpack("<Q", head)
+        if n > _MAX_HEADER:
+            raise CheckpointError(f"{path}: not a safetensors file (declared header length {n} is implausible)")
+        if 8 + n > size:
+            raise CheckpointError(
+                f"{path}: truncated: header declares {n} bytes but the file has only {size - 8} after it"
+            )
+        raw = fh.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CheckpointError(f"{path}: not a safetensors file (its header is not JSON)") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: not a safetensors file (its header is not a JSON object)")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise CheckpointError(f"{path}: safetensors metadata is not a string-to-string map")
+    data_len = size - 8 - n
+    tensors: dict[str, TensorInfo] = {}
+    for name, info in header.items():
+        try:
+            dtype, shape, (start, end) = info["dtype"], tuple(int(d) for d in info["shape"]), info["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            raise CheckpointError(f"{path}: corrupt header entry for tensor `{name}`") from None
+        if end > data_len:
+            raise CheckpointError(
+                f"{path}: truncated: tensor `{name}` ends at byte {end} of the data but the file holds {data_len}"
+            )
+        tensors[name] = TensorInfo(str(dtype), shape, (int(start), int(end)))
+    return tensors, meta
+
+
+def _json_value(meta: Mapping[str, str], key: str) -> Any:
+    if key not in meta:
+        raise CheckpointError(f"missing metadata key `{key}`")
+    try:
+        return json.loads(meta[key])
+    except json.JSONDecodeError:
+        raise CheckpointError(f"metadata key `{key}` is not valid JSON: {meta[key][:60]!r}") from None
+
+
+def config_from_metadata(meta: Mapping[str, str]) -> ModelConfig:
+    fmt = meta.get("format")
+    if fmt is None:
+        raise CheckpointError("missing metadata key `format`: not a pv engine checkpoint")
+    if fmt != FORMAT:
+        raise CheckpointError(f"metadata `format` is {fmt!r}, expected {FORMAT!r}: not a pv engine checkpoint")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(
+            f"unsupported checkpoint format_version {version!r}; this engine reads {FORMAT_VERSION!r}"
+        )
+    values: dict[str, Any] = {key: _json_value(meta, key) for key in ARCHITECTURE_KEYS}
+    arch = values["architecture"]
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise CheckpointError(f"unknown architecture `{arch}`; supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+    for key in _INT_KEYS:
+        v = values[key]
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise CheckpointError(f"metadata key `{key}` must be a positive integer, got {meta[key]}")
+    for key in _FLOAT_KEYS:
+        v = values[key]
+        if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
+            raise CheckpointError(f"metadata key `{key}` must be a positive number, got {meta[key]}")
+        values[key] = float(v)
+    for key in _BOOL_KEYS:
+        if not isinstance(values[key], bool):
+            raise CheckpointError(f"metadata key `{key}` must be true or false, got {meta[key]}")
+    for key in SPECIAL_ID_KEYS:
+        if key in meta:
+            v = _json_value(meta, key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < values["vocab_size"]):
+                raise CheckpointError(f"metadata key `{key}` must be a token id below vocab_size, got {meta[key]}")
+            values[key] = v
+    try:
+        return ModelConfig.from_dict(values)
+    except ValueError as exc:
+        raise CheckpointError(f"inconsistent architecture metadata: {exc}") from None
+
+
+def tokenizer_from_metadata(meta: Mapping[str, str], config: ModelConfig) -> EngineTokenizer:
+    if "tokenizer" not in meta:
+        raise CheckpointError("missing metadata key `tokenizer`: the checkpoint has no embedded tokenizer")
+    try:
+        tok = EngineTokenizer.from_json(meta["tokenizer"])
+    except TokenizerError as exc:
+        raise CheckpointError(f"metadata key `tokenizer` is unusable: {exc}") from None
+    if tok.vocab_size > config.vocab_size:
+        raise CheckpointError(f"tokenizer has {tok.vocab_size} tokens but vocab_size is {config.vocab_size}")
+    return tok
+
+
+def manifest_from_metadata(meta: Mapping[str, str]) -> dict[str, Any]:
+    manifest = _json_value(meta, "manifest")
+    if not isinstance(manifest, dict):
+        raise CheckpointError("metadata key `manifest` is not a JSON object")
+    for key in ("step", "seed", "data_digest", "versions"):
+        if key not in manifest:
+            raise CheckpointError(f"manifest lacks `{key}`")
+    return manifest
+
+
+def expected_tensors(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Names and shapes a checkpoint of ``config`` must hold (computed on the meta device)."""
+    model = build_model(config, device="meta")
+    shapes = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    if config.tie_word_embeddings:
+        shapes.pop(TIED_HEAD, None)
+    return shapes
+
+
+def _fmt_shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def check_tensors(tensors: Mapping[str, TensorInfo], config: ModelConfig) -> None:
+    expected = expected_tensors(config)
+    missing = [n for n in expected if n not in tensors]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise CheckpointError(f"missing tensor `{missing[0]}`{more}")
+    unexpected = sorted(n for n in tensors if n not in expected)
+    if unexpected:
+        hint = " (tied embeddings store the head once)" if unexpected[0] == TIED_HEAD else ""
+        raise CheckpointError(f"unexpected tensor `{unexpected[0]}`{hint}")
+    for name, shape in expected.items():
+        info = tensors[name]
+        if info.shape != shape:
+            raise CheckpointError(f"tensor `{name}` has shape {_fmt_shape(info.shape)}, expected {_fmt_shape(shape)}")
+        if info.dtype not in _DTYPES:
+            raise CheckpointError(f"tensor `{name}` has dtype {info.dtype}; a checkpoint holds floating-point weights")
+    dtypes = {t.dtype for t in tensors.values()}
+    if len(dtypes) > 1:
+        raise CheckpointError(f"tensors mix dtypes {sorted(dtypes)}; a checkpoint holds one dtype")
+
+
+def inspect_checkpoint(path: str | Path) -> tuple[ModelConfig, EngineTokenizer, dict[str, Any], dict[str, str]]:
+    """Validate everything except tensor contents; returns (config, tokenizer, manifest, metadata)."""
+    tensors, meta = read_header(path)
+    config = config_from_metadata(meta)
+    tokenizer = tokenizer_from_metadata(meta, config)
+    config = _with_special_ids(config, tokenizer)
+    manifest = manifest_from_metadata(meta)
+    check_tensors(tensors, config)
+    return config, tokenizer, manifest, meta
+
+
+def _with_special_ids(config: ModelConfig, tok: EngineTokenizer) -> ModelConfig:
+    return config.replace(
+        bos_token_id=tok.bos_id if config.bos_token_id is None else config.bos_token_id,
+        eos_token_id=tok.eos_id if config.eos_token_id is None else config.eos_token_id,
+        pad_token_id=tok.pad_id if config.pad_token_id is None else config.pad_token_id,
+    )
+
+
+def load_state(path: str | Path) -> dict[str, torch.Tensor]:
+    """All tensors of a (header-checked) safetensors file on CPU; a read failure is a CheckpointError."""
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as fh:
+            return {name: fh.get_tensor(name) for name in fh.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+    except Exception as exc:
+        raise CheckpointError(f"{path}: cannot read tensors: {exc}") from None
+
+
+def model_from_state(
+    config: ModelConfig,
+    state: dict[str, torch.Tensor],
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+) -> DecoderLM:
+    """Build a model of ``config`` from a (tied-once) state dict without a throwaway random init."""
+    state = dict(state)
+    if config.tie_word_embeddings:
+        state[TIED_HEAD] = state[EMBEDDING]
+    model = build_model(config, device="meta")
+    try:
+        model.load_state_dict(state, strict=True, assign=True)
+    except RuntimeError as exc:
+        raise CheckpointError(f"state dict does not fit the architecture: {exc}") from None
+    if config.tie_word_embeddings:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device=device)
+    return model.eval()
+
+
+def load_checkpoint(
+    path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+) -> LoadedCheckpoint:
+    """Load and validate a checkpoint; any defect raises :class:`CheckpointError` naming it."""
+    config, tokenizer, manifest, meta = inspect_checkpoint(path)
+    state = load_state(path)
+    for name, tensor in state.items():
+        if not torch.isfinite(tensor).all():
+            raise CheckpointError(f"tensor `{name}` holds NaN or Inf values")
+    model = model_from_state(config, state, device=device, dtype=dtype)
+    return LoadedCheckpoint(model, tokenizer, config, manifest, dict(meta), Path(path))
