@@ -92,6 +92,7 @@ class ChangelogEntry(Strict):
     version: str
     date: str
     change: str
+    evidence: str | None = None  # set by `pv promote`: the bundle a status change rests on
 
 
 class Metadata(Strict):

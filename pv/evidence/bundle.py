@@ -1,0 +1,159 @@
+"""The evidence bundle's data model (schema version 1) and its JSON Schema.
+
+The committed ``pv/schema/bundle.schema.json`` is generated from these models
+(``python -m pv.evidence.bundle > pv/schema/bundle.schema.json``) and is what
+``pv evidence verify`` validates against, so an old bundle is judged by the schema it claims.
+
+Binding: ``contract.sha256`` is the digest of the contract file's exact bytes when the run
+started; ``contract.binding_digest`` (method ``pv-canonical-v1``, see ``pv.evidence.digest``) is
+the digest the evidence is bound to.  It leaves out ``metadata.status`` and changelog entries
+that carry an ``evidence`` field, which is everything ``pv promote`` writes, so promotion does
+not stale the bundle it promoted from; every other edit does.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION: Literal[1] = 1
+PREDICATE_TYPE = "https://pv.dev/evidence/bundle/v1"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+BUNDLE_FILE = "bundle.json"
+STATEMENT_FILE = "statement.intoto.json"
+MANIFEST_FILE = "MANIFEST.sha256"
+ARTIFACTS_DIR = "artifacts"
+TMP_PREFIX = ".tmp-"
+
+VerdictName = Literal["survived", "falsified", "error", "skipped", "not_run"]
+SkipKind = Literal["hardware", "other"]
+ArtifactKind = Literal["log", "plot", "file"]
+Sha256 = str
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContractRef(_Strict):
+    id: str
+    path: str = Field(description="contract file, POSIX path relative to the project root")
+    version: str
+    status: str = Field(description="metadata.status when the run started")
+    sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the contract file's exact bytes")
+    binding_digest: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
+    binding_method: Literal["pv-canonical-v1"] = "pv-canonical-v1"
+
+
+class GpuInfo(_Strict):
+    name: str
+    memory_gib: float | None = None
+    memory_class: Literal["discrete", "integrated", "unknown"] = "unknown"
+
+
+class Environment(_Strict):
+    python: str
+    implementation: str
+    packages: dict[str, str | None] = Field(description="installed versions; null when not installed")
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    os: str
+    machine: str
+    cpu_model: str
+    cpu_cores_physical: int | None = None
+    cpu_cores_logical: int | None = None
+    memory_gib: float | None = None
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    gpu: str = Field(description='"none" when no GPU is present, else the first GPU\'s name')
+
+
+class MutantEntry(_Strict):
+    declared: str | None = Field(description="the mutant the contract names, module:fault")
+    verdict: VerdictName | None = Field(description="null when mutants were not run")
+    killed: bool | None = None
+    observations: dict[str, Any] = Field(default_factory=dict)
+    message: str = ""
+
+
+class FalsifierEntry(_Strict):
+    id: str
+    ship_blocking: bool
+    selected: bool = Field(
+        description="false when this falsifier did not run in this session (deselected, interrupted)"
+    )
+    verdict: VerdictName
+    expect: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    requires: list[str] = Field(default_factory=list)
+    observations: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    duration_s: float = 0.0
+    message: str = ""
+    skip_reason: str | None = None
+    skip_kind: SkipKind | None = None
+    mutant: MutantEntry
+    artifacts: list[str] = Field(default_factory=list, description="bundle-relative artifact paths")
+    hypothesis: dict[str, Any] | None = None
+    worker: str = "master"
+    device: str = "cpu"
+
+
+class ArtifactEntry(_Strict):
+    path: str = Field(description="POSIX path relative to the bundle directory")
+    sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+    kind: ArtifactKind
+    falsifier: str
+    source: str = Field(description="where the checker wrote it")
+
+
+class Summary(_Strict):
+    declared: int
+    selected: int
+    survived: int
+    falsified: int
+    error: int
+    skipped: int
+    not_run: int
+    mutants_killed: int
+    mutants_survived: int
+    skip_reasons: dict[str, int] = Field(default_factory=dict)
+
+
+class Bundle(_Strict):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str = Field(pattern=r"^\d{8}T\d{6}\d{6}Z-[0-9a-f]{8}$", description="UTC time + short digest")
+    session_id: str = Field(description="the pytest session's run id, shared by its bundles")
+    started_at: str
+    finished_at: str
+    interrupted: bool = False
+    mutants_enabled: bool = False
+    selection: str = ""
+    contract: ContractRef
+    environment: Environment
+    falsifiers: list[FalsifierEntry]
+    summary: Summary
+    artifacts: list[ArtifactEntry] = Field(default_factory=list)
+
+    def falsifier(self, falsify_id: str) -> FalsifierEntry | None:
+        return next((f for f in self.falsifiers if f.id == falsify_id), None)
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Bundle.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://pv.dev/schema/bundle/v1.json"
+    return schema
+
+
+def committed_schema() -> dict[str, Any]:
+    text = resources.files("pv").joinpath("schema/bundle.schema.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), sort_keys=True, indent=2))

@@ -1,0 +1,71 @@
+"""``pv evidence gc``: keep the newest N bundles per contract, never the one backing a status.
+
+Also removes ``.tmp-*`` folders left by killed writers, unless the process that owns one (its
+pid is the folder name's last part) is still running on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pv.evidence.bundle import TMP_PREFIX
+from pv.evidence.verify import find_bundles
+
+
+@dataclass
+class GcPlan:
+    remove: list[Path] = field(default_factory=list)
+    keep: list[Path] = field(default_factory=list)
+    protected: list[Path] = field(default_factory=list)  # kept because they back a status
+    tmp: list[Path] = field(default_factory=list)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale_tmp_dirs(evidence_dir: Path) -> list[Path]:
+    found: list[Path] = []
+    if not evidence_dir.is_dir():
+        return found
+    for contract_dir in sorted(p for p in evidence_dir.iterdir() if p.is_dir()):
+        for tmp in sorted(contract_dir.glob(f"{TMP_PREFIX}*")):
+            pid = tmp.name.rsplit("-", 1)[-1]
+            if tmp.is_dir() and not (pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid))):
+                found.append(tmp)
+    return found
+
+
+def plan(evidence_dir: Path, keep: int, backing: Iterable[Path]) -> GcPlan:
+    if keep < 1:
+        raise ValueError("--keep must be at least 1")
+    protect = {p.resolve() for p in backing}
+    result = GcPlan(tmp=stale_tmp_dirs(evidence_dir))
+    by_contract: dict[Path, list[Path]] = {}
+    for bundle in find_bundles(evidence_dir):
+        by_contract.setdefault(bundle.parent, []).append(bundle)
+    for bundles in by_contract.values():
+        newest_first = sorted(bundles, key=lambda p: p.name, reverse=True)
+        for i, bundle in enumerate(newest_first):
+            if bundle.resolve() in protect:
+                result.protected.append(bundle)
+            elif i < keep:
+                result.keep.append(bundle)
+            else:
+                result.remove.append(bundle)
+    return result
+
+
+def apply(gc_plan: GcPlan) -> None:
+    for path in [*gc_plan.tmp, *gc_plan.remove]:
+        shutil.rmtree(path)
