@@ -1,0 +1,584 @@
+"""Reading contract files: bytes -> YAML node tree -> plain data -> :class:`~pv.model.Contract`.
+
+Every failure becomes a :class:`~pv.diagnostics.Diagnostic` with ``path:line:col``; nothing here
+raises for bad input, and one bad file never stops the others.
+
+The YAML is composed by libyaml (``CSafeLoader``) into a node tree that keeps every mark; the tree
+is turned into plain data here, in one pass, which is where the rules the stock loaders lack are
+enforced: duplicate keys, tags outside YAML's core schema, a cap on alias expansion, and YAML 1.2
+core scalar resolution (``yes``/``on``/``2024-01-01`` stay strings, as in the Rust ``pv``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import errno
+import hashlib
+import os
+import re
+import stat
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from pv import rules
+from pv.diagnostics import Diagnostic
+from pv.model import Contract
+
+MAX_BYTES = 1 << 20  # 1 MiB; override with the ``max_bytes`` argument or PV_MAX_CONTRACT_BYTES
+MAX_ALIAS_NODES = 10_000  # nodes an alias expansion may add, summed over the file
+MAX_DEPTH = 100  # nesting of mappings/sequences; contracts need fewer than ten levels
+_C_SAFE_DEPTH = 1000  # libyaml's composer recurses in C: deeper input must be refused before it
+CONTRACT_SUFFIXES = (".yaml", ".yml")
+
+_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_PLAIN = "pv:plain"  # a plain scalar with no explicit tag: resolved below by YAML 1.2 core rules
+_QUOTED = "pv:quoted"  # quoted or block scalar with no explicit tag: always a string
+_CORE = "tag:yaml.org,2002:"
+
+_INT_RE = re.compile(r"[-+]?[0-9]+\Z")
+_OCT_RE = re.compile(r"0o[0-7]+\Z")
+_HEX_RE = re.compile(r"0x[0-9a-fA-F]+\Z")
+_FLOAT_RE = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+_INF_RE = re.compile(r"[-+]?\.(?:inf|Inf|INF)\Z")
+_NAN_RE = re.compile(r"\.(?:nan|NaN|NAN)\Z")
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_TRUE = frozenset({"true", "True", "TRUE"})
+_FALSE = frozenset({"false", "False", "FALSE"})
+
+
+class _Loader(_BaseLoader):
+    """libyaml's composer, with implicit tag resolution deferred to :func:`_resolve_plain`.
+
+    Marking untagged scalars instead of resolving them is what lets the converter tell an explicit
+    ``!!python/object`` from an implicitly typed value, and apply YAML 1.2 rules instead of 1.1.
+    """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode:
+            return _PLAIN if implicit[0] else _QUOTED
+        return str(super().resolve(kind, value, implicit))
+
+
+def _resolve_plain(value: str) -> Any:
+    if value in _NULLS:
+        return None
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    try:
+        if _INT_RE.match(value):
+            return int(value)
+        if _OCT_RE.match(value):
+            return int(value[2:], 8)
+        if _HEX_RE.match(value):
+            return int(value[2:], 16)
+    except ValueError:  # more digits than Python will convert: keep the text
+        return value
+    if _FLOAT_RE.match(value):
+        return float(value)
+    if _INF_RE.match(value):
+        return float("-inf") if value.startswith("-") else float("inf")
+    if _NAN_RE.match(value):
+        return float("nan")
+    return value
+
+
+class _Refused(Exception):
+    """Stops conversion of the whole file (alias bomb, nesting too deep, a refused tag)."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+class _Converter:
+    """One pass over the node tree: plain data, duplicate keys, tag policy, alias budget."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.diagnostics: list[Diagnostic] = []
+        self.seen: set[int] = set()
+        self.active: set[int] = set()
+        self.alias_nodes = 0
+
+    def mark(self, node: yaml.Node) -> tuple[int, int]:
+        return node.start_mark.line + 1, node.start_mark.column + 1
+
+    def convert(self, node: yaml.Node, depth: int = 0, aliased: bool = False) -> Any:
+        key = id(node)
+        if key in self.active:
+            line, col = self.mark(node)
+            raise _Refused(rules.ALIAS_LIMIT.diagnostic(self.path, line, col, "an alias refers to its own ancestor"))
+        if key in self.seen:
+            aliased = True
+        self.seen.add(key)
+        if aliased:
+            self.alias_nodes += 1
+            if self.alias_nodes > MAX_ALIAS_NODES:
+                line, col = self.mark(node)
+                raise _Refused(
+                    rules.ALIAS_LIMIT.diagnostic(
+                        self.path, line, col, f"aliases expand to more than {MAX_ALIAS_NODES} nodes"
+                    )
+                )
+        if depth > MAX_DEPTH:
+            line, col = self.mark(node)
+            raise _Refused(
+                rules.YAML_SYNTAX.diagnostic(self.path, line, col, f"nesting is deeper than {MAX_DEPTH} levels")
+            )
+        tag = node.tag
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, tag)
+        if tag not in (_CORE + "map", _CORE + "seq"):
+            self.refuse_tag(node)
+        self.active.add(key)
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return [self.convert(item, depth + 1, aliased) for item in node.value]
+            assert isinstance(node, yaml.MappingNode)
+            return self.mapping(node, depth, aliased)
+        finally:
+            self.active.discard(key)
+
+    def scalar(self, node: yaml.ScalarNode, tag: str) -> Any:
+        value: str = node.value
+        if tag == _PLAIN:
+            return _resolve_plain(value)
+        if tag == _QUOTED or tag == _CORE + "str":
+            return value
+        if tag == _CORE + "null" and value in _NULLS:
+            return None
+        if tag == _CORE + "bool" and value in _TRUE | _FALSE:
+            return value in _TRUE
+        if tag in (_CORE + "int", _CORE + "float"):
+            resolved = _resolve_plain(value)
+            if isinstance(resolved, int | float) and not isinstance(resolved, bool):
+                return float(resolved) if tag.endswith("float") else resolved
+            line, col = self.mark(node)
+            raise _Refused(
+                rules.SCHEMA.diagnostic(self.path, line, col, f"{value!r} is not a valid {tag[len(_CORE) :]}")
+            )
+        self.refuse_tag(node)
+        return None  # unreachable: refuse_tag raises
+
+    def refuse_tag(self, node: yaml.Node) -> None:
+        line, col = self.mark(node)
+        shown = "!!" + node.tag[len(_CORE) :] if node.tag.startswith(_CORE) else node.tag
+        raise _Refused(
+            rules.FORBIDDEN_TAG.diagnostic(
+                self.path, line, col, f"the tag `{shown}` is not allowed; contracts are plain YAML data"
+            )
+        )
+
+    def mapping(self, node: yaml.MappingNode, depth: int, aliased: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                line, col = self.mark(key_node)
+                self.diagnostics.append(
+                    rules.SCHEMA.diagnostic(self.path, line, col, "mapping keys must be plain scalars")
+                )
+                continue
+            if key_node.tag not in (_PLAIN, _QUOTED, _CORE + "str"):
+                self.refuse_tag(key_node)
+            # Keys are the scalar's text: the Rust dialect's keys are field names, never numbers.
+            name = key_node.value
+            if name in out:
+                line, col = self.mark(key_node)
+                self.diagnostics.append(
+                    rules.DUPLICATE_KEY.diagnostic(
+                        self.path, line, col, f"duplicate key `{name}` (first defined on line {first_line[name]})"
+                    )
+                )
+                continue  # keep the first: the diagnostic points at the one to remove
+            first_line[name] = key_node.start_mark.line + 1
+            out[name] = self.convert(value_node, depth + 1, aliased)
+        return out
+
+
+@dataclass
+class LoadedContract:
+    """One contract file as read: its bytes' digest, plain data, model and diagnostics."""
+
+    path: Path
+    contract: Contract | None = None
+    data: dict[str, Any] | None = None
+    sha256: str | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    root: yaml.Node | None = field(default=None, repr=False)
+
+    @property
+    def stem(self) -> str:
+        name = self.path.name
+        for suffix in CONTRACT_SUFFIXES:
+            if name.endswith(suffix):
+                return name[: -len(suffix)]
+        return self.path.stem
+
+    @property
+    def id(self) -> str:
+        """``metadata.id``, or the file stem for legacy contracts that have none."""
+        meta = self.data.get("metadata") if self.data else None
+        declared = meta.get("id") if isinstance(meta, dict) else None
+        return declared if isinstance(declared, str) and declared else self.stem
+
+    @property
+    def ok(self) -> bool:
+        return self.contract is not None and not any(d.is_error for d in self.diagnostics)
+
+    def node_at(self, keypath: Sequence[str | int], *, key: bool = False) -> yaml.Node | None:
+        """The YAML node at ``keypath`` (the key's node with ``key=True``), or None if absent."""
+        node = self.root
+        for i, part in enumerate(keypath):
+            last = i == len(keypath) - 1
+            if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+                found = None
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and k.value == part:
+                        found = k if (key and last) else v
+                        break
+                node = found
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+                node = node.value[part]
+            else:
+                return None
+            if node is None:
+                return None
+        return node
+
+    def locate(self, keypath: Sequence[str | int] = (), *, key: bool = False) -> tuple[int, int]:
+        """1-based ``(line, col)`` of the value at ``keypath`` (of its key with ``key=True``).
+
+        A path that does not exist resolves to its nearest existing ancestor, so a missing field
+        points at the mapping that should hold it.
+        """
+        path = list(keypath)
+        while True:
+            node = self.node_at(path, key=key)
+            if node is not None:
+                return node.start_mark.line + 1, node.start_mark.column + 1
+            if not path:
+                return 1, 1
+            path.pop()
+            key = False
+
+    def diagnostic(
+        self,
+        rule: rules.Rule,
+        keypath: Sequence[str | int],
+        message: str,
+        *,
+        key: bool = False,
+        hint: str | None = None,
+    ) -> Diagnostic:
+        line, col = self.locate(keypath, key=key)
+        return rule.diagnostic(self.path, line, col, message, hint=hint)
+
+
+def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Expand folders (recursively, ``*.yaml``/``*.yml``, hidden folders skipped) in order.
+
+    Files named explicitly are kept whatever their suffix, and paths that do not exist are kept
+    too, so that :func:`load_contract_file` reports them instead of their silently vanishing.
+    """
+    found: list[Path] = []
+    seen: set[str] = set()
+
+    def add(p: Path) -> None:
+        key = os.path.abspath(p)
+        if key not in seen:
+            seen.add(key)
+            found.append(p)
+
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for root, dirs, files in os.walk(p, followlinks=False):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if name.endswith(CONTRACT_SUFFIXES) and not name.startswith("."):
+                        add(Path(root) / name)
+        else:
+            add(p)
+    return found
+
+
+def _max_bytes() -> int:
+    env = os.environ.get("PV_MAX_CONTRACT_BYTES")
+    if env and env.isdigit():
+        return int(env)
+    return MAX_BYTES
+
+
+def _read(path: Path, limit: int) -> tuple[bytes | None, Diagnostic | None]:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            why = "is a symlink loop"
+        elif exc.errno == errno.ENOENT:
+            why = "is a broken symlink" if os.path.islink(path) else "does not exist"
+        else:
+            why = f"cannot be read: {exc.strerror}"
+        return None, rules.UNREADABLE.diagnostic(path, 0, 0, f"{path} {why}")
+    if stat.S_ISDIR(st.st_mode):
+        return None, rules.UNREADABLE.diagnostic(path, 0, 0, f"{path} is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        return None, rules.UNREADABLE.diagnostic(path, 0, 0, f"{path} is not a regular file")
+    if st.st_size > limit:
+        return None, rules.TOO_LARGE.diagnostic(
+            path, 0, 0, f"file is {st.st_size} bytes; the limit is {limit} (PV_MAX_CONTRACT_BYTES)"
+        )
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        return None, rules.UNREADABLE.diagnostic(path, 0, 0, f"{path} cannot be read: {exc.strerror}")
+    if len(raw) > limit:  # the file grew after stat
+        return None, rules.TOO_LARGE.diagnostic(path, 0, 0, f"file is over the limit of {limit} bytes")
+    return raw, None
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _decode(path: Path, raw: bytes) -> tuple[str | None, Diagnostic | None]:
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        line, col = _line_col(raw[:nul].decode("utf-8", errors="replace"), nul)
+        return None, rules.NOT_UTF8.diagnostic(path, line, col, "file holds NUL bytes: it is binary, not YAML text")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        prefix = raw[: exc.start].decode("utf-8", errors="replace")
+        line, col = _line_col(prefix, len(prefix))
+        return None, rules.NOT_UTF8.diagnostic(
+            path, line, col, f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not valid UTF-8"
+        )
+    return text.removeprefix("\ufeff"), None
+
+
+def _nesting_bound(text: str) -> int:
+    """A cheap upper bound on the nesting depth libyaml would recurse to."""
+    flow = text.count("[") + text.count("{")
+    if flow > _C_SAFE_DEPTH:
+        return flow
+    # block nesting needs indentation or `- `/`? ` on one line, so a line's length bounds it
+    return flow + max((len(line) for line in text.splitlines()), default=0)
+
+
+def _event_depth_exceeds(text: str, limit: int) -> tuple[int, int] | None:
+    """Walk libyaml's events (iteratively, no recursion) and return where nesting passes ``limit``."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                mark = event.start_mark
+                return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
+def _compose(path: Path, text: str) -> tuple[yaml.Node | None, Diagnostic | None]:
+    try:
+        if _nesting_bound(text) > _C_SAFE_DEPTH:
+            where = _event_depth_exceeds(text, MAX_DEPTH)
+            if where is not None:
+                return None, rules.YAML_SYNTAX.diagnostic(path, *where, f"nesting is deeper than {MAX_DEPTH} levels")
+        return yaml.compose(text, Loader=_Loader), None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        if isinstance(exc, yaml.composer.ComposerError) and "single document" in str(exc.context or ""):
+            return None, rules.MULTI_DOCUMENT.diagnostic(
+                path, line, col, "a second YAML document starts here; one file holds one contract"
+            )
+        if "undefined alias" in problem:
+            return None, rules.YAML_SYNTAX.diagnostic(path, line, col, "alias refers to an anchor that is not defined")
+        return None, rules.YAML_SYNTAX.diagnostic(path, line, col, f"YAML syntax error: {problem}")
+    except yaml.reader.ReaderError as exc:
+        line, col = _line_col(text, min(exc.position, len(text)))
+        return None, rules.YAML_SYNTAX.diagnostic(path, line, col, f"YAML syntax error: {exc.reason}")
+    except yaml.YAMLError as exc:
+        return None, rules.YAML_SYNTAX.diagnostic(path, 1, 1, f"YAML error: {exc}")
+    except (RecursionError, MemoryError) as exc:
+        return None, rules.YAML_SYNTAX.diagnostic(path, 1, 1, f"YAML could not be composed: {type(exc).__name__}")
+
+
+# --- pydantic errors -> diagnostics ----------------------------------------------------------
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete types inside Optional/Union/list/dict annotations."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _target_at(loc: Sequence[str | int]) -> Any:
+    """The model class or type expected at ``loc`` (None if it cannot be told)."""
+    current: Any = Contract
+    for part in loc:
+        nxt: Any = None
+        for option in _unwrap(current):
+            origin = typing.get_origin(option)
+            if isinstance(option, type) and issubclass(option, BaseModel) and isinstance(part, str):
+                info = option.model_fields.get(part)
+                if info is not None:
+                    nxt = info.annotation
+            elif origin is list and isinstance(part, int):
+                nxt = typing.get_args(option)[0]
+            elif origin is dict and isinstance(part, str):
+                nxt = typing.get_args(option)[1]
+            if nxt is not None:
+                break
+        if nxt is None:
+            return None
+        current = nxt
+    return current
+
+
+def _fields_at(loc: Sequence[str | int]) -> list[str]:
+    for option in _unwrap(_target_at(loc)):
+        if isinstance(option, type) and issubclass(option, BaseModel):
+            return list(option.model_fields)
+    return []
+
+
+def _enum_at(loc: Sequence[str | int]) -> type[Enum] | None:
+    for option in _unwrap(_target_at(loc)):
+        if isinstance(option, type) and issubclass(option, Enum):
+            return option
+    return None
+
+
+def _dotted(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def suggest(word: str, choices: Iterable[str]) -> str | None:
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _schema_diagnostics(loaded: LoadedContract, exc: ValidationError) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for err in exc.errors(include_url=False):
+        loc = _data_loc(loaded.data, err["loc"])
+        kind = err["type"]
+        where = _dotted(loc)
+        if kind == "extra_forbidden":
+            name = str(loc[-1])
+            choices = _fields_at(loc[:-1])
+            close = suggest(name, choices)
+            message = f"unknown key `{name}` in {_dotted(loc[:-1])}"
+            hint = f"did you mean `{close}`?" if close else f"allowed keys here: {', '.join(choices)}"
+            if close:
+                message += f"; did you mean `{close}`?"
+            out.append(loaded.diagnostic(rules.UNKNOWN_KEY, loc, message, key=True, hint=hint))
+        elif kind == "missing":
+            out.append(
+                loaded.diagnostic(rules.MISSING_KEY, loc, f"missing required key `{loc[-1]}` in {_dotted(loc[:-1])}")
+            )
+        elif kind == "enum":
+            enum = _enum_at(loc)
+            allowed = [m.value for m in enum] if enum else []
+            given = err.get("input")
+            message = f"{where}: {given!r} is not one of {', '.join(map(str, allowed))}"
+            close = suggest(str(given), map(str, allowed))
+            hint = f"did you mean `{close}`?" if close else rules.INVALID_ENUM.hint
+            if close:
+                message += f"; did you mean `{close}`?"
+            out.append(loaded.diagnostic(rules.INVALID_ENUM, loc, message, hint=hint))
+        else:
+            given = err.get("input")
+            shown = type(given).__name__ if isinstance(given, dict | list) else repr(given)
+            if isinstance(shown, str) and len(shown) > 60:
+                shown = shown[:57] + "..."
+            out.append(loaded.diagnostic(rules.SCHEMA, loc, f"{where}: {err['msg'].lower()} (got {shown})"))
+    return out
+
+
+def _data_loc(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
+    """Keep the parts of a pydantic ``loc`` that follow the data (drops union-member tags)."""
+    out: list[str | int] = []
+    current = data
+    for i, part in enumerate(loc):
+        if isinstance(current, dict) and isinstance(part, str) and part in current:  # noqa: SIM114
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+        elif not (i == len(loc) - 1 and isinstance(current, dict) and isinstance(part, str)):
+            continue  # a validator-internal part, not a key of the document
+        out.append(part)
+    return tuple(out)
+
+
+# --- the entry point --------------------------------------------------------------------------
+
+
+def load_contract_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> LoadedContract:
+    """Read one contract file; every problem is in ``.diagnostics``, nothing is raised for bad input."""
+    p = Path(path)
+    loaded = LoadedContract(path=p)
+    raw, diag = _read(p, _max_bytes() if max_bytes is None else max_bytes)
+    if raw is None:
+        loaded.diagnostics.append(diag)  # type: ignore[arg-type]
+        return loaded
+    loaded.sha256 = hashlib.sha256(raw).hexdigest()
+    text, diag = _decode(p, raw)
+    if text is None:
+        loaded.diagnostics.append(diag)  # type: ignore[arg-type]
+        return loaded
+    root, diag = _compose(p, text)
+    if diag is not None:
+        loaded.diagnostics.append(diag)
+        return loaded
+    if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == _PLAIN and root.value in _NULLS):
+        loaded.diagnostics.append(rules.EMPTY_FILE.diagnostic(p, 1, 1, "file holds no YAML document"))
+        return loaded
+    loaded.root = root
+    converter = _Converter(str(p))
+    try:
+        data = converter.convert(root)
+    except _Refused as refused:
+        loaded.diagnostics.extend(converter.diagnostics)
+        loaded.diagnostics.append(refused.diagnostic)
+        return loaded
+    except RecursionError:
+        loaded.diagnostics.append(rules.YAML_SYNTAX.diagnostic(p, 1, 1, "YAML nests too deeply"))
+        return loaded
+    loaded.diagnostics.extend(converter.diagnostics)
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a scalar ({type(data).__name__})"
+        line, col = converter.mark(root)
+        loaded.diagnostics.append(
+            rules.NOT_MAPPING.diagnostic(p, line, col, f"the document is {kind}; a contract is a mapping")
+        )
+        return loaded
+    loaded.data = data
+    try:
+        loaded.contract = Contract.model_validate(data)
+    except ValidationError as exc:
+        loaded.diagnostics.extend(_schema_diagnostics(loaded, exc))
+    return loaded
