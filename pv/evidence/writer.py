@@ -307,6 +307,7 @@ def write_bundle(prepared: Prepared, evidence_dir: Path) -> Path:
     if final.exists():
         raise EvidenceError(f"bundle {final} already exists")
     tmp = contract_dir / f"{TMP_PREFIX}{bundle.run_id}-{os.getpid()}"
+    tmp.mkdir()
     digests: dict[str, str] = {}
     for src, rel in prepared.copies:
         _copy_file(src, tmp / rel)

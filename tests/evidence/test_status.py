@@ -1,0 +1,97 @@
+"""backing_status: the ladder computed from the newest verified, current bundle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pv.evidence.status import assess, backing_status
+from pv.model import Status
+from pv.results import Verdict
+from tests.evidence.conftest import Project, Writer, result
+
+S, F, E, K, N = Verdict.SURVIVED, Verdict.FALSIFIED, Verdict.ERROR, Verdict.SKIPPED, Verdict.NOT_RUN
+
+
+@dataclass
+class Loaded:  # the part of pv.loader.LoadedContract backing_status reads
+    path: Path
+
+
+def bundle_for(
+    write: Writer,
+    first: Verdict,
+    second: Verdict,
+    *,
+    reason: str | None = None,
+    mutant: Verdict | None = F,
+    started: str = "2026-03-01T10:00:00+00:00",
+) -> Path:
+    return write(
+        [
+            result("FALSIFY-DEMO-001", first, mutant=mutant if first is S else None),
+            result("FALSIFY-DEMO-002", second, skip_reason=reason, mutant=F if second is S else None),
+            result("FALSIFY-DEMO-003", F, mutant=None),  # advisory: never blocks
+        ],
+        started=started,
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "reason", "mutant", "expected"),
+    [
+        (S, S, None, F, Status.ACTIVE),
+        (S, K, "no CUDA", F, Status.ACTIVE_ALGORITHM_LEVEL),
+        (S, K, "needs 40 GiB of GPU memory, found 8.0 GiB", F, Status.ACTIVE_ALGORITHM_LEVEL),
+        (S, K, "missing package peft", F, Status.DRAFT),
+        (S, F, None, F, Status.DRAFT),
+        (S, E, None, F, Status.DRAFT),
+        (S, N, None, F, Status.DRAFT),
+        (S, S, None, S, Status.DRAFT),  # the mutant survived: the falsifier is vacuous
+        (S, S, None, None, Status.DRAFT),  # mutants were not run
+        (K, K, "no CUDA", F, Status.DRAFT),  # nothing ran at all
+    ],
+)
+def test_ladder(
+    project: Project,
+    write: Writer,
+    first: Verdict,
+    second: Verdict,
+    reason: str | None,
+    mutant: Verdict | None,
+    expected: Status,
+) -> None:
+    path = bundle_for(write, first, second, reason=reason, mutant=mutant)
+    status, backing = backing_status(project.evidence, Loaded(project.contract))
+    assert status is expected and backing == path
+    assert backing_status(project.evidence, project.contract) == (status, backing)  # a bare path works too
+
+
+def test_no_evidence_is_draft(project: Project) -> None:
+    assert backing_status(project.evidence, project.contract) == (Status.DRAFT, None)
+
+
+def test_newest_verified_bundle_wins(project: Project, write: Writer) -> None:
+    bundle_for(write, S, S, started="2026-03-01T10:00:00+00:00")
+    newest = bundle_for(write, S, F, started="2026-03-02T10:00:00+00:00")
+    assessment = assess(project.evidence, project.contract)
+    assert assessment.status is Status.DRAFT and assessment.bundle_path == newest
+    assert assessment.falsified == ["FALSIFY-DEMO-002"]
+
+
+def test_tampered_newest_bundle_falls_back_to_an_older_one(project: Project, write: Writer) -> None:
+    older = bundle_for(write, S, S, started="2026-03-01T10:00:00+00:00")
+    newest = bundle_for(write, S, F, started="2026-03-02T10:00:00+00:00")
+    (newest / "bundle.json").write_text((newest / "bundle.json").read_text().replace("falsified", "survived"))
+    assessment = assess(project.evidence, project.contract)
+    assert assessment.status is Status.ACTIVE and assessment.bundle_path == older
+    assert [r.path for r in assessment.rejected] == [newest]
+
+
+def test_stale_evidence_backs_nothing(project: Project, write: Writer) -> None:
+    bundle_for(write, S, S)
+    project.contract.write_text(project.contract.read_text().replace("<= 3.0", "<= 4.0"))
+    status, backing = backing_status(project.evidence, project.contract)
+    assert (status, backing) == (Status.DRAFT, None)
