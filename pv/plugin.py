@@ -1,1 +1,523 @@
-"""pytest plugin: compiles contracts' FALSIFY entries into pytest items (see pv.plugin docs)."""
+"""pytest plugin: compiles contracts' ``FALSIFY-*`` entries into pytest items and judges them.
+
+Loaded through the ``pytest11`` entry point, so any project that installs pv gets it.
+
+- Collection (:mod:`pv.collect`): every ``*.yaml``/``*.yml`` under the contracts directories
+  (``--pv-contracts``, ini ``pv_contracts``, ``[tool.pv] contracts``, default ``contracts/``)
+  becomes one item per falsifier.  When pytest is started without path arguments, the contracts
+  directories are added to what it collects, so ``pytest -m ship_blocking`` finds them even
+  where ``testpaths`` names only ``tests/``.
+- Running (:func:`run_item`): requirements, checker binding, the call with a deadline, the
+  verdict, and with ``--pv-mutants`` the mutant re-run (:mod:`pv.run_checker`).
+- Results: each item's :class:`~pv.results.FalsifierResult` rides on its test report (as JSON),
+  so under pytest-xdist the controller receives every worker's results through pytest's own
+  report serialisation, exactly once per node id.  At session end the controller builds a
+  :class:`~pv.results.RunRecord`, calls ``pytest_pv_run_finished`` and prints the denominators.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Generator, Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from pv import hookspecs
+from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
+
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_CONTRACTS = "contracts"
+DEFAULT_CHECKER_PACKAGES = ["falsifiers"]
+MARKERS = {
+    "ship_blocking": "falsifier whose falsification blocks a release (or a contract that failed to load)",
+    "advisory": "falsifier that is reported but never blocks",
+    "requires_gpu": "falsifier that needs a CUDA GPU (`requires: cuda`, `cuda_mem_gib>=N`, `gpus>=N`)",
+    "slow": "falsifier marked `slow: true` in its contract",
+    "contract(id)": "the contract a falsifier belongs to (select with -m \"contract(id='<contract-id>')\")",
+}
+_SETTINGS_KEY = pytest.StashKey["PvSettings"]()
+_SESSION_PLUGIN = "pv-session"
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pv", "pv contract falsification")
+    group.addoption(
+        "--pv-contracts",
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="directory of contract YAML files (repeatable; default: ini pv_contracts, else contracts/)",
+    )
+    group.addoption(
+        "--pv-mutants",
+        action="store_true",
+        default=None,
+        help="after a falsifier survives, re-run it under its mutant and require `falsified`",
+    )
+    group.addoption(
+        "--pv-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"default per-falsifier timeout (ini pv_timeout_s; default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.addini("pv_contracts", "directories of contract YAML files", type="paths")
+    parser.addini("pv_checker_packages", "packages whose @checker functions contracts may bind", type="args")
+    parser.addini("pv_mutants", "run every falsifier's mutant after it survives", type="bool", default=False)
+    parser.addini("pv_timeout_s", "default per-falsifier timeout in seconds", default=str(DEFAULT_TIMEOUT_S))
+
+
+@dataclass(frozen=True)
+class PvSettings:
+    contracts: tuple[Path, ...]
+    checker_packages: tuple[str, ...]
+    mutants: bool
+    timeout_s: float
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> PvSettings:
+        cwd = config.invocation_params.dir
+        cli_dirs = config.getoption("pv_contracts")
+        table = _tool_pv(config)
+        if cli_dirs:
+            contracts = [(cwd / d).resolve() for d in cli_dirs]
+        elif config.getini("pv_contracts"):
+            contracts = [Path(p).resolve() for p in config.getini("pv_contracts")]
+        elif table is not None:
+            contracts = [table.contracts]
+        else:
+            contracts = [(config.rootpath / DEFAULT_CONTRACTS).resolve()]
+        packages = config.getini("pv_checker_packages") or (
+            list(table.checker_packages) if table is not None else DEFAULT_CHECKER_PACKAGES
+        )
+        mutants = config.getoption("pv_mutants") or config.getini("pv_mutants")
+        timeout = config.getoption("pv_timeout")
+        if timeout is None:
+            try:
+                timeout = float(config.getini("pv_timeout_s"))
+            except ValueError as exc:
+                raise pytest.UsageError(f"pv_timeout_s must be a number of seconds: {exc}") from None
+        return cls(tuple(contracts), tuple(packages), bool(mutants), float(timeout))
+
+
+def _tool_pv(config: pytest.Config) -> Any:
+    """``[tool.pv]`` of the project's pyproject.toml, when one sets contracts or checker packages."""
+    from pv.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(config.rootpath)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return cfg if cfg.pyproject is not None else None
+
+
+def settings_of(config: pytest.Config) -> PvSettings:
+    return config.stash[_SETTINGS_KEY]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    settings = PvSettings.from_config(config)
+    config.stash[_SETTINGS_KEY] = settings
+    _add_contract_dirs(config, settings.contracts)
+    config.pluginmanager.register(PvSession(config), _SESSION_PLUGIN)
+
+
+def _add_contract_dirs(config: pytest.Config, dirs: Iterable[Path]) -> None:
+    """Collect the contracts too when pytest was given no paths (it walks ``testpaths`` then)."""
+    if config.args_source is pytest.Config.ArgsSource.ARGS or hasattr(config, "workerinput"):
+        return
+    cwd = config.invocation_params.dir
+    roots = [(cwd / a.split("::")[0]).resolve() for a in config.args]
+    for d in dirs:
+        if d.is_dir() and not any(d == r or d.is_relative_to(r) for r in roots):
+            config.args.append(str(d))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    settings = settings_of(parent.config)
+    resolved = file_path.resolve()
+    inside = any(resolved.is_relative_to(d) for d in settings.contracts)
+    if not inside and not parent.session.isinitpath(file_path):
+        return None
+    from pv.collect import ContractFile
+
+    return ContractFile.from_parent(parent, path=file_path)
+
+
+# --- fixtures a checker may ask for ----------------------------------------------------------
+
+
+def new_artifact_dir(node: pytest.Item, factory: pytest.TempPathFactory, suffix: str = "") -> Path:
+    from pv.collect import safe_name
+
+    label = getattr(node, "label", node.name)
+    return factory.mktemp(safe_name(f"pv-{label}{suffix}"), numbered=True)
+
+
+@pytest.fixture
+def pv_artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh directory for files the checker writes; they are recorded as the result's artifacts."""
+    return new_artifact_dir(request.node, tmp_path_factory)
+
+
+@pytest.fixture
+def pv_hypothesis(request: pytest.FixtureRequest) -> Any:
+    """A :class:`pv.hypothesis_support.PropertyRunner` with the falsifier's ``hypothesis:`` settings."""
+    return _property_runner(request.node)
+
+
+def _property_runner(node: pytest.Item) -> Any:
+    from pv.hypothesis_support import PropertyRunner, PropertySettings
+
+    falsifier = getattr(node, "falsifier", None)
+    if falsifier is None:
+        return PropertyRunner()
+    return PropertyRunner(settings=PropertySettings.from_model(falsifier.hypothesis), examples=list(falsifier.examples))
+
+
+# --- running one falsifier -------------------------------------------------------------------
+
+
+def run_item(item: Any) -> None:
+    """Run a :class:`pv.collect.FalsifierItem`; raise the pytest outcome that matches its verdict."""
+    from pv.checkers import CheckerBindingError, resolve
+    from pv.collect import CheckerError, Falsified, VacuousFalsifier
+    from pv.hypothesis_support import PropertyRunner
+    from pv.requirements import needs_gpu, unmet
+    from pv.run_checker import BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
+
+    settings = settings_of(item.config)
+    f = item.falsifier
+    result: FalsifierResult = item.new_result()
+    item.pv_result = result
+
+    reasons = unmet(f.requires)
+    if reasons:
+        _skip(result, "; ".join(reasons))
+    if f.check is None:
+        _skip(result, "not bound: the falsifier has no `check:` (documentation only)")
+    if needs_gpu(f.requires):
+        result.device = "cuda"
+
+    getfixture = item._request.getfixturevalue
+    try:
+        spec = resolve(f.check, settings.checker_packages)
+        kwargs = bind_arguments(spec.func, f.params, getfixture)
+    except (CheckerBindingError, BindingError) as exc:
+        _error(result, f"ERROR {item.label}: cannot bind checker {f.check}: {exc}")
+    except Exception as exc:  # a fixture that failed to set up is a harness defect, not a finding
+        _error(result, f"ERROR {item.label}: a fixture of checker {f.check} failed: {type(exc).__name__}: {exc}")
+
+    text = FalsifierText(item.label, f.rule, f.prediction, f.if_fails)
+    timeout = f.timeout_s if f.timeout_s is not None else settings.timeout_s
+    expect = f.expect or ""
+
+    def evaluate(arguments: dict[str, Any]) -> Any:
+        return evaluate_call(
+            spec.func,
+            arguments,
+            observes=spec.observes,
+            expect=expect,
+            params=f.params,
+            text=text,
+            timeout_s=timeout,
+            seed=result.seed if result.seed is not None else 0,
+        )
+
+    ev = evaluate(kwargs)
+    result.verdict = ev.verdict
+    result.observations = ev.observations
+    result.duration_s = ev.duration_s
+    result.message = ev.message
+    artifacts = kwargs.get("pv_artifacts")
+    if isinstance(artifacts, Path):
+        result.artifacts = sorted(str(p) for p in artifacts.rglob("*") if p.is_file())
+    runners = [v for v in kwargs.values() if isinstance(v, PropertyRunner)]
+    if runners:
+        result.hypothesis = runners[0].summary()
+
+    if ev.verdict is Verdict.SKIPPED:
+        result.skip_reason = ev.skip_reason
+        pytest.skip(ev.skip_reason or "skipped by the checker")
+    if ev.verdict is Verdict.ERROR:
+        raise CheckerError(ev.message)
+    if ev.verdict is Verdict.FALSIFIED:
+        extra = "\n".join(r.failure_text() for r in runners if r.failure_text())
+        result.message = ev.message + ("\n" + extra if extra else "")
+        raise Falsified(result.message)
+
+    if settings.mutants and f.mutant:
+        factory = getfixture("tmp_path_factory")
+        overrides = {
+            "pv_artifacts": new_artifact_dir(item, factory, "-mutant"),
+            "pv_hypothesis": _property_runner(item),
+        }
+        mutant_kwargs = bind_arguments(spec.func, f.params, getfixture, overrides)
+        result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs))
+        if not result.mutant.killed:
+            raise VacuousFalsifier(_vacuous_text(item, result))
+
+
+def _skip(result: FalsifierResult, reason: str) -> NoReturn:
+    result.verdict = Verdict.SKIPPED
+    result.skip_reason = reason
+    pytest.skip(reason)
+
+
+def _error(result: FalsifierResult, message: str) -> NoReturn:
+    from pv.collect import CheckerError
+
+    result.verdict = Verdict.ERROR
+    result.message = message
+    raise CheckerError(message)
+
+
+def _vacuous_text(item: Any, result: FalsifierResult) -> str:
+    from pv import expr
+
+    mutant = result.mutant
+    assert mutant is not None
+    f = item.falsifier
+    lines = [f"VACUOUS {item.label}: not killed by its mutant {mutant.mutant} (mutant run: {mutant.verdict.value})"]
+    if mutant.verdict is Verdict.SURVIVED:
+        lines.append("  the prediction held with the fault switched on, so this falsifier cannot detect it")
+        env = {**f.params, **mutant.observations}
+        try:
+            lines.append(f"  expect:       {f.expect}")
+            lines.append(f"  with values:  {expr.parse(f.expect or '').substitute(env)}")
+        except expr.ExprError:
+            pass
+        shown = json.dumps(mutant.observations, sort_keys=True, default=repr)
+        lines.append(f"  observations under the mutant: {shown}")
+    else:
+        lines.append("  " + mutant.message.replace("\n", "\n  "))
+    lines.append(f"  the unmutated run survived with: {json.dumps(result.observations, sort_keys=True, default=repr)}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    from pv.collect import FalsifierItem, InvalidContractItem
+
+    if isinstance(item, FalsifierItem):
+        result = _result_for_phase(item, report)
+        if result is not None:
+            report.pv_result = json.dumps(result.to_json(), sort_keys=True)
+            report.pv_contract = json.dumps(asdict(item.contract), sort_keys=True)
+            report.user_properties.append(("pv_verdict", result.verdict.value))
+    elif isinstance(item, InvalidContractItem) and report.when == "call":
+        report.pv_invalid = item.contract_id
+    return report
+
+
+def _result_for_phase(item: Any, report: pytest.TestReport) -> FalsifierResult | None:
+    """The result to attach to this phase's report: the call's, or the setup's when it did not pass."""
+    if report.when == "call":
+        if item.pv_result is None:  # runtest ended before it could record anything
+            item.pv_result = item.new_result(Verdict.ERROR)
+            item.pv_result.message = str(report.longrepr)
+        return item.pv_result
+    if report.when == "setup" and not report.passed:
+        result = item.new_result(Verdict.SKIPPED if report.skipped else Verdict.ERROR)
+        if report.skipped and isinstance(report.longrepr, tuple):
+            result.skip_reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        else:
+            result.message = f"ERROR {item.label}: setup failed\n{report.longrepr}"
+        item.pv_result = result
+        return result
+    return None
+
+
+# --- the session: gathering results and the end-of-run record --------------------------------
+
+
+class PvSession:
+    """Gathers results from reports (the only channel that also works under xdist)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.started_at = _utc_now()
+        self.results: dict[str, FalsifierResult] = {}
+        self.contracts: dict[str, ContractRun] = {}
+        self.invalid: dict[str, str] = {}
+        self.selected: set[str] | None = None  # node ids of selected pv items, when known
+        self.selected_contracts: dict[str, ContractRun] = {}
+        self.zero_selection: str | None = None
+        self.record: RunRecord | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from pv.collect import FalsifierItem, InvalidContractItem
+
+        self.selected = {i.nodeid for i in items if isinstance(i, FalsifierItem | InvalidContractItem)}
+        for i in items:
+            if isinstance(i, FalsifierItem):
+                self.selected_contracts[i.nodeid] = i.contract
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Every worker collects the same items; the first report is the selection.
+        if self.selected is None:
+            self.selected = {i for i in ids if _is_contract_nodeid(i)}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "pv_result", None)
+        if data:
+            self.results[report.nodeid] = FalsifierResult.from_json(json.loads(data))
+            contract = ContractRun(**json.loads(report.pv_contract))
+            self.contracts.setdefault(contract.contract_id, contract)
+        invalid = getattr(report, "pv_invalid", None)
+        if invalid:
+            self.invalid[report.nodeid] = invalid
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.is_worker or self.config.option.collectonly:
+            if self.config.option.collectonly and not self.is_worker:
+                self._check_zero_selection(session)
+            return
+        self._check_zero_selection(session)
+        self.record = self.build_record(session, exitstatus)
+        self.config.hook.pytest_pv_run_finished(config=self.config, run=self.record)
+
+    def _check_zero_selection(self, session: pytest.Session) -> None:
+        markexpr = self.config.option.markexpr or ""
+        if "ship_blocking" not in markexpr:
+            return
+        selected = len(self.selected) if self.selected is not None else len(self.results) + len(self.invalid)
+        if selected == 0:
+            self.zero_selection = (
+                f"pv: -m {markexpr!r} selected 0 falsifiers; a ship-blocking run that checks nothing "
+                f"is a failure, not a pass (contracts: {', '.join(map(str, settings_of(self.config).contracts))})"
+            )
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def build_record(self, session: pytest.Session, exitstatus: int) -> RunRecord:
+        contracts = dict(self.contracts)
+        missing = sorted((self.selected or set()) - set(self.results) - set(self.invalid))
+        for nodeid in missing:  # selected but never reported: interrupted
+            run = self.selected_contracts.get(nodeid) or _reload_contract(self.config, nodeid)
+            if run is not None:
+                contracts.setdefault(run.contract_id, run)
+        by_id = {(r.contract_id, r.falsify_id): r for r in self.results.values()}
+        results = sorted(self.results.values(), key=lambda r: (r.contract_id, r.falsify_id))
+        for cid, run in sorted(contracts.items()):
+            for fid in run.declared:
+                if (cid, fid) not in by_id:
+                    results.append(
+                        FalsifierResult(cid, fid, Verdict.NOT_RUN, ship_blocking=fid in run.ship_blocking)
+                    )
+        selection = " ".join(
+            part
+            for part in (
+                f"-m {self.config.option.markexpr!r}" if self.config.option.markexpr else "",
+                f"-k {self.config.option.keyword!r}" if self.config.option.keyword else "",
+            )
+            if part
+        )
+        return RunRecord(
+            run_id=uuid.uuid4().hex,
+            started_at=self.started_at,
+            finished_at=_utc_now(),
+            contracts=contracts,
+            results=results,
+            mutants_enabled=settings_of(self.config).mutants,
+            selection=selection,
+            interrupted=bool(missing) or exitstatus == pytest.ExitCode.INTERRUPTED,
+        )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.zero_selection:
+            terminalreporter.write_sep("=", "pv", red=True, bold=True)
+            terminalreporter.write_line(self.zero_selection, red=True, bold=True)
+            return
+        if self.record is None or not (self.record.results or self.invalid):
+            return
+        line = summary_line(self.record.results, self.record.mutants_enabled, len(self.invalid))
+        bad = any(r.verdict in (Verdict.FALSIFIED, Verdict.ERROR) for r in self.record.results) or self.invalid
+        vacuous = any(r.mutant is not None and not r.mutant.killed for r in self.record.results)
+        terminalreporter.write_sep("=", "pv", bold=True)
+        terminalreporter.write_line(line, red=bool(bad or vacuous), green=not (bad or vacuous))
+
+
+def _is_contract_nodeid(nodeid: str) -> bool:
+    return nodeid.split("::")[0].endswith((".yaml", ".yml"))
+
+
+def _reload_contract(config: pytest.Config, nodeid: str) -> ContractRun | None:
+    from pv.collect import INVALID_ITEM_NAME, contract_run
+    from pv.loader import load_contract_file
+
+    path_part, _, name = nodeid.partition("::")
+    if name == INVALID_ITEM_NAME:
+        return None
+    loaded = load_contract_file(config.rootpath / path_part)
+    return contract_run(loaded, config.rootpath) if loaded.contract is not None else None
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def summary_line(results: Iterable[FalsifierResult], mutants_enabled: bool, invalid: int = 0) -> str:
+    """``pv: 14 falsifiers, 12 evaluated (10 survived, 1 falsified, 1 error), 2 skipped: no CUDA; …``"""
+    rs = list(results)
+    counts = Counter(r.verdict for r in rs)
+    ran = [r for r in rs if r.verdict is not Verdict.NOT_RUN]
+    evaluated = counts[Verdict.SURVIVED] + counts[Verdict.FALSIFIED] + counts[Verdict.ERROR]
+    parts = [
+        f"pv: {len(ran)} falsifier{'s' if len(ran) != 1 else ''}, {evaluated} evaluated "
+        f"({counts[Verdict.SURVIVED]} survived, {counts[Verdict.FALSIFIED]} falsified, {counts[Verdict.ERROR]} error)"
+    ]
+    skipped = counts[Verdict.SKIPPED]
+    if skipped:
+        reasons = Counter(r.skip_reason or "no reason given" for r in rs if r.verdict is Verdict.SKIPPED)
+        if len(reasons) == 1:
+            parts.append(f"{skipped} skipped: {next(iter(reasons))}")
+        else:
+            parts.append(f"{skipped} skipped (" + ", ".join(f"{n} {why}" for why, n in reasons.most_common()) + ")")
+    if counts[Verdict.NOT_RUN]:
+        parts.append(f"{counts[Verdict.NOT_RUN]} not run")
+    text = ", ".join(parts)
+    if mutants_enabled:
+        with_mutant = [r for r in rs if r.mutant is not None]
+        killed = sum(1 for r in with_mutant if r.mutant is not None and r.mutant.killed)
+        text += f"; mutants: {killed}/{len(with_mutant)} killed"
+        if killed < len(with_mutant):
+            text += f" ({len(with_mutant) - killed} vacuous or broken)"
+    else:
+        text += "; mutants: not run (--pv-mutants)"
+    if invalid:
+        text += f"; {invalid} invalid contract{'s' if invalid != 1 else ''}"
+    return text
+
+
+def pv_session(config: pytest.Config) -> PvSession | None:
+    """The session plugin (for tests and other plugins that want the run record after the fact)."""
+    plugin = config.pluginmanager.get_plugin(_SESSION_PLUGIN)
+    return plugin if isinstance(plugin, PvSession) else None
+
+
+__all__ = ["PvSession", "PvSettings", "pv_session", "run_item", "settings_of", "summary_line"]

@@ -209,7 +209,9 @@ def judge(
 def _format_exception(exc: BaseException) -> str:
     import traceback
 
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+    # The first frame is the harness' thread wrapper; the reader needs the checker's frames.
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
 
 
 def evaluate_call(

@@ -1,0 +1,248 @@
+"""Collection: a contract file becomes one pytest item per ``FALSIFY-*`` entry.
+
+Node ids read ``contracts/<contract-id>.yaml::<FALSIFY-ID>``; an item's location is the YAML line
+of its falsifier.  A contract that does not load or validate becomes a single failing item that
+lists its diagnostics, so a bad file never crashes collection nor hides the other contracts.
+
+Items are :class:`pytest.Function` subclasses so that a checker can receive any pytest fixture by
+naming it as a parameter; the fixtures are fetched by name when the item runs, which keeps
+collection from importing checker modules (and, with them, torch).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pv import expr
+from pv.diagnostics import Diagnostic
+from pv.model import FalsificationTest
+from pv.requirements import RequirementError, needs_gpu, parse_requirement
+from pv.results import ContractRun, FalsifierResult, Verdict
+
+if TYPE_CHECKING:
+    from pv.loader import LoadedContract
+
+YAML_SUFFIXES = (".yaml", ".yml")
+INVALID_ITEM_NAME = "invalid-contract"
+
+
+class ContractFailure(Exception):
+    """Raised by an item to fail with a preformatted report (no Python traceback)."""
+
+    kind = "failure"
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class Falsified(ContractFailure):
+    kind = "falsified"
+
+
+class CheckerError(ContractFailure):
+    kind = "error"
+
+
+class VacuousFalsifier(ContractFailure):
+    kind = "vacuous"
+
+
+class InvalidContract(ContractFailure):
+    kind = "invalid"
+
+
+def _locate(loaded: LoadedContract, *keypath: str | int) -> tuple[int, int]:
+    """The (line, col) of ``keypath`` (the loader falls back to the nearest existing ancestor)."""
+    return loaded.locate(keypath)
+
+
+def runtime_diagnostics(loaded: LoadedContract) -> list[Diagnostic]:
+    """Checks collection needs before it can build items (cheap: nothing is imported).
+
+    Duplicate ids would give two items one node id; an ``expect`` that does not parse or a
+    ``requires`` outside the grammar would only surface at run time.  ``pv validate`` reports
+    these too; the plugin must not depend on it having been run.
+    """
+    from pv.rules import DUPLICATE_FALSIFIER, EXPECT_SYNTAX, SCHEMA
+
+    contract = loaded.contract
+    if contract is None:
+        return []
+    path = os.fspath(loaded.path)
+    found: list[Diagnostic] = []
+    seen: set[str] = set()
+    for i, f in enumerate(contract.falsification_tests):
+        if f.id in seen:
+            line, col = _locate(loaded, "falsification_tests", i, "id")
+            found.append(DUPLICATE_FALSIFIER.diagnostic(path, line, col, f"{f.id} is declared twice in this contract"))
+        seen.add(f.id)
+        if f.expect is not None:
+            try:
+                expr.parse(f.expect)
+            except expr.ExprError as exc:
+                line, col = _locate(loaded, "falsification_tests", i, "expect")
+                found.append(EXPECT_SYNTAX.diagnostic(path, line, col, f"{f.id}: expect: {exc}"))
+        elif f.check is not None:
+            line, col = _locate(loaded, "falsification_tests", i, "check")
+            found.append(SCHEMA.diagnostic(path, line, col, f"{f.id} binds a checker but has no `expect`"))
+        for j, entry in enumerate(f.requires):
+            try:
+                parse_requirement(entry)
+            except RequirementError as exc:
+                line, col = _locate(loaded, "falsification_tests", i, "requires", j)
+                found.append(SCHEMA.diagnostic(path, line, col, f"{f.id}: {exc}"))
+    return found
+
+
+def display_path(path: str | os.PathLike[str], root: Path) -> str:
+    """``path`` relative to the rootdir with forward slashes (absolute when outside it)."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def contract_run(loaded: LoadedContract, root: Path) -> ContractRun:
+    contract = loaded.contract
+    assert contract is not None
+    return ContractRun(
+        contract_id=loaded.id,
+        path=display_path(loaded.path, root),
+        sha256=loaded.sha256 or "",
+        version=contract.metadata.version,
+        status=contract.metadata.status.value,
+        declared=[f.id for f in contract.falsification_tests],
+        ship_blocking=[f.id for f in contract.falsification_tests if f.ship_blocking],
+    )
+
+
+class ContractFile(pytest.File):
+    """A contract YAML file; its children are its falsifiers."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from pv.loader import load_contract_file
+
+        loaded = load_contract_file(self.path)
+        diagnostics = list(loaded.diagnostics) + runtime_diagnostics(loaded)
+        root = self.config.rootpath
+        errors = [replace(d, path=display_path(d.path, root)) for d in diagnostics if d.is_error]
+        if loaded.contract is None or errors:
+            yield InvalidContractItem.from_parent(
+                self, name=INVALID_ITEM_NAME, contract_id=loaded.id, diagnostics=errors
+            )
+            return
+        run = contract_run(loaded, root)
+        for i, falsifier in enumerate(loaded.contract.falsification_tests):
+            line, _ = _locate(loaded, "falsification_tests", i, "id")
+            yield FalsifierItem.from_parent(
+                self, name=falsifier.id, callobj=falsify, falsifier=falsifier, contract=run, line=line
+            )
+
+
+def falsify() -> None:
+    """Stands in for a test function so that the item takes part in fixture resolution."""
+
+
+class FalsifierItem(pytest.Function):
+    """One ``FALSIFY-*`` entry, run by :func:`pv.plugin` hooks through :meth:`runtest`."""
+
+    def __init__(self, *, falsifier: FalsificationTest, contract: ContractRun, line: int, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.falsifier = falsifier
+        self.contract = contract
+        self.yaml_line = line
+        self.pv_result: FalsifierResult | None = None
+        self.extra_keyword_matches.add(contract.contract_id)
+        self.add_marker(pytest.mark.contract(contract.contract_id, id=contract.contract_id))
+        self.add_marker(pytest.mark.ship_blocking if falsifier.ship_blocking else pytest.mark.advisory)
+        if needs_gpu(falsifier.requires):
+            self.add_marker(pytest.mark.requires_gpu)
+        if falsifier.slow:
+            self.add_marker(pytest.mark.slow)
+
+    @property
+    def label(self) -> str:
+        return f"{self.contract.contract_id}::{self.falsifier.id}"
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.yaml_line - 1, self.label
+
+    def new_result(self, verdict: Verdict = Verdict.NOT_RUN) -> FalsifierResult:
+        f = self.falsifier
+        return FalsifierResult(
+            contract_id=self.contract.contract_id,
+            falsify_id=f.id,
+            verdict=verdict,
+            ship_blocking=f.ship_blocking,
+            expect=f.expect,
+            params=dict(f.params),
+            seed=_seed_of(f.params),
+            worker=os.environ.get("PYTEST_XDIST_WORKER", "master"),
+        )
+
+    def runtest(self) -> None:
+        from pv.plugin import run_item
+
+        run_item(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, ContractFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo)
+
+    def _prunetraceback(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        return None
+
+
+def _seed_of(params: dict[str, Any]) -> int:
+    from pv.run_checker import DEFAULT_SEED
+
+    seed = params.get("seed", DEFAULT_SEED)
+    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else DEFAULT_SEED
+
+
+class InvalidContractItem(pytest.Item):
+    """A contract that failed to load or validate: fails with its ``path:line:col`` diagnostics.
+
+    It carries the ``ship_blocking`` marker so that ``-m ship_blocking`` cannot pass while a
+    contract it would have run is broken.
+    """
+
+    def __init__(self, *, contract_id: str, diagnostics: Sequence[Diagnostic], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.contract_id = contract_id
+        self.diagnostics = sorted(diagnostics, key=lambda d: d.sort_key())
+        self.extra_keyword_matches.add(contract_id)
+        self.add_marker(pytest.mark.contract(contract_id, id=contract_id))
+        self.add_marker(pytest.mark.ship_blocking)
+
+    def runtest(self) -> None:
+        n = len(self.diagnostics)
+        lines = [f"INVALID contract {self.contract_id}: {n} error{'s' if n != 1 else ''}; none of its falsifiers ran"]
+        lines += [d.format(hint=True) for d in self.diagnostics]
+        raise InvalidContract("\n".join(lines))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, ContractFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        line = self.diagnostics[0].line if self.diagnostics else 1
+        return self.path, max(line, 1) - 1, f"{self.contract_id} (invalid contract)"
+
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(text: str) -> str:
+    return _SAFE_NAME.sub("_", text)[:80]
