@@ -1,0 +1,566 @@
+"""``pv validate``: load every contract, check each file, then check the tree as a whole.
+
+Per-file rules read the plain data (not only the pydantic model), so that one schema error in a
+falsifier does not hide a duplicate id or a bad ``expect`` elsewhere in the same file.  Nothing is
+imported from the contracts' ``check:``/``mutant:`` references: whether they import is lint's job.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import tomllib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pv import expr, rules
+from pv.checkers import in_packages
+from pv.config import DEFAULT_CHECKER_PACKAGES, load_config
+from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics
+from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
+from pv.model import CONTRACT_ID_RE, FALSIFY_ID_RE, KANI_ID_RE, OBLIGATION_ID_RE, REF_RE, SEMVER_RE
+from pv.requirements import RequirementError, parse_requirement
+
+DEFAULT_PATHS = ("contracts",)
+
+KeyPath = tuple[str | int, ...]
+
+
+@dataclass
+class ValidationReport:
+    """What ``pv validate`` found: the loaded files, the diagnostics and the denominator."""
+
+    contracts: list[LoadedContract]
+    diagnostics: list[Diagnostic]
+    strict: bool = False
+    checker_packages: tuple[str, ...] = DEFAULT_CHECKER_PACKAGES
+    n_falsifiers: int = 0
+    n_obligations: int = 0
+
+    @property
+    def n_contracts(self) -> int:
+        return len(self.contracts)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if not d.is_error]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        errors, warnings = count(self.diagnostics)
+        return {
+            "contracts": self.n_contracts,
+            "falsifiers": self.n_falsifiers,
+            "obligations": self.n_obligations,
+            "errors": errors,
+            "warnings": warnings,
+        }
+
+    def summary(self) -> str:
+        c = self.counts
+        return (
+            f"{_plural(c['contracts'], 'contract')}, {_plural(c['falsifiers'], 'falsifier')}, "
+            f"{_plural(c['obligations'], 'obligation')}: {_plural(c['errors'], 'error')}, "
+            f"{_plural(c['warnings'], 'warning')}"
+        )
+
+    def diagnostics_for(self, path: str | os.PathLike[str]) -> list[Diagnostic]:
+        key = os.fspath(path)
+        return [d for d in self.diagnostics if d.path == key]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "summary": self.counts,
+            "ok": self.exit_code == 0,
+            "strict": self.strict,
+            "contracts": [
+                {
+                    "path": os.fspath(c.path),
+                    "id": c.id,
+                    "sha256": c.sha256,
+                    "loaded": c.contract is not None,
+                }
+                for c in self.contracts
+            ],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+def _split(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        parts = tuple(p for p in value.replace(",", " ").split() if p)
+        return parts or None
+    if isinstance(value, list) and value and all(isinstance(p, str) and p for p in value):
+        return tuple(value)
+    return None
+
+
+def _ini_checker_packages(root: Path, pyproject: Path | None) -> tuple[str, ...] | None:
+    """pytest's ``pv_checker_packages`` ini option, from whichever file pytest would read."""
+    if pyproject is not None:
+        try:
+            tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            tool = {}
+        found = _split(tool.get("pytest", {}).get("ini_options", {}).get("pv_checker_packages"))
+        if found:
+            return found
+    for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        ini = root / name
+        if not ini.is_file():
+            continue
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(ini, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_option(section, "pv_checker_packages"):
+            return _split(parser.get(section, "pv_checker_packages"))
+    return None
+
+
+def configured_checker_packages(start: Path | None = None) -> tuple[str, ...]:
+    """The checker packages in force at ``start``: ``[tool.pv] checker_packages`` (see
+    :mod:`pv.config`), else pytest's ``pv_checker_packages`` ini option, else ``falsifiers``.
+
+    Raises :class:`pv.config.ConfigError` for a malformed ``[tool.pv]`` table.
+    """
+    cfg = load_config(start)
+    if cfg.checker_packages != DEFAULT_CHECKER_PACKAGES:
+        return cfg.checker_packages
+    return _ini_checker_packages(cfg.root, cfg.pyproject) or DEFAULT_CHECKER_PACKAGES
+
+
+# --- per-file rules ----------------------------------------------------------------------------
+
+
+def _items(data: dict[str, Any], key: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    section = data.get(key)
+    if isinstance(section, list):
+        for i, item in enumerate(section):
+            if isinstance(item, dict):
+                yield i, item
+
+
+def _metadata(data: dict[str, Any]) -> dict[str, Any]:
+    meta = data.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _expect_position(loaded: LoadedContract, keypath: KeyPath, col_in_text: int) -> tuple[int, int]:
+    """Map a column inside an ``expect`` string to the file's line:col where that can be done exactly."""
+    node = loaded.node_at(keypath)
+    if not isinstance(node, yaml.ScalarNode) or node.start_mark is None or node.end_mark is None:
+        return loaded.locate(keypath)
+    line, col = node.start_mark.line + 1, node.start_mark.column + 1
+    single_line = node.start_mark.line == node.end_mark.line
+    if single_line and node.style in ("", None):
+        return line, col + col_in_text - 1
+    if single_line and node.style in ("'", '"') and "\\" not in node.value and "'" not in node.value:
+        return line, col + col_in_text  # one more for the opening quote
+    return line, col
+
+
+def check_file(loaded: LoadedContract, packages: Sequence[str] = DEFAULT_CHECKER_PACKAGES) -> list[Diagnostic]:
+    """Rules that need only this file: ids, versions, predictions, expect, code references."""
+    data = loaded.data
+    if data is None:
+        return []
+    out: list[Diagnostic] = []
+    meta = _metadata(data)
+    if not meta:
+        return out  # the schema already reports the missing or malformed metadata
+
+    declared = meta.get("id")
+    if isinstance(declared, str):
+        if not CONTRACT_ID_RE.match(declared):
+            out.append(
+                loaded.diagnostic(
+                    rules.INVALID_ID,
+                    ("metadata", "id"),
+                    f"contract id `{declared}` is not a lower-case slug ([a-z0-9][a-z0-9._-]*)",
+                )
+            )
+        if declared != loaded.stem:
+            out.append(
+                loaded.diagnostic(
+                    rules.STEM_MISMATCH,
+                    ("metadata", "id"),
+                    f"metadata.id `{declared}` differs from the file stem `{loaded.stem}`",
+                    hint=f"rename the file to `{declared}{loaded.path.suffix}` or set `id: {loaded.stem}`",
+                )
+            )
+
+    version = meta.get("version")
+    # a non-string version (``1.0`` parses as a float) is already a schema error; report it once
+    if isinstance(version, str) and not SEMVER_RE.match(version):
+        out.append(
+            loaded.diagnostic(rules.INVALID_SEMVER, ("metadata", "version"), f"version `{version}` is not semver")
+        )
+    for i, entry in _items(meta, "changelog"):
+        v = entry.get("version")
+        if isinstance(v, str) and not SEMVER_RE.match(v):
+            out.append(
+                loaded.diagnostic(
+                    rules.INVALID_SEMVER,
+                    ("metadata", "changelog", i, "version"),
+                    f"changelog version `{v}` is not semver",
+                )
+            )
+
+    refs = meta.get("references")
+    if refs is None or (isinstance(refs, list) and not any(isinstance(r, str) and r.strip() for r in refs)):
+        where: KeyPath = ("metadata", "references") if "references" in meta else ("metadata",)
+        out.append(
+            loaded.diagnostic(
+                rules.EMPTY_REFERENCES, where, "metadata.references is empty", key="references" not in meta
+            )
+        )
+
+    for i, ob in _items(data, "proof_obligations"):
+        oid = ob.get("id")
+        if isinstance(oid, str) and not OBLIGATION_ID_RE.match(oid):
+            out.append(
+                loaded.diagnostic(
+                    rules.INVALID_ID,
+                    ("proof_obligations", i, "id"),
+                    f"obligation id `{oid}` does not match <PREFIX>-NNN (e.g. QLORA-INV-001)",
+                )
+            )
+
+    for i, kani in _items(data, "kani_harnesses"):
+        kid = kani.get("id")
+        if isinstance(kid, str) and not KANI_ID_RE.match(kid):
+            out.append(
+                loaded.diagnostic(
+                    rules.INVALID_ID,
+                    ("kani_harnesses", i, "id"),
+                    f"Kani harness id `{kid}` does not match KANI-<PREFIX>-NNN",
+                )
+            )
+
+    for i, f in _items(data, "falsification_tests"):
+        out.extend(_check_falsifier(loaded, i, f, packages))
+    return out
+
+
+def _check_falsifier(
+    loaded: LoadedContract, i: int, f: dict[str, Any], packages: Sequence[str]
+) -> Iterator[Diagnostic]:
+    base: KeyPath = ("falsification_tests", i)
+    fid = f.get("id")
+    label = fid if isinstance(fid, str) else f"falsification_tests[{i}]"
+    if isinstance(fid, str) and not FALSIFY_ID_RE.match(fid):
+        yield loaded.diagnostic(
+            rules.INVALID_ID, (*base, "id"), f"falsifier id `{fid}` does not match FALSIFY-<PREFIX>-NNN"
+        )
+    prediction = f.get("prediction")
+    if "prediction" in f and (prediction is None or (isinstance(prediction, str) and not prediction.strip())):
+        yield loaded.diagnostic(rules.EMPTY_PREDICTION, (*base, "prediction"), f"{label}: prediction is empty")
+    expect = f.get("expect")
+    if isinstance(expect, str):
+        try:
+            expr.parse(expect)
+        except expr.ExprError as exc:
+            line, col = _expect_position(loaded, (*base, "expect"), exc.col)
+            yield rules.EXPECT_SYNTAX.diagnostic(
+                loaded.path, line, col, f"{label}: expect does not parse: {exc.message} (column {exc.col})"
+            )
+    for key in ("check", "mutant"):
+        ref = f.get(key)
+        if not isinstance(ref, str):
+            continue
+        if not REF_RE.match(ref):
+            yield loaded.diagnostic(
+                rules.BAD_REFERENCE, (*base, key), f"{label}: {key} `{ref}` is not of the form module:function"
+            )
+        elif key == "check" and not in_packages(ref.partition(":")[0], packages):
+            yield loaded.diagnostic(
+                rules.CHECK_OUTSIDE,
+                (*base, key),
+                f"{label}: checker module `{ref.partition(':')[0]}` is outside the checker packages "
+                f"({', '.join(packages)}); it was not imported",
+            )
+    requires = f.get("requires")
+    entries = [requires] if isinstance(requires, str) else requires if isinstance(requires, list) else []
+    for j, entry in enumerate(entries):
+        if not isinstance(entry, str):
+            continue
+        try:
+            parse_requirement(entry)
+        except RequirementError as exc:
+            where: KeyPath = (*base, "requires", j) if isinstance(requires, list) else (*base, "requires")
+            yield loaded.diagnostic(rules.SCHEMA, where, f"{label}: requires: {exc}")
+
+
+# --- tree-wide rules ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Decl:
+    value: str
+    loaded: LoadedContract
+    keypath: KeyPath
+    key: bool = False
+
+    def where(self) -> str:
+        line, _ = self.loaded.locate(self.keypath, key=self.key)
+        return f"{self.loaded.path}:{line}"
+
+
+@dataclass
+class _Index:
+    contracts: dict[str, list[_Decl]] = field(default_factory=dict)
+    falsifiers: dict[str, list[_Decl]] = field(default_factory=dict)
+    obligations: dict[str, list[_Decl]] = field(default_factory=dict)
+    kani: dict[str, list[_Decl]] = field(default_factory=dict)
+
+
+def _index(contracts: Iterable[LoadedContract]) -> _Index:
+    idx = _Index()
+    for loaded in contracts:
+        data = loaded.data
+        if data is None:
+            continue
+        meta = _metadata(data)
+        has_id = isinstance(meta.get("id"), str) and meta.get("id")
+        # a legacy contract without metadata.id is known by its stem; point at `metadata` then
+        cid_path: KeyPath = ("metadata", "id") if has_id else ("metadata",)
+        idx.contracts.setdefault(loaded.id, []).append(_Decl(loaded.id, loaded, cid_path, key=not has_id))
+        for section, table in (
+            ("falsification_tests", idx.falsifiers),
+            ("proof_obligations", idx.obligations),
+            ("kani_harnesses", idx.kani),
+        ):
+            for i, item in _items(data, section):
+                ident = item.get("id")
+                if isinstance(ident, str) and ident:
+                    table.setdefault(ident, []).append(_Decl(ident, loaded, (section, i, "id")))
+    return idx
+
+
+def _duplicates(table: dict[str, list[_Decl]], rule: rules.Rule, what: str) -> Iterator[Diagnostic]:
+    for ident, decls in table.items():
+        for later in decls[1:]:
+            yield later.loaded.diagnostic(
+                rule,
+                later.keypath,
+                f"{what} `{ident}` is already declared at {decls[0].where()}",
+                key=later.key,
+            )
+
+
+def _known_stems(contracts: Sequence[LoadedContract]) -> set[str]:
+    """Contract stems in the folders of the validated files, so validating one file still resolves
+    a dependency on its sibling."""
+    stems: set[str] = set()
+    for folder in {c.path.parent for c in contracts}:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            for suffix in CONTRACT_SUFFIXES:
+                if name.endswith(suffix):
+                    stems.add(name[: -len(suffix)])
+    return stems
+
+
+def check_tree(contracts: Sequence[LoadedContract]) -> list[Diagnostic]:
+    """Rules over the whole tree: duplicate ids, unresolved references, depends_on and its cycles."""
+    idx = _index(contracts)
+    out: list[Diagnostic] = []
+    out.extend(_duplicates(idx.contracts, rules.DUPLICATE_CONTRACT, "contract id"))
+    out.extend(_duplicates(idx.falsifiers, rules.DUPLICATE_FALSIFIER, "FALSIFY id"))
+    out.extend(_duplicates(idx.obligations, rules.DUPLICATE_OBLIGATION, "obligation id"))
+    out.extend(_duplicates(idx.kani, rules.DUPLICATE_KANI, "Kani harness id"))
+
+    for loaded in contracts:
+        data = loaded.data
+        if data is None:
+            continue
+        for section, what in (("falsification_tests", "falsifier"), ("kani_harnesses", "Kani harness")):
+            for i, item in _items(data, section):
+                ref = item.get("obligation")
+                if isinstance(ref, str) and ref not in idx.obligations:
+                    label = item.get("id") if isinstance(item.get("id"), str) else f"{section}[{i}]"
+                    known = _local_obligations(data)
+                    close = _suggest(ref, known)
+                    out.append(
+                        loaded.diagnostic(
+                            rules.UNRESOLVED_OBLIGATION,
+                            (section, i, "obligation"),
+                            f"{what} {label}: obligation `{ref}` is not declared in any contract"
+                            + (f"; did you mean `{close}`?" if close else ""),
+                        )
+                    )
+
+    known_ids = set(idx.contracts)
+    stems = _known_stems(contracts)
+    edges: dict[str, list[tuple[str, LoadedContract, int]]] = {}
+    for loaded in contracts:
+        data = loaded.data
+        if data is None:
+            continue
+        deps = _metadata(data).get("depends_on")
+        if not isinstance(deps, list):
+            continue
+        for j, dep in enumerate(deps):
+            if not isinstance(dep, str):
+                continue
+            edges.setdefault(loaded.id, []).append((dep, loaded, j))
+            if dep not in known_ids and dep not in stems:
+                close = _suggest(dep, known_ids)
+                out.append(
+                    loaded.diagnostic(
+                        rules.UNKNOWN_DEPENDENCY,
+                        ("metadata", "depends_on", j),
+                        f"depends_on names `{dep}`, which is not a contract"
+                        + (f"; did you mean `{close}`?" if close else ""),
+                    )
+                )
+    out.extend(_cycles(edges))
+    return out
+
+
+def _local_obligations(data: dict[str, Any]) -> list[str]:
+    return [str(o["id"]) for _, o in _items(data, "proof_obligations") if isinstance(o.get("id"), str)]
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str | None:
+    from pv.loader import suggest
+
+    return suggest(word, choices)
+
+
+def _cycles(edges: dict[str, list[tuple[str, LoadedContract, int]]]) -> Iterator[Diagnostic]:
+    """Each elementary cycle found by depth-first search, reported once at its smallest member."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    color: dict[str, int] = {}
+    stack: list[str] = []
+    reported: set[frozenset[str]] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        # iterative DFS: a long dependency chain must not hit Python's recursion limit
+        color[node] = GREY
+        stack.append(node)
+        work: list[Iterator[tuple[str, LoadedContract, int]]] = [iter(edges.get(node, []))]
+        while work:
+            advanced = False
+            for dep, _, _ in work[-1]:
+                state = color.get(dep, WHITE)
+                if state == GREY:
+                    cycle = stack[stack.index(dep) :]
+                    key = frozenset(cycle)
+                    if key not in reported:
+                        reported.add(key)
+                        found.append(cycle)
+                elif state == WHITE and dep in edges:
+                    color[dep] = GREY
+                    stack.append(dep)
+                    work.append(iter(edges[dep]))
+                    advanced = True
+                    break
+            if not advanced:
+                work.pop()
+                color[stack.pop()] = BLACK
+
+    for start in sorted(edges):
+        if color.get(start, WHITE) == WHITE:
+            visit(start)
+
+    for cycle in found:
+        first = min(cycle)
+        k = cycle.index(first)
+        ordered = cycle[k:] + cycle[:k]
+        nxt = ordered[1] if len(ordered) > 1 else ordered[0]
+        path = " -> ".join([*ordered, first])
+        for dep, loaded, j in edges[first]:
+            if dep == nxt:
+                yield loaded.diagnostic(
+                    rules.DEPENDENCY_CYCLE,
+                    ("metadata", "depends_on", j),
+                    f"depends_on forms a cycle: {path}",
+                )
+                break
+
+
+# --- the entry point ---------------------------------------------------------------------------
+
+
+def validate_contracts(
+    contracts: Sequence[LoadedContract],
+    *,
+    strict: bool = False,
+    packages: Sequence[str] = DEFAULT_CHECKER_PACKAGES,
+) -> ValidationReport:
+    """Validate already-loaded contracts (lint and the plugin load once and call this)."""
+    diagnostics: list[Diagnostic] = []
+    n_falsifiers = n_obligations = 0
+    for loaded in contracts:
+        diagnostics.extend(loaded.diagnostics)
+        diagnostics.extend(check_file(loaded, packages))
+        if loaded.data is not None:
+            n_falsifiers += sum(1 for _ in _items(loaded.data, "falsification_tests"))
+            n_obligations += sum(1 for _ in _items(loaded.data, "proof_obligations"))
+    diagnostics.extend(check_tree(contracts))
+    if not contracts:
+        diagnostics.append(rules.NO_CONTRACTS.diagnostic("<none>", 0, 0, "no contract files found"))
+    if strict:
+        diagnostics = [d.with_severity(Severity.ERROR) for d in diagnostics]
+    return ValidationReport(
+        contracts=list(contracts),
+        diagnostics=sort_diagnostics(diagnostics),
+        strict=strict,
+        checker_packages=tuple(packages),
+        n_falsifiers=n_falsifiers,
+        n_obligations=n_obligations,
+    )
+
+
+def validate_paths(
+    paths: Iterable[str | os.PathLike[str]] | None = None,
+    *,
+    strict: bool = False,
+    checker_packages: Sequence[str] | None = None,
+    max_bytes: int | None = None,
+) -> ValidationReport:
+    """Find, load and validate the contracts under ``paths`` (default ``contracts/``)."""
+    path_list = [Path(p) for p in (paths or DEFAULT_PATHS)]
+    files = find_contract_files(path_list)
+    packages = tuple(checker_packages) if checker_packages else configured_checker_packages(_config_start(path_list))
+    loaded = [load_contract_file(f, max_bytes=max_bytes) for f in files]
+    report = validate_contracts(loaded, strict=strict, packages=packages)
+    if not files:
+        shown = ", ".join(os.fspath(p) for p in path_list)
+        report.diagnostics = [
+            rules.NO_CONTRACTS.diagnostic(shown, 0, 0, f"no contract files (*.yaml, *.yml) found under {shown}")
+        ]
+    return report
+
+
+def _config_start(paths: Sequence[Path]) -> Path:
+    for p in paths:
+        if p.exists():
+            return p
+    return Path.cwd()
