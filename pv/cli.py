@@ -8,6 +8,8 @@ from pv.app import app
 
 # Each module in this list defines its commands with ``@app.command()``.
 COMMAND_MODULES: list[str] = [
+    "pv.commands.validate",
+    "pv.commands.lint",
 ]
 
 

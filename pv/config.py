@@ -1,0 +1,136 @@
+"""Where pv finds things: the contracts directory, the checker packages and the evidence directory.
+
+Precedence is the usual one for developer tools: an explicit command-line value, else the
+``[tool.pv]`` table of the nearest ``pyproject.toml`` (searched upward from the starting
+directory), else the defaults.  Paths in ``pyproject.toml`` are relative to that file's directory;
+paths given on the command line are relative to the current directory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CONTRACTS = "contracts"
+DEFAULT_CHECKER_PACKAGES: tuple[str, ...] = ("falsifiers",)
+DEFAULT_EVIDENCE = "evidence"
+KNOWN_KEYS = ("contracts", "checker_packages", "evidence")
+
+
+class ConfigError(ValueError):
+    """``[tool.pv]`` is malformed; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class PvConfig:
+    root: Path  # the directory of the governing pyproject.toml, else the starting directory
+    contracts: Path
+    checker_packages: tuple[str, ...]
+    evidence: Path
+    pyproject: Path | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        """``.pv/``: lint's local state (ratchet, index, cache); never committed."""
+        return self.root / ".pv"
+
+    def relpath(self, path: Path | str) -> str:
+        """``path`` relative to the root with forward slashes, or absolute when outside it."""
+        p = Path(path)
+        if not p.is_absolute():
+            p = Path.cwd() / p
+        try:
+            return p.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return p.resolve().as_posix()
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start``."""
+    here = start.resolve()
+    if here.is_file():
+        here = here.parent
+    for d in (here, *here.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_table(pyproject: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: cannot read: {exc}") from exc
+    table = data.get("tool", {}).get("pv", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: [tool.pv] must be a table")
+    for key in table:
+        if key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(KNOWN_KEYS)}"
+            raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.pv]{hint}")
+    return table
+
+
+def _packages(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [p.strip() for p in value.replace(",", " ").split()]
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        raise ConfigError(f"{where}: checker_packages must be a list of module names")
+    return tuple(value)
+
+
+def load_config(
+    start: Path | None = None,
+    *,
+    contracts: Path | str | None = None,
+    checker_packages: Sequence[str] | None = None,
+    evidence: Path | str | None = None,
+) -> PvConfig:
+    """Resolve the configuration for a command started at ``start`` (default: the current directory)."""
+    cwd = Path.cwd()
+    start = (start or cwd).resolve()
+    pyproject = find_pyproject(start)
+    table = _read_table(pyproject) if pyproject else {}
+    root = pyproject.parent if pyproject else (start if start.is_dir() else start.parent)
+
+    def from_table(key: str, default: str) -> Path:
+        value = table.get(key, default)
+        if not isinstance(value, str):
+            raise ConfigError(f"{pyproject}: [tool.pv] {key} must be a path string")
+        return (root / value).resolve()
+
+    contracts_path = (
+        (cwd / contracts).resolve() if contracts is not None else from_table("contracts", DEFAULT_CONTRACTS)
+    )
+    evidence_path = (cwd / evidence).resolve() if evidence is not None else from_table("evidence", DEFAULT_EVIDENCE)
+    if checker_packages:
+        packages = _packages(list(checker_packages), "command line")
+    elif "checker_packages" in table:
+        packages = _packages(table["checker_packages"], f"{pyproject}: [tool.pv]")
+    else:
+        packages = DEFAULT_CHECKER_PACKAGES
+    return PvConfig(
+        root=root.resolve(),
+        contracts=contracts_path,
+        checker_packages=packages,
+        evidence=evidence_path,
+        pyproject=pyproject,
+    )
+
+
+def ensure_importable(root: Path) -> None:
+    """Put the repository root on ``sys.path`` so that its checker packages import.
+
+    A console script's ``sys.path`` starts at the script's directory, not the current one, so
+    ``falsifiers`` would not resolve from the repository root without this.
+    """
+    entry = str(root.resolve())
+    if entry not in sys.path:
+        sys.path.insert(0, entry)

@@ -1,0 +1,118 @@
+"""changelog: newest entry first and equal to metadata.version; versions only go up; dates parse."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from pv.diagnostics import Severity
+from pv.lint import codes
+from pv.lint.findings import Finding
+from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
+from pv.model import SEMVER_RE
+
+DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+SemverKey = tuple[int, int, int, tuple[tuple[int, int | str], ...]]
+
+
+def semver_key(version: str) -> SemverKey | None:
+    """A sort key with semver 2.0 precedence (build metadata ignored), or None if not semver."""
+    m = SEMVER_RE.match(version)
+    if m is None:
+        return None
+    major, minor, patch, pre = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
+    if pre is None:
+        # a release sorts after all of its pre-releases
+        return (major, minor, patch, ((2, 0),))
+    parts: list[tuple[int, int | str]] = []
+    for ident in pre.split("."):
+        # numeric identifiers sort before alphanumeric ones, and numerically among themselves
+        parts.append((0, int(ident)) if ident.isdigit() else (1, ident))
+    return (major, minor, patch, tuple(parts))
+
+
+def parse_date(text: str) -> dt.date | None:
+    if not DATE_RE.match(text):
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+class ChangelogGate:
+    name = "changelog"
+    description = "top changelog entry is metadata.version; versions strictly decrease down the list"
+
+    def run(self, ctx: GateContext) -> GateOutcome:
+        out: list[Finding] = []
+        contracts = entries = empty = 0
+        for item, contract in ctx.tree.valid():
+            contracts += 1
+            meta = contract.metadata
+            log = meta.changelog
+            if not log:
+                empty += 1
+                out.append(
+                    finding(
+                        self.name,
+                        codes.CHANGELOG_EMPTY,
+                        item,
+                        ("metadata",),
+                        f"{item.id} has no changelog",
+                        severity=Severity.WARNING,
+                    )
+                )
+                continue
+            entries += len(log)
+            if log[0].version != meta.version:
+                out.append(
+                    finding(
+                        self.name,
+                        codes.CHANGELOG_TOP_MISMATCH,
+                        item,
+                        ("metadata", "changelog", 0, "version"),
+                        f"newest changelog entry is {log[0].version} but metadata.version is {meta.version}",
+                    )
+                )
+            previous: tuple[str, SemverKey] | None = None
+            for i, entry in enumerate(log):
+                where = ("metadata", "changelog", i)
+                key = semver_key(entry.version)
+                if key is None:
+                    out.append(
+                        finding(
+                            self.name,
+                            codes.CHANGELOG_VERSION,
+                            item,
+                            (*where, "version"),
+                            f"changelog version {entry.version!r} is not semantic versioning",
+                        )
+                    )
+                elif previous is not None and not key < previous[1]:
+                    out.append(
+                        finding(
+                            self.name,
+                            codes.CHANGELOG_ORDER,
+                            item,
+                            (*where, "version"),
+                            f"changelog entry {entry.version} follows {previous[0]}; entries are newest first, "
+                            "so versions must strictly decrease down the list",
+                        )
+                    )
+                if key is not None:
+                    previous = (entry.version, key)
+                if parse_date(entry.date) is None:
+                    out.append(
+                        finding(
+                            self.name,
+                            codes.CHANGELOG_DATE,
+                            item,
+                            (*where, "date"),
+                            f"changelog date {entry.date!r} (version {entry.version}) is not YYYY-MM-DD",
+                        )
+                    )
+        summary = f"{plural(contracts, 'contract')}, {plural(entries, 'entry', 'entries')}"
+        if empty:
+            summary += f", {empty} without a changelog"
+        return GateOutcome(summary, {"contracts": contracts, "entries": entries, "without_changelog": empty}, out)

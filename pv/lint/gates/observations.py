@@ -1,0 +1,93 @@
+"""observations: every name an ``expect`` reads is a param or an observation its checker declares.
+
+Checkers declare the observation names they return (``@checker(observes=[...])``), so a typo in a
+predicate is caught here, statically, instead of as an ``error`` verdict hours into a run.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pv.checkers import CheckerBindingError
+from pv.expr import ExprError, Expression, parse
+from pv.lint import codes
+from pv.lint.findings import Finding
+from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Expression | ExprError:
+    # A thousand contracts reuse a handful of predicates; parse each text once per process.
+    try:
+        return parse(text)
+    except ExprError as exc:
+        return exc
+
+
+class ObservationsGate:
+    name = "observations"
+    description = "every name in an expect predicate is a param or a declared observation"
+
+    def run(self, ctx: GateContext) -> GateOutcome:
+        out: list[Finding] = []
+        predicates = checked = unbound = names_total = 0
+        for item, contract in ctx.tree.valid():
+            for i, f in enumerate(contract.falsification_tests):
+                where = ("falsification_tests", i)
+                if f.expect is None:
+                    # A bound checker with no predicate measures and then judges nothing.
+                    if f.check:
+                        out.append(
+                            finding(
+                                self.name,
+                                codes.EXPECT_MISSING,
+                                item,
+                                where,
+                                f"{f.id} binds a checker but states no expect: predicate",
+                                subject=f.id,
+                                hint="state the prediction as an expression over the observations",
+                            )
+                        )
+                    continue
+                predicates += 1
+                parsed = _parse(f.expect)
+                if isinstance(parsed, ExprError):
+                    out.append(
+                        finding(
+                            self.name,
+                            codes.EXPECT_UNPARSABLE,
+                            item,
+                            (*where, "expect"),
+                            f"{f.id}: expect does not parse: {parsed.message}",
+                            subject=f.id,
+                        )
+                    )
+                    continue
+                if not f.check:
+                    unbound += 1
+                    continue
+                spec = ctx.checkers.resolve(f.check)
+                if isinstance(spec, CheckerBindingError):
+                    unbound += 1  # binding reports it; without a spec there is nothing to compare
+                    continue
+                checked += 1
+                known = set(f.params) | set(spec.observes)
+                names_total += len(parsed.names)
+                for name in sorted(parsed.names - known):
+                    out.append(
+                        finding(
+                            self.name,
+                            codes.OBSERVATION_UNKNOWN,
+                            item,
+                            (*where, "expect"),
+                            f"{f.id}: expect reads {name!r}, which is neither a param nor an observation of {f.check}",
+                            subject=f.id,
+                            hint=f"{f.check} observes: {', '.join(spec.observes) or '(nothing)'}",
+                        )
+                    )
+        summary = f"{plural(predicates, 'predicate')}, {checked} checked against their checker"
+        if unbound:
+            summary += f", {unbound} unbound (not checked)"
+        return GateOutcome(
+            summary, {"predicates": predicates, "checked": checked, "unbound": unbound, "names": names_total}, out
+        )
