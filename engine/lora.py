@@ -1,0 +1,238 @@
+"""LoRA and QLoRA on the engine's decoder through PEFT.
+
+``apply_lora`` wraps a full-precision (fp32/fp16/bf16) base; ``prepare_qlora`` quantizes the
+base's linear layers to NF4 *first* (engine.quant, which also flags the model as 4-bit so PEFT
+picks its bnb-aware LoRA layer) and then wraps.  In both, the LoRA matrices are fp32 and they
+are the only trainable parameters.  Adapters are saved in PEFT's own format
+(``adapter_model.safetensors`` + ``adapter_config.json``) so ``PeftModel.from_pretrained`` reads
+them too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+from peft.tuners.lora import LoraLayer
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from engine.faults import FAULTS
+from engine.quant import NF4Config, dequantize_model, dequantize_weight, is_nf4_linear, quantize_model
+
+ATTENTION_PROJECTIONS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+MLP_PROJECTIONS: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
+ALL_PROJECTIONS: tuple[str, ...] = ATTENTION_PROJECTIONS + MLP_PROJECTIONS
+DEFAULT_TARGETS: tuple[str, ...] = ("q_proj", "v_proj")
+
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    r: int = 8
+    alpha: float = 16.0
+    dropout: float = 0.0
+    targets: tuple[str, ...] = field(default=DEFAULT_TARGETS)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.targets) - set(ALL_PROJECTIONS))
+        if unknown:
+            raise ValueError(f"unknown LoRA target(s) {unknown}; the engine's projections are {list(ALL_PROJECTIONS)}")
+        if not self.targets:
+            raise ValueError("LoRA needs at least one target projection")
+        if self.r < 1:
+            raise ValueError(f"LoRA rank must be >= 1, got {self.r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
+
+    def peft_config(self) -> LoraConfig:
+        return LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,  # type: ignore[arg-type]  # PEFT annotates int, accepts float
+            lora_dropout=self.dropout,
+            target_modules=list(self.targets),
+            bias="none",
+            task_type=None,
+        )
+
+
+def _finish_wrap(model: PeftModel) -> PeftModel:
+    for name, p in model.named_parameters():
+        if "lora_" in name and p.is_floating_point() and p.dtype != torch.float32:
+            p.data = p.data.float()
+    if FAULTS.active("base_left_trainable"):
+        for p in model.parameters():
+            if p.is_floating_point():
+                p.requires_grad_(True)
+    return model
+
+
+def apply_lora(model: nn.Module, settings: LoraSettings | None = None, adapter_name: str = "default") -> PeftModel:
+    """Wrap ``model`` with a new LoRA adapter; the base is frozen, LoRA weights are fp32."""
+    s = settings or LoraSettings()
+    peft_model = get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
+    return _finish_wrap(peft_model)
+
+
+def prepare_qlora(
+    model: nn.Module,
+    settings: LoraSettings | None = None,
+    nf4: NF4Config | None = None,
+    adapter_name: str = "default",
+    device: torch.device | str | None = None,
+) -> PeftModel:
+    """QLoRA: quantize the base's linear layers to NF4, then wrap them with LoRA."""
+    s = settings or LoraSettings()
+    if FAULTS.active("lora_before_nf4"):
+        # The defect: the quantizer runs over an already wrapped model, so it also turns the
+        # LoRA matrices into frozen NF4 and PEFT never chose its 4-bit layer.
+        wrapped = get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
+        inner: Any = wrapped.base_model
+        quantize_model(inner.model, nf4, device)
+        return _finish_wrap(wrapped)
+    quantize_model(model, nf4, device)
+    return apply_lora(model, s, adapter_name)
+
+
+def trainable_parameter_names(model: nn.Module) -> list[str]:
+    return sorted(n for n, p in model.named_parameters() if p.requires_grad)
+
+
+def lora_parameter_names(model: nn.Module, adapter_name: str | None = None) -> list[str]:
+    """Names of the LoRA A/B matrices (of one adapter, or all)."""
+    names = []
+    for n, _ in model.named_parameters():
+        if (".lora_A." in n or ".lora_B." in n) and (adapter_name is None or f".{adapter_name}." in n):
+            names.append(n)
+    return sorted(names)
+
+
+def base_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Every non-LoRA parameter and buffer, cloned: the frozen base to compare bit for bit."""
+    state = model.state_dict(keep_vars=False)
+    return {k: v.detach().clone() for k, v in state.items() if "lora_" not in k}
+
+
+def lora_weights_dtypes(model: nn.Module) -> dict[str, torch.dtype]:
+    return {n: p.dtype for n, p in model.named_parameters() if ".lora_" in n}
+
+
+def _temp_sibling(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+
+
+def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: str = "default") -> Path:
+    """Write one adapter as PEFT's ``adapter_model.safetensors`` + ``adapter_config.json`` (atomic)."""
+    if adapter_name not in model.peft_config:
+        raise KeyError(f"no adapter {adapter_name!r}; the model has {sorted(model.peft_config)}")
+    final = Path(path)
+    tmp = _temp_sibling(final)
+    try:
+        state = get_peft_model_state_dict(model, adapter_name=adapter_name)
+        save_file({k: v.detach().contiguous().cpu() for k, v in state.items()}, str(tmp / ADAPTER_WEIGHTS),
+                  metadata={"format": "pt", "adapter_name": adapter_name})
+        model.peft_config[adapter_name].save_pretrained(str(tmp))
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def _read_adapter_config(path: Path) -> LoraConfig:
+    cfg_file = path / ADAPTER_CONFIG
+    if not cfg_file.is_file() or not (path / ADAPTER_WEIGHTS).is_file():
+        raise FileNotFoundError(f"{path} is not an adapter folder (needs {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS})")
+    data = json.loads(cfg_file.read_text())
+    if data.get("peft_type") != "LORA":
+        raise ValueError(f"{cfg_file}: peft_type {data.get('peft_type')!r} is not LORA")
+    return LoraConfig.from_pretrained(str(path))
+
+
+def load_adapter(
+    model: nn.Module, path: str | os.PathLike[str], adapter_name: str = "default", *, trainable: bool = False
+) -> PeftModel:
+    """Add the adapter saved at ``path`` to ``model`` (a PeftModel or a bare base) and activate it."""
+    folder = Path(path)
+    config = _read_adapter_config(folder)
+    config.inference_mode = not trainable
+    if isinstance(model, PeftModel):
+        if adapter_name in model.peft_config:
+            raise ValueError(f"adapter {adapter_name!r} is already loaded; delete it or pick another name")
+        model.add_adapter(adapter_name, config)
+        peft_model = model
+    else:
+        peft_model = get_peft_model(model, config, adapter_name=adapter_name)
+    weights = load_file(str(folder / ADAPTER_WEIGHTS))
+    result: Any = set_peft_model_state_dict(peft_model, weights, adapter_name=adapter_name)
+    stray = [k for k in result.unexpected_keys if "lora_" in k]
+    if stray:
+        raise ValueError(f"adapter at {folder} does not fit this model: unexpected keys {stray[:5]}")
+    peft_model.set_adapter(adapter_name)
+    for n, p in peft_model.named_parameters():
+        if ".lora_" in n:
+            p.requires_grad_(trainable and f".{adapter_name}." in n)
+    return peft_model
+
+
+def swap_adapter(model: PeftModel, adapter_name: str) -> None:
+    """Make ``adapter_name`` the active adapter (all loaded adapters stay in memory)."""
+    if adapter_name not in model.peft_config:
+        raise KeyError(f"no adapter {adapter_name!r}; loaded: {sorted(model.peft_config)}")
+    model.set_adapter(adapter_name)
+
+
+def merge_adapter(model: PeftModel, adapter_name: str = "default", *, dequantize: bool = False) -> nn.Module:
+    """Fold one adapter into the base and return the unwrapped base model.
+
+    On a full-precision base this is PEFT's ``merge_and_unload``.  On an NF4 base, PEFT merges by
+    dequantizing, adding B·A·scale and quantizing again (rounding error); with
+    ``dequantize=True`` the engine instead returns full-precision linears holding
+    ``dequant(W) + B·A·scale`` exactly.
+    """
+    if adapter_name not in model.peft_config:
+        raise KeyError(f"no adapter {adapter_name!r}; loaded: {sorted(model.peft_config)}")
+    tuner: Any = model.base_model
+    base: nn.Module = tuner.model
+    if not dequantize:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Merge lora module to 4-bit linear")
+            return model.merge_and_unload(adapter_names=[adapter_name])
+    for parent in list(base.modules()):
+        for name, child in list(parent.named_children()):
+            if not isinstance(child, LoraLayer):
+                continue
+            lora_layer: Any = child
+            inner: Any = lora_layer.get_base_layer()
+            weight = dequantize_weight(inner) if is_nf4_linear(inner) else inner.weight.detach().float()
+            if adapter_name in lora_layer.lora_A:
+                weight = weight + lora_layer.get_delta_weight(adapter_name).float()
+            lin = nn.Linear(inner.in_features, inner.out_features, bias=inner.bias is not None, device="meta")
+            lin.weight = nn.Parameter(weight.detach().clone(), requires_grad=False)
+            if inner.bias is not None:
+                lin.bias = nn.Parameter(inner.bias.detach().float().clone(), requires_grad=False)
+            setattr(parent, name, lin)
+    return dequantize_model(base)
+
+
+def lora_param_count(model: nn.Module, adapter_name: str | None = None) -> int:
+    params = dict(model.named_parameters())
+    return sum(params[n].numel() for n in lora_parameter_names(model, adapter_name))
+
+
+def target_layers(model: nn.Module) -> Sequence[str]:
+    return sorted(n for n, m in model.named_modules() if isinstance(m, LoraLayer))
