@@ -40,6 +40,7 @@ class ValidationReport:
     checker_packages: tuple[str, ...] = DEFAULT_CHECKER_PACKAGES
     n_falsifiers: int = 0
     n_obligations: int = 0
+    missing_paths: list[str] = field(default_factory=list)  # named on the command line, not there
 
     @property
     def n_contracts(self) -> int:
@@ -55,6 +56,9 @@ class ValidationReport:
 
     @property
     def exit_code(self) -> int:
+        """0 clean, 1 errors found, 2 a named path does not exist (a usage error)."""
+        if self.missing_paths:
+            return 2
         return 1 if self.errors else 0
 
     @property
@@ -547,15 +551,22 @@ def validate_paths(
 ) -> ValidationReport:
     """Find, load and validate the contracts under ``paths`` (default ``contracts/``)."""
     path_list = [Path(p) for p in (paths or DEFAULT_PATHS)]
-    files = find_contract_files(path_list)
+    found = find_contract_files(path_list)
+    # a path that does not exist is a usage mistake, not a contract: report it, do not count it
+    missing = [p for p in found if not os.path.lexists(p)]
+    files = [p for p in found if os.path.lexists(p)]
     packages = tuple(checker_packages) if checker_packages else configured_checker_packages(_config_start(path_list))
     loaded = [load_contract_file(f, max_bytes=max_bytes) for f in files]
     report = validate_contracts(loaded, strict=strict, packages=packages)
+    extra = [rules.UNREADABLE.diagnostic(p, 0, 0, f"{p} does not exist") for p in missing]
     if not files:
         shown = ", ".join(os.fspath(p) for p in path_list)
         report.diagnostics = [
             rules.NO_CONTRACTS.diagnostic(shown, 0, 0, f"no contract files (*.yaml, *.yml) found under {shown}")
         ]
+    report.missing_paths = [os.fspath(p) for p in missing]
+    if extra:
+        report.diagnostics = sort_diagnostics([*report.diagnostics, *extra])
     return report
 
 
