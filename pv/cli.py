@@ -10,6 +10,7 @@ from pv.app import app
 COMMAND_MODULES: list[str] = [
     "pv.commands.validate",
     "pv.commands.lint",
+    "pv.commands.evidence",
 ]
 
 

@@ -1,0 +1,247 @@
+"""``pv promote``: move a contract's status to what its verified evidence supports.
+
+Upward moves follow :mod:`pv.evidence.status`; the only downward move is a demotion to ``DRAFT``
+when the newest verified, current bundle has a ship-blocking ``falsified`` verdict.  Missing,
+unverifiable or stale evidence never moves a status (lint's status gate reports the unbacked
+claim instead).  ``RETIRED`` contracts are left alone.
+
+The edit touches exactly two places of the YAML text, located through the composed node tree:
+the value of ``metadata.status`` and a new entry at the top of ``metadata.changelog`` (the
+changelog is newest first).  Every other byte, comments and formatting included, is kept.  The
+entry repeats the current ``metadata.version`` and names the bundle in ``evidence``: a status
+change is not a change of the claim, so the version is not bumped, and because the evidence
+binding digest leaves out ``metadata.status`` and changelog entries that carry ``evidence``, the
+edit keeps the bundle it promoted from current.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pv.evidence.digest import contract_binding_digest, load_yaml
+from pv.evidence.status import RANK, Assessment, assess, contract_id_of
+from pv.model import SEMVER_RE, Status
+
+
+class PromoteError(Exception):
+    """The contract cannot be edited safely; nothing was written."""
+
+
+@dataclass
+class Decision:
+    path: Path
+    contract_id: str
+    version: str
+    current: Status
+    target: Status
+    reason: str
+    assessment: Assessment | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.current is not self.target
+
+    @property
+    def bundle(self) -> Path | None:
+        return self.assessment.bundle_path if self.assessment else None
+
+
+def decide(contract_path: Path, evidence_dir: Path, root: Path | None = None) -> Decision:
+    data = load_yaml(contract_path.read_bytes())
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(meta, dict):
+        raise PromoteError(f"{contract_path}: no metadata mapping")
+    cid = contract_id_of(contract_path, data)
+    version = str(meta.get("version", ""))
+    try:
+        current = Status(meta.get("status", Status.DRAFT.value))
+    except ValueError as exc:
+        raise PromoteError(f"{contract_path}: unknown status {meta.get('status')!r}") from exc
+    if current is Status.RETIRED:
+        return Decision(contract_path, cid, version, current, current, "retired: left alone")
+    found = assess(evidence_dir, contract_path, cid, root)
+    where = _shown(found.bundle_path, root)
+    if found.bundle_path is not None and found.falsified and current is not Status.DRAFT:
+        why = "; ".join(r for r in found.reasons if r.split(":", 1)[0] in found.falsified)
+        return Decision(contract_path, cid, version, current, Status.DRAFT, f"demoted: {why} ({where})", found)
+    if RANK[found.status] > RANK[current]:
+        return Decision(contract_path, cid, version, current, found.status, f"promoted from {where}", found)
+    decision = Decision(contract_path, cid, version, current, current, "unchanged", found)
+    if RANK[found.status] < RANK[current]:
+        decision.warnings.append(
+            f"status {current.value} is not backed: evidence supports {found.status.value} ("
+            + "; ".join(found.reasons)
+            + ")"
+        )
+    elif found.reasons and found.status is not Status.ACTIVE:
+        decision.reason = "unchanged: " + "; ".join(found.reasons)
+    return decision
+
+
+def _shown(path: Path | None, root: Path | None) -> str:
+    if path is None:
+        return "no bundle"
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+# --- the text edit ---------------------------------------------------------------------------
+
+
+def _find(mapping: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Node] | None:
+    return next(((k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+
+
+def _content_end(text: str, node: yaml.Node) -> int:
+    """Index just past the last character of ``node``'s own text (block collections' end marks
+    run on to the next token, past comments, so they are followed down to their last scalar)."""
+    if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and not node.flow_style and node.value:
+        last = node.value[-1]
+        return _content_end(text, last[1] if isinstance(node, yaml.MappingNode) else last)
+    end = node.end_mark.index
+    while end > node.start_mark.index and text[end - 1] in " \t\r\n":
+        end -= 1
+    return end
+
+
+def _line_start(text: str, index: int) -> int:
+    return text.rfind("\n", 0, index) + 1
+
+
+def _after_line(text: str, index: int) -> int:
+    nl = text.find("\n", index)
+    return len(text) if nl < 0 else nl + 1
+
+
+def _quote(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
+
+
+def _scalar(key: str, value: str) -> str:
+    # a semver version reads back as a string unquoted, as hand-written entries have it
+    return value if key == "version" and SEMVER_RE.match(value) else _quote(value)
+
+
+def _flow_entry(entry: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{k}: {_scalar(k, v)}" for k, v in entry.items()) + "}"
+
+
+def _block_entry(entry: dict[str, str], dash_col: int, key_col: int) -> str:
+    lines = []
+    for i, (k, v) in enumerate(entry.items()):
+        prefix = " " * dash_col + "-" + " " * (key_col - dash_col - 1) if i == 0 else " " * key_col
+        lines.append(f"{prefix}{k}: {_scalar(k, v)}\n")
+    return "".join(lines)
+
+
+def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
+    """``text`` with ``metadata.status`` set and ``entry`` made the newest changelog entry."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)  # pure-Python loader: marks index characters
+    except yaml.YAMLError as exc:
+        raise PromoteError(f"contract does not parse: {exc}") from exc
+    found = _find(root, "metadata") if isinstance(root, yaml.MappingNode) else None
+    if found is None or not isinstance(found[1], yaml.MappingNode):
+        raise PromoteError("no metadata mapping")
+    meta = found[1]
+    if meta.flow_style:
+        raise PromoteError("metadata is written in flow style; write it as a block mapping to promote")
+    key_col = meta.value[0][0].start_mark.column
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), applied back to front
+
+    status_pair = _find(meta, "status")
+    if status_pair is not None:
+        node = status_pair[1]
+        if not isinstance(node, yaml.ScalarNode) or node.style not in (None, '"', "'"):
+            raise PromoteError("metadata.status is not a one-line scalar")
+        q = node.style or ""
+        edits.append((node.start_mark.index, node.end_mark.index, f"{q}{status.value}{q}"))
+    else:
+        anchor = _find(meta, "version") or meta.value[-1]
+        at = _after_line(text, _content_end(text, anchor[1]))
+        edits.append((at, at, " " * key_col + f"status: {status.value}\n"))
+
+    log_pair = _find(meta, "changelog")
+    if log_pair is None:
+        at = _after_line(text, _content_end(text, meta))
+        block = " " * key_col + "changelog:\n" + " " * (key_col + 2) + "- " + _flow_entry(entry) + "\n"
+        edits.append((at, at, block))
+    else:
+        log = log_pair[1]
+        if isinstance(log, yaml.SequenceNode) and log.flow_style:
+            at = log.start_mark.index + 1  # just inside "["
+            edits.append((at, at, _flow_entry(entry) + (", " if log.value else "")))
+        elif isinstance(log, yaml.SequenceNode) and log.value:
+            first = log.value[0]
+            dash_col = log.start_mark.column
+            at = _line_start(text, first.start_mark.index)
+            if isinstance(first, yaml.MappingNode) and not first.flow_style:
+                edits.append((at, at, _block_entry(entry, dash_col, first.start_mark.column)))
+            else:
+                gap = first.start_mark.column - dash_col - 1
+                edits.append((at, at, " " * dash_col + "-" + " " * gap + _flow_entry(entry) + "\n"))
+        elif isinstance(log, yaml.ScalarNode) and log.value == "" and log.tag.endswith(":null"):
+            at = _after_line(text, log_pair[0].end_mark.index)
+            edits.append((at, at, " " * (key_col + 2) + "- " + _flow_entry(entry) + "\n"))
+        else:
+            raise PromoteError("metadata.changelog is neither a list nor empty")
+
+    newline = "\r\n" if "\r\n" in text else "\n"
+    out = text
+    for start, end, new in sorted(edits, reverse=True):
+        out = out[:start] + new.replace("\n", newline) + out[end:]
+    return out
+
+
+def _expected(data: Any, status: Status, entry: dict[str, str]) -> Any:
+    meta = dict(data["metadata"])
+    meta["status"] = status.value
+    meta["changelog"] = [entry, *(meta.get("changelog") or [])]
+    return {**data, "metadata": meta}
+
+
+def changelog_entry(decision: Decision, today: _dt.date, root: Path | None) -> dict[str, str]:
+    verb = "demoted" if RANK.get(decision.target, 0) < RANK.get(decision.current, 0) else "promoted"
+    change = f"status {decision.current.value} -> {decision.target.value}"
+    if verb == "demoted":
+        change += ": " + decision.reason.removeprefix("demoted: ")
+    else:
+        change += " from verified evidence"
+    return {
+        "version": decision.version,
+        "date": today.isoformat(),
+        "change": change,
+        "evidence": _shown(decision.bundle, root),
+    }
+
+
+def apply(decision: Decision, today: _dt.date | None = None, root: Path | None = None) -> str:
+    """Write the decision into the contract file; returns the new text.
+
+    The new text is re-parsed and must equal the old data with only the status and the new
+    entry changed, and keep the same binding digest, or nothing is written."""
+    if not decision.changed:
+        raise PromoteError("nothing to change")
+    raw = decision.path.read_bytes()
+    text = raw.decode("utf-8")
+    entry = changelog_entry(decision, today or _dt.datetime.now(_dt.UTC).date(), root)
+    new = edit_text(text, decision.target, entry)
+    if load_yaml(new.encode()) != _expected(load_yaml(raw), decision.target, entry):
+        raise PromoteError(f"{decision.path}: the edit would change more than the status and changelog")
+    if contract_binding_digest(new.encode()) != contract_binding_digest(raw):
+        raise PromoteError(f"{decision.path}: the edit would change the evidence binding")
+    tmp = decision.path.with_name(f".{decision.path.name}.pv-promote")
+    tmp.write_bytes(new.encode("utf-8"))
+    tmp.replace(decision.path)
+    return new

@@ -1,0 +1,258 @@
+"""``pv report``: Markdown for a pull request, from the evidence in the working tree.
+
+A summary line with denominators, a table per contract (status before and after, each
+falsifier's verdict, its key observation against the substituted bound, duration) and what
+changed against the newest bundle per contract at a git ref: a newly falsified claim, a bound
+that moved, a timing that regressed by more than 20% (and by at least 50 ms, so that jitter on
+millisecond checks is not reported).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pv.evidence.bundle import BUNDLE_FILE, Bundle, FalsifierEntry
+from pv.evidence.status import assess, contract_id_of
+from pv.evidence.verify import RUN_ID_RE, find_bundles, verify_bundle
+from pv.promote import PromoteError, decide
+
+TIMING_RATIO = 1.2
+TIMING_FLOOR_S = 0.05
+_ICON = {"survived": "✅", "falsified": "❌", "error": "💥", "skipped": "⏭️", "not_run": "·"}
+
+
+class ReportError(Exception):
+    """The report cannot be made (an unknown git ref); exit 2."""
+
+
+@dataclass
+class Row:
+    id: str
+    ship_blocking: bool
+    verdict: str
+    observation: str
+    bound: str
+    duration_s: float
+    note: str = ""
+
+
+@dataclass
+class Section:
+    contract_id: str
+    path: str
+    before: str
+    after: str
+    bundle: str | None
+    reason: str
+    rows: list[Row] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+    entries: list[FalsifierEntry] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    sections: list[Section]
+    base: str | None = None
+
+    def counts(self) -> Counter[str]:
+        c: Counter[str] = Counter()
+        for s in self.sections:
+            for e in s.entries:
+                c["declared"] += 1
+                c[e.verdict] += 1
+                c["run"] += e.verdict in ("survived", "falsified", "error")
+                if e.mutant.verdict is not None:
+                    c["mutants"] += 1
+                    c["killed"] += e.mutant.killed is True
+        return c
+
+    def skip_reasons(self) -> Counter[str]:
+        return Counter(
+            e.skip_reason or "unspecified" for s in self.sections for e in s.entries if e.verdict == "skipped"
+        )
+
+
+def observation_and_bound(entry: FalsifierEntry) -> tuple[str, str]:
+    """The first observation the ``expect`` reads, and the expect with values written in."""
+    if not entry.expect:
+        return "", ""
+    env: dict[str, Any] = {**entry.params, **entry.observations}
+    try:
+        from pv.expr import format_value, parse
+
+        expr = parse(entry.expect)
+    except Exception:  # an expect that no longer parses is shown as written
+        return "", entry.expect
+    if entry.verdict in ("not_run", "skipped") or not entry.observations:
+        return "", entry.expect
+    key = next((n for n in sorted(expr.names, key=entry.expect.find) if n in entry.observations), None)
+    observation = f"{key} = {format_value(entry.observations[key])}" if key else ""
+    try:
+        bound = expr.substitute(env)
+    except Exception:
+        bound = entry.expect
+    return observation, bound
+
+
+def _row(entry: FalsifierEntry) -> Row:
+    observation, bound = observation_and_bound(entry)
+    note = entry.skip_reason or ""
+    if entry.mutant.declared and entry.verdict == "survived":
+        m = entry.mutant
+        note = "mutant not run" if m.verdict is None else ("mutant killed" if m.killed else "mutant SURVIVED: vacuous")
+    elif entry.verdict in ("falsified", "error") and entry.message:
+        note = entry.message.splitlines()[0]
+    return Row(entry.id, entry.ship_blocking, entry.verdict, observation, bound, entry.duration_s, note)
+
+
+# --- the evidence at a git ref ---------------------------------------------------------------
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ReportError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def base_bundles(root: Path, evidence_dir: Path, ref: str) -> dict[str, dict[str, Any]]:
+    """The newest bundle.json per contract in the tree at ``ref`` (unverified: history is read, not judged)."""
+    _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    try:
+        rel = evidence_dir.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError as exc:
+        raise ReportError(f"evidence folder {evidence_dir} is outside the repository {root}") from exc
+    newest: dict[str, tuple[str, str]] = {}  # contract id -> (run id, path)
+    for line in _git(root, "ls-tree", "-r", "--name-only", ref, "--", rel).splitlines():
+        parts = line.split("/")
+        if len(parts) >= 3 and parts[-1] == BUNDLE_FILE and RUN_ID_RE.match(parts[-2]):
+            cid, run = parts[-3], parts[-2]
+            if run > newest.get(cid, ("", ""))[0]:
+                newest[cid] = (run, line)
+    out: dict[str, dict[str, Any]] = {}
+    for cid, (_, path) in newest.items():
+        try:
+            out[cid] = json.loads(_git(root, "show", f"{ref}:{path}"))
+        except (ReportError, json.JSONDecodeError):
+            continue
+    return out
+
+
+def changes(now: list[FalsifierEntry], base: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    before = {f.get("id"): f for f in base.get("falsifiers", []) if isinstance(f, dict)}
+    for e in now:
+        b = before.get(e.id)
+        if b is None:
+            found.append(f"{e.id}: new falsifier")
+            continue
+        if e.verdict == "falsified" and b.get("verdict") != "falsified":
+            found.append(f"{e.id}: newly falsified (was {b.get('verdict')})")
+        elif b.get("verdict") == "falsified" and e.verdict == "survived":
+            found.append(f"{e.id}: no longer falsified")
+        if e.expect and b.get("expect") and e.expect != b.get("expect"):
+            found.append(f"{e.id}: bound moved: `{b.get('expect')}` -> `{e.expect}`")
+        raw = b.get("duration_s")
+        old = float(raw) if isinstance(raw, int | float) else 0.0
+        ran = {"survived", "falsified"}
+        comparable = old > 0 and e.verdict in ran and b.get("verdict") in ran
+        if comparable and e.duration_s > old * TIMING_RATIO and e.duration_s - old >= TIMING_FLOOR_S:
+            found.append(f"{e.id}: timing regressed {old:.2f}s -> {e.duration_s:.2f}s (+{e.duration_s / old - 1:.0%})")
+    return found
+
+
+# --- building and rendering --------------------------------------------------------------------
+
+
+def _rel(path: Path | None, root: Path) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def build(contracts: list[Path], evidence_dir: Path, root: Path, base: str | None = None) -> Report:
+    at_base = base_bundles(root, evidence_dir, base) if base else {}
+    sections: list[Section] = []
+    for path in contracts:
+        cid = contract_id_of(path)
+        try:
+            decision = decide(path, evidence_dir, root)
+            before, after, reason = decision.current.value, decision.target.value, decision.reason
+            assessment = decision.assessment or assess(evidence_dir, path, cid, root)
+        except PromoteError as exc:
+            before = after = "?"
+            reason = str(exc)
+            assessment = assess(evidence_dir, path, cid, root)
+        bundle: Bundle | None = assessment.bundle
+        if bundle is None:
+            # nothing current: say why, from the newest bundle there is
+            newest = find_bundles(evidence_dir / cid)
+            if newest:
+                v = verify_bundle(newest[-1], root, contract_file=path)
+                reason = f"newest bundle is {v.status}: " + "; ".join(p.format() for p in v.problems[:2])
+            elif reason == "unchanged":
+                reason = "no evidence"
+        section = Section(cid, _rel(path, root) or str(path), before, after, _rel(assessment.bundle_path, root), reason)
+        if bundle is not None:
+            section.entries = list(bundle.falsifiers)
+            section.rows = [_row(e) for e in bundle.falsifiers]
+            if cid in at_base:
+                section.changes = changes(bundle.falsifiers, at_base[cid])
+        sections.append(section)
+    return Report(sections, base)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def summary_line(report: Report) -> str:
+    c = report.counts()
+    reasons = report.skip_reasons()
+    skipped = f"{c['skipped']} skipped"
+    if reasons:
+        skipped += " (" + ", ".join(f"{r} ×{n}" for r, n in sorted(reasons.items())) + ")"
+    with_evidence = sum(1 for s in report.sections if s.bundle)
+    return (
+        f"**pv**: {len(report.sections)} contracts ({with_evidence} with current evidence) · "
+        f"{c['declared']} falsifiers declared, {c['run']} run: {c['survived']} survived, "
+        f"{c['falsified']} falsified, {c['error']} errors · {skipped} · {c['not_run']} not run · "
+        f"mutants killed {c['killed']}/{c['mutants']}"
+    )
+
+
+def render_markdown(report: Report) -> str:
+    lines = ["## pv evidence report", "", summary_line(report), ""]
+    for s in report.sections:
+        moved = f"{s.before} → **{s.after}**" if s.before != s.after else s.after
+        lines += [f"### `{s.contract_id}` — {moved}", ""]
+        lines.append(
+            f"{_cell(s.reason)}; evidence: `{s.bundle}`" if s.bundle else f"No current evidence: {_cell(s.reason)}"
+        )
+        lines.append("")
+        if s.rows:
+            lines += [
+                "| falsifier | ship-blocking | verdict | key observation | bound | duration | note |",
+                "|---|---|---|---|---|---:|---|",
+            ]
+            for r in s.rows:
+                lines.append(
+                    f"| `{r.id}` | {'yes' if r.ship_blocking else 'no'} | {_ICON.get(r.verdict, '')} {r.verdict} | "
+                    f"{_cell(r.observation)} | {'`' + _cell(r.bound) + '`' if r.bound else ''} | "
+                    f"{r.duration_s:.2f}s | {_cell(r.note)} |"
+                )
+            lines.append("")
+        if report.base:
+            if s.changes:
+                lines += [f"Changes against `{report.base}`:", ""] + [f"- {_cell(c)}" for c in s.changes] + [""]
+            else:
+                lines += [f"No changes against `{report.base}`.", ""]
+    return "\n".join(lines).rstrip() + "\n"
