@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pv import expr
 from pv.diagnostics import Diagnostic
 from pv.model import FalsificationTest
-from pv.requirements import RequirementError, needs_gpu, parse_requirement
+from pv.requirements import needs_gpu
 from pv.results import ContractRun, FalsifierResult, Verdict
 
 if TYPE_CHECKING:
@@ -64,41 +63,35 @@ def _locate(loaded: LoadedContract, *keypath: str | int) -> tuple[int, int]:
     return loaded.locate(keypath)
 
 
-def runtime_diagnostics(loaded: LoadedContract) -> list[Diagnostic]:
-    """Checks collection needs before it can build items (cheap: nothing is imported).
+def collection_diagnostics(loaded: LoadedContract, packages: Sequence[str]) -> list[Diagnostic]:
+    """``pv validate``'s per-file rules, plus what the plugin itself needs to build items.
 
-    Duplicate ids would give two items one node id; an ``expect`` that does not parse or a
-    ``requires`` outside the grammar would only surface at run time.  ``pv validate`` reports
-    these too; the plugin must not depend on it having been run.
+    Tree-wide rules (ids repeated across files, ``depends_on``) stay with ``pv validate``: they
+    need every contract, and collection of one file must not depend on the others.  Within one
+    file a repeated FALSIFY id would give two items one node id, so it is checked here.
     """
-    from pv.rules import DUPLICATE_FALSIFIER, EXPECT_SYNTAX, SCHEMA
+    from pv.rules import DUPLICATE_FALSIFIER, SCHEMA
+    from pv.validate import check_file
 
+    found = check_file(loaded, packages)
     contract = loaded.contract
     if contract is None:
-        return []
-    path = os.fspath(loaded.path)
-    found: list[Diagnostic] = []
+        return found
     seen: set[str] = set()
     for i, f in enumerate(contract.falsification_tests):
         if f.id in seen:
-            line, col = _locate(loaded, "falsification_tests", i, "id")
-            found.append(DUPLICATE_FALSIFIER.diagnostic(path, line, col, f"{f.id} is declared twice in this contract"))
+            found.append(
+                loaded.diagnostic(
+                    DUPLICATE_FALSIFIER, ("falsification_tests", i, "id"), f"{f.id} is declared twice in this contract"
+                )
+            )
         seen.add(f.id)
-        if f.expect is not None:
-            try:
-                expr.parse(f.expect)
-            except expr.ExprError as exc:
-                line, col = _locate(loaded, "falsification_tests", i, "expect")
-                found.append(EXPECT_SYNTAX.diagnostic(path, line, col, f"{f.id}: expect: {exc}"))
-        elif f.check is not None:
-            line, col = _locate(loaded, "falsification_tests", i, "check")
-            found.append(SCHEMA.diagnostic(path, line, col, f"{f.id} binds a checker but has no `expect`"))
-        for j, entry in enumerate(f.requires):
-            try:
-                parse_requirement(entry)
-            except RequirementError as exc:
-                line, col = _locate(loaded, "falsification_tests", i, "requires", j)
-                found.append(SCHEMA.diagnostic(path, line, col, f"{f.id}: {exc}"))
+        if f.check is not None and f.expect is None:
+            found.append(
+                loaded.diagnostic(
+                    SCHEMA, ("falsification_tests", i, "check"), f"{f.id} binds a checker but has no `expect`"
+                )
+            )
     return found
 
 
@@ -132,7 +125,10 @@ class ContractFile(pytest.File):
         from pv.loader import load_contract_file
 
         loaded = load_contract_file(self.path)
-        diagnostics = list(loaded.diagnostics) + runtime_diagnostics(loaded)
+        from pv.plugin import settings_of
+
+        packages = settings_of(self.config).checker_packages
+        diagnostics = list(loaded.diagnostics) + collection_diagnostics(loaded, packages)
         root = self.config.rootpath
         errors = [replace(d, path=display_path(d.path, root)) for d in diagnostics if d.is_error]
         if loaded.contract is None or errors:

@@ -16,6 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
+# The harness seeds numpy and torch before every checker.  pytester's in-process runs restore
+# sys.modules afterwards, and C extensions cannot be imported twice in one process, so they are
+# imported here, before any inner run, and stay loaded.
+for _module in ("numpy", "torch"):
+    try:
+        __import__(_module)
+    except ImportError:
+        pass
+
 TOYSYSTEM = '''
 from pv.faults import FaultRegistry
 
