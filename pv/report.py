@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pv.evidence.bundle import BUNDLE_FILE, Bundle, FalsifierEntry
+from pv.evidence.digest import load_yaml
 from pv.evidence.status import assess, contract_id_of
 from pv.evidence.verify import RUN_ID_RE, find_bundles, verify_bundle
 from pv.promote import PromoteError, decide
@@ -49,6 +50,7 @@ class Section:
     after: str
     bundle: str | None
     reason: str
+    declared: int = 0
     rows: list[Row] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
     entries: list[FalsifierEntry] = field(default_factory=list)
@@ -62,8 +64,8 @@ class Report:
     def counts(self) -> Counter[str]:
         c: Counter[str] = Counter()
         for s in self.sections:
+            c["declared"] += max(s.declared, len(s.entries))
             for e in s.entries:
-                c["declared"] += 1
                 c[e.verdict] += 1
                 c["run"] += e.verdict in ("survived", "falsified", "error")
                 if e.mutant.verdict is not None:
@@ -178,6 +180,15 @@ def _rel(path: Path | None, root: Path) -> str | None:
         return path.as_posix()
 
 
+def _declared_count(path: Path) -> int:
+    try:
+        data = load_yaml(path.read_bytes())
+    except Exception:  # an unreadable contract declares nothing we can count
+        return 0
+    tests = data.get("falsification_tests") if isinstance(data, dict) else None
+    return len(tests) if isinstance(tests, list) else 0
+
+
 def build(contracts: list[Path], evidence_dir: Path, root: Path, base: str | None = None) -> Report:
     at_base = base_bundles(root, evidence_dir, base) if base else {}
     sections: list[Section] = []
@@ -198,9 +209,10 @@ def build(contracts: list[Path], evidence_dir: Path, root: Path, base: str | Non
             if newest:
                 v = verify_bundle(newest[-1], root, contract_file=path)
                 reason = f"newest bundle is {v.status}: " + "; ".join(p.format() for p in v.problems[:2])
-            elif reason == "unchanged":
+            else:
                 reason = "no evidence"
         section = Section(cid, _rel(path, root) or str(path), before, after, _rel(assessment.bundle_path, root), reason)
+        section.declared = _declared_count(path)
         if bundle is not None:
             section.entries = list(bundle.falsifiers)
             section.rows = [_row(e) for e in bundle.falsifiers]

@@ -1,0 +1,159 @@
+"""The commands: pv evidence verify / gc, pv promote [--check], pv report [--base] [--format github]."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pv.app import app
+from pv.cli import COMMAND_MODULES
+from pv.results import Verdict
+from tests.evidence.conftest import Project, Writer, all_survive, result
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module)
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli(project: Project, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    (project.root / "pyproject.toml").write_text('[tool.pv]\ncontracts = "contracts"\nevidence = "evidence"\n')
+    monkeypatch.chdir(project.root)
+
+    def invoke(*args: str) -> tuple[int, str]:
+        res = runner.invoke(app, list(args))
+        return res.exit_code, res.output
+
+    return invoke
+
+
+def test_verify_exit_codes(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli("evidence", "verify")
+    assert code == 2 and "does not exist" in out
+    project.evidence.mkdir()
+    code, out = cli("evidence", "verify")
+    assert code == 1 and "no bundles" in out
+    bundle = write(all_survive())
+    code, out = cli("evidence", "verify")
+    assert code == 0 and "1 bundles: 1 ok" in out
+    assert cli("evidence", "verify", str(bundle))[0] == 0
+    assert cli("evidence", "verify", str(bundle.parent))[0] == 0
+    (bundle / "bundle.json").write_text((bundle / "bundle.json").read_text().replace('"survived"', '"falsified"', 1))
+    code, out = cli("evidence", "verify")
+    assert code == 1 and "tampered: bundle.json: sha256 does not match the manifest" in out
+
+
+def test_verify_stale_fails_unless_allowed(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
+    write(all_survive())
+    project.contract.write_text(project.contract.read_text().replace("<= 3.0", "<= 9.0"))
+    code, out = cli("evidence", "verify")
+    assert code == 1 and "stale" in out and "contract edited since the run" in out
+    assert cli("evidence", "verify", "--allow-stale")[0] == 0
+
+
+def test_promote_check_then_promote(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
+    write(all_survive())
+    before = project.contract.read_bytes()
+    code, out = cli("promote", "--check")
+    assert code == 1 and "would change DRAFT -> ACTIVE" in out
+    assert project.contract.read_bytes() == before
+    code, out = cli("promote", "contracts/demo-v1.yaml")
+    assert code == 0 and "DRAFT -> ACTIVE" in out
+    code, out = cli("promote", "--check")
+    assert code == 0 and "ACTIVE (unchanged)" in out
+    code, out = cli("evidence", "verify")
+    assert code == 0, out  # promotion kept its own evidence current
+
+
+def test_promote_refuses_an_invalid_contract(cli, project: Project) -> None:  # type: ignore[no-untyped-def]
+    project.contract.write_text(
+        project.contract.read_text().replace("kind: training-loop", "kind: training-loop\n  colour: red")
+    )
+    code, out = cli("promote")
+    assert code == 2 and "does not validate" in out
+    assert cli("promote", "nowhere/")[0] == 2
+
+
+def test_gc_keeps_newest_and_the_backing_bundle(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
+    days = [write(all_survive(), started=f"2026-03-0{d}T10:00:00+00:00") for d in range(1, 5)]
+    # the two newest are broken, so the newest bundle that verifies (days[1]) is the one backing the status
+    for broken in days[2:]:
+        (broken / "bundle.json").write_text("{}\n")
+    leftover = project.evidence / "demo-v1" / ".tmp-20260301T100000000000Z-deadbeef-999999999"
+    leftover.mkdir()
+    code, out = cli("evidence", "gc", "--keep", "1", "--dry-run")
+    assert code == 0 and all(d.exists() for d in days) and leftover.exists()
+    code, out = cli("evidence", "gc", "--keep", "1")
+    assert code == 0, out
+    assert [d.exists() for d in days] == [False, True, False, True]  # days[1] backs the status; days[3] is newest
+    assert not leftover.exists()
+    assert cli("evidence", "gc", "--keep", "0")[0] == 2
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def test_report_markdown_and_changes_against_base(
+    cli, project: Project, write: Writer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    write(
+        [
+            result("FALSIFY-DEMO-001", Verdict.SURVIVED, duration_s=1.0),
+            result("FALSIFY-DEMO-002", Verdict.SKIPPED, skip_reason="no CUDA", mutant=None),
+        ],
+        started="2026-03-01T10:00:00+00:00",
+    )
+    _git(project.root, "init", "-q", "-b", "main")
+    _git(project.root, "add", ".")
+    _git(project.root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "base")
+    # the pull request: a bound moves, the checker slows down, and the claim fails
+    project.contract.write_text(project.contract.read_text().replace('"step0_loss <= 3.0"', '"step0_loss <= 2.0"'))
+    slow = result("FALSIFY-DEMO-001", Verdict.FALSIFIED, duration_s=1.5, observations={"step0_loss": 2.1}, mutant=None)
+    slow.expect = "step0_loss <= 2.0"
+    write(
+        [slow, result("FALSIFY-DEMO-002", Verdict.SKIPPED, skip_reason="no CUDA", mutant=None)],
+        started="2026-03-02T10:00:00+00:00",
+    )
+
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, out = cli("report", "--base", "main", "--format", "github")
+    assert code == 0, out
+    assert summary.read_text() == "earlier step\n" + out  # appended, not replaced
+    assert (
+        "1 contracts (1 with current evidence) · 3 falsifiers declared, 1 run: 0 survived, 1 falsified, 0 errors"
+        " · 1 skipped (no CUDA ×1) · 1 not run · mutants killed 0/0"
+    ) in out
+    assert "| `FALSIFY-DEMO-001` | yes | ❌ falsified | step0_loss = 2.1 | `step0_loss(=2.1) <= 2.0` | 1.50s |" in out
+    assert "FALSIFY-DEMO-001: newly falsified (was survived)" in out
+    assert "FALSIFY-DEMO-001: bound moved: `step0_loss <= 3.0` -> `step0_loss <= 2.0`" in out
+    assert "FALSIFY-DEMO-001: timing regressed 1.00s -> 1.50s (+50%)" in out
+    assert "### `demo-v1` — DRAFT" in out
+
+    code, out = cli("report", "--base", "no-such-ref")
+    assert code == 2 and "no-such-ref" in out
+    assert cli("report", "--format", "html")[0] == 2
+
+
+def test_report_without_evidence_says_so(cli, project: Project) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli("report")
+    assert code == 0 and "0 with current evidence) · 3 falsifiers declared, 0 run" in out
+    assert "No current evidence: no evidence" in out
+
+
+def test_report_shows_promotion_to_come(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
+    write(all_survive())
+    code, out = cli("report")
+    assert code == 0
+    assert "### `demo-v1` — DRAFT → **ACTIVE**" in out
+    assert "mutants killed 3/3" in out and "step0_loss = 2.1" in out

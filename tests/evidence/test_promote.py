@@ -1,0 +1,171 @@
+"""pv promote: promotion, demotion, refusals, and an edit that keeps every other byte."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from pv.evidence.status import backing_status
+from pv.evidence.verify import verify_bundle
+from pv.loader import load_contract_file
+from pv.model import Status
+from pv.promote import PromoteError, apply, decide, edit_text
+from pv.results import Verdict
+from tests.evidence.conftest import CONTRACT, Project, Writer, all_survive, result
+
+TODAY = dt.date(2026, 3, 2)
+S, F, K = Verdict.SURVIVED, Verdict.FALSIFIED, Verdict.SKIPPED
+
+
+def promote(project: Project) -> tuple[Status, Status]:
+    decision = decide(project.contract, project.evidence, project.root)
+    if decision.changed:
+        apply(decision, TODAY, project.root)
+    return decision.current, decision.target
+
+
+def test_promotion_edits_only_status_and_one_changelog_line(project: Project, write: Writer) -> None:
+    bundle = write(all_survive())
+    before = project.contract.read_bytes()
+    assert promote(project) == (Status.DRAFT, Status.ACTIVE)
+    rel = bundle.relative_to(project.root).as_posix()
+    entry = (
+        '    - {version: 1.0.0, date: "2026-03-02", change: "status DRAFT -> ACTIVE from verified evidence", '
+        f'evidence: "{rel}"}}\n'
+    )
+    expected = (
+        before.decode()
+        .replace("status: DRAFT", "status: ACTIVE", 1)
+        .replace("  changelog:\n", "  changelog:\n" + entry)
+    )
+    assert project.contract.read_bytes() == expected.encode()
+    # the bytes outside the two edits are the original bytes, comments included
+    assert b"# Demo contract: every comment here must survive" in project.contract.read_bytes()
+    loaded = load_contract_file(project.contract)
+    assert loaded.ok and loaded.contract is not None
+    assert loaded.contract.metadata.status is Status.ACTIVE
+    assert loaded.contract.metadata.changelog[0].evidence == rel
+    # the promotion did not stale the bundle it came from
+    assert verify_bundle(bundle).ok
+    assert backing_status(project.evidence, project.contract) == (Status.ACTIVE, bundle)
+    assert promote(project) == (Status.ACTIVE, Status.ACTIVE)  # idempotent
+
+
+def test_hardware_skips_promote_to_algorithm_level(project: Project, write: Writer) -> None:
+    write([result("FALSIFY-DEMO-001", S), result("FALSIFY-DEMO-002", K, skip_reason="no CUDA", mutant=None)])
+    assert promote(project) == (Status.DRAFT, Status.ACTIVE_ALGORITHM_LEVEL)
+    assert "status: ACTIVE_ALGORITHM_LEVEL" in project.contract.read_text()
+
+
+def test_falsified_ship_blocker_demotes_and_says_why(project: Project, write: Writer) -> None:
+    write(all_survive(), started="2026-03-01T10:00:00+00:00")
+    promote(project)
+    failing = [
+        result("FALSIFY-DEMO-001", F, mutant=None, observations={"step0_loss": 4.2}),
+        result("FALSIFY-DEMO-002", S),
+    ]
+    failing[0].message = "step0_loss(=4.2) <= 3.0 is false"
+    newer = write(failing, started="2026-03-05T10:00:00+00:00")
+    assert promote(project) == (Status.ACTIVE, Status.DRAFT)
+    loaded = load_contract_file(project.contract)
+    assert loaded.contract is not None
+    top = loaded.contract.metadata.changelog[0]
+    assert top.change.startswith(
+        "status ACTIVE -> DRAFT: FALSIFY-DEMO-001: falsified: step0_loss(=4.2) <= 3.0 is false"
+    )
+    assert top.evidence == newer.relative_to(project.root).as_posix()
+    assert [e.version for e in loaded.contract.metadata.changelog] == ["1.0.0", "1.0.0", "1.0.0"]
+
+
+def test_advisory_falsified_does_not_demote(project: Project, write: Writer) -> None:
+    write(all_survive(), started="2026-03-01T10:00:00+00:00")
+    promote(project)
+    write(
+        [result("FALSIFY-DEMO-001", S), result("FALSIFY-DEMO-002", S), result("FALSIFY-DEMO-003", F, mutant=None)],
+        started="2026-03-05T10:00:00+00:00",
+    )
+    assert promote(project) == (Status.ACTIVE, Status.ACTIVE)
+
+
+def test_stale_evidence_never_promotes(project: Project, write: Writer) -> None:
+    write(all_survive())
+    project.contract.write_text(project.contract.read_text().replace("<= 3.0", "<= 2.5"))
+    before = project.contract.read_bytes()
+    decision = decide(project.contract, project.evidence, project.root)
+    assert not decision.changed
+    with pytest.raises(PromoteError):
+        apply(decision, TODAY)
+    assert project.contract.read_bytes() == before
+
+
+def test_tampered_evidence_never_promotes(project: Project, write: Writer) -> None:
+    bundle = write(all_survive())
+    (bundle / "statement.intoto.json").write_text("{}\n")
+    assert promote(project) == (Status.DRAFT, Status.DRAFT)
+
+
+def test_missing_evidence_never_promotes_and_warns_on_unbacked_status(project: Project) -> None:
+    project.contract.write_text(project.contract.read_text().replace("status: DRAFT ", "status: ACTIVE"))
+    decision = decide(project.contract, project.evidence, project.root)
+    assert not decision.changed and "not backed" in decision.warnings[0]
+
+
+def test_retired_is_left_alone(project: Project, write: Writer) -> None:
+    write(all_survive())
+    project.contract.write_text(project.contract.read_text().replace("status: DRAFT ", "status: RETIRED"))
+    assert promote(project) == (Status.RETIRED, Status.RETIRED)
+
+
+ENTRY = {"version": "1.0.0", "date": "2026-03-02", "change": "promoted", "evidence": "evidence/x/1"}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (  # block entries, indentless, quoted status
+            'metadata:\n  version: 1.0.0\n  status: "DRAFT"\n  changelog:\n  - version: 1.0.0\n    date: "2026-01-01"\n'
+            "    change: initial\nx: 1\n",
+            'metadata:\n  version: 1.0.0\n  status: "ACTIVE"\n  changelog:\n'
+            '  - version: 1.0.0\n    date: "2026-03-02"\n'
+            '    change: "promoted"\n    evidence: "evidence/x/1"\n  - version: 1.0.0\n    date: "2026-01-01"\n'
+            "    change: initial\nx: 1\n",
+        ),
+        (  # neither status nor changelog: both are added inside metadata, at its indentation
+            "metadata:\n    version: 1.0.0\n    description: d   # note\n# comment\nx: 1\n",
+            "metadata:\n    version: 1.0.0\n    status: ACTIVE\n    description: d   # note\n    changelog:\n"
+            '      - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\n'
+            "# comment\nx: 1\n",
+        ),
+        (  # an empty flow list
+            "metadata:\n  version: 1.0.0\n  status: DRAFT\n  changelog: []\n",
+            'metadata:\n  version: 1.0.0\n  status: ACTIVE\n  changelog: [{version: 1.0.0, date: "2026-03-02", '
+            'change: "promoted", evidence: "evidence/x/1"}]\n',
+        ),
+        (  # Windows line endings are kept
+            "metadata:\r\n  version: 1.0.0\r\n  status: DRAFT\r\n  changelog:\r\n"
+            "    - {version: 1.0.0, date: '2026-01-01', change: x}\r\n",
+            "metadata:\r\n  version: 1.0.0\r\n  status: ACTIVE\r\n  changelog:\r\n"
+            '    - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\r\n'
+            "    - {version: 1.0.0, date: '2026-01-01', change: x}\r\n",
+        ),
+    ],
+)
+def test_edit_shapes(source: str, expected: str) -> None:
+    assert edit_text(source, Status.ACTIVE, ENTRY) == expected
+
+
+def test_flow_metadata_is_refused() -> None:
+    with pytest.raises(PromoteError, match="flow style"):
+        edit_text("metadata: {version: 1.0.0, status: DRAFT}\n", Status.ACTIVE, ENTRY)
+
+
+def test_fixture_contract_has_comments_to_lose() -> None:
+    assert CONTRACT.count("#") >= 4  # the byte-preservation test would be vacuous without them
+
+
+def test_written_file_is_replaced_atomically(project: Project, write: Writer, tmp_path: Path) -> None:
+    write(all_survive())
+    promote(project)
+    assert sorted(p.name for p in project.contract.parent.iterdir()) == ["demo-v1.yaml"]
