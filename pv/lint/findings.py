@@ -9,6 +9,7 @@ it "new", and it uses sha256 rather than ``hash()``, whose value changes with ev
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,9 +18,18 @@ from pv.diagnostics import Diagnostic, Severity
 KeyPath = tuple[str | int, ...]
 
 
+# ``other.yaml:12`` or ``other.yaml:12:5`` inside a message (validate's "already declared at")
+_POSITION_RE = re.compile(r"(\.ya?ml):\d+(?::\d+)?")
+
+
 def fingerprint(code: str, path: str, subject: str, message: str) -> str:
-    """sha256 over the finding's content; stable across machines, processes and line shifts."""
-    payload = "\x1f".join((code, path, subject, message)).encode("utf-8")
+    """sha256 over the finding's content; stable across machines, processes and line shifts.
+
+    Positions that a message quotes (another file's ``path:line``) are dropped too, so that
+    editing the other file above the quoted line does not make the finding look new.
+    """
+    text = _POSITION_RE.sub(r"\1", message)
+    payload = "\x1f".join((code, path, subject, text)).encode("utf-8")
     return hashlib.sha256(payload).hexdigest()
 
 

@@ -34,7 +34,7 @@ class DuplicatesGate:
                         self.name,
                         codes.DUPLICATE_STEM,
                         other,
-                        ("metadata",),
+                        (),
                         f"file stem {stem!r} is also used by {first.rel}",
                         subject=stem,
                     )

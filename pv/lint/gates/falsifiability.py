@@ -45,7 +45,7 @@ class FalsifiabilityGate:
                         resolve_mutant(f.mutant)
                         resolved[f.mutant] = None
                     except LookupError as exc:
-                        resolved[f.mutant] = str(exc).strip("'\"")
+                        resolved[f.mutant] = str(exc)
                 error = resolved[f.mutant]
                 if error is None:
                     ok += 1

@@ -8,6 +8,8 @@ behind a failed validate; the diagnostics themselves still come from validate, u
 
 from __future__ import annotations
 
+import os
+
 from pv.diagnostics import Diagnostic
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, plural
@@ -35,12 +37,16 @@ def gate_of(diagnostic: Diagnostic) -> str:
 def to_findings(ctx: GateContext, gate: str) -> list[Finding]:
     """validate's diagnostics that belong to ``gate``, as findings about their contract."""
     ids = {c.rel: c.id for c in ctx.tree.contracts}
+    # validate names other files by the path it was given; lint gives it absolute paths, and a
+    # fingerprint must not depend on where the checkout lives
+    root = str(ctx.config.root.resolve()) + os.sep
     out = []
     for d in ctx.tree.validate_diagnostics:
         if gate_of(d) != gate:
             continue
         rel = ctx.config.relpath(d.path)
-        out.append(Finding.from_diagnostic(gate, d, rel, ids.get(rel, "")))
+        f = Finding.from_diagnostic(gate, d, rel, ids.get(rel, ""))
+        out.append(f.with_(message=f.message.replace(root, ""), hint=f.hint.replace(root, "")))
     return out
 
 

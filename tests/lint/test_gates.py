@@ -1,0 +1,234 @@
+"""Each gate passes on the good tree and fails on its own fixture tree, at the right place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pv.config import load_config
+from pv.lint import GATE_NAMES, LintReport
+from pv.lint.gates.base import GateContext
+from pv.lint.gates.changelog import parse_date, semver_key
+from pv.lint.gates.status import StatusGate
+from pv.lint.load import TreeLoader
+from pv.model import Status
+
+from .conftest import FIXTURES, Runner
+
+
+def located(report: LintReport) -> set[tuple[str, str, int, int]]:
+    return {(f.code, f.path, f.line, f.col) for f in report.findings}
+
+
+def states(report: LintReport) -> dict[str, str]:
+    return {g.name: g.state for g in report.gates}
+
+
+def test_gates_run_in_the_documented_order(run_fixture: Runner) -> None:
+    report = run_fixture("good")
+    assert (
+        [g.name for g in report.gates]
+        == list(GATE_NAMES)
+        == [
+            "validate",
+            "binding",
+            "observations",
+            "falsifiability",
+            "coverage",
+            "references",
+            "status",
+            "changelog",
+            "duplicates",
+        ]
+    )
+
+
+def test_good_tree_passes_every_gate_and_counts_what_it_checked(run_fixture: Runner) -> None:
+    report = run_fixture("good")
+    assert report.findings == []
+    assert set(states(report).values()) == {"passed"}
+    assert report.exit_code == 0
+    gates = {g.name: g for g in report.gates}
+    assert gates["binding"].summary == "3 falsifiers, 3 bound"
+    assert gates["observations"].counts["checked"] == 3
+    assert gates["falsifiability"].counts == {"ship_blocking": 2, "with_mutant": 2, "resolved": 2}
+    assert gates["coverage"].counts == {"obligations": 3, "covered": 2, "without_id": 1}
+    assert gates["references"].counts == {"dependencies": 1, "kani_harnesses": 1}
+    assert gates["changelog"].counts["entries"] == 3
+    assert gates["duplicates"].counts["distinct_falsifiers"] == 3
+    assert all(g.duration_s >= 0 for g in report.gates)
+
+
+# (fixture, gate that fails, findings expected as (code, path, line, col))
+FAILING = [
+    (
+        "observations_fail",
+        "observations",
+        {
+            ("PVL301", "contracts/epsilon.yaml", 13, 13),
+            ("PVL303", "contracts/epsilon.yaml", 14, 5),
+        },
+    ),
+    (
+        "falsifiability_fail",
+        "falsifiability",
+        {
+            ("PVL401", "contracts/zeta.yaml", 13, 20),
+            ("PVL402", "contracts/zeta.yaml", 19, 13),
+        },
+    ),
+    (
+        "coverage_fail",
+        "coverage",
+        {
+            ("PVL501", "contracts/eta.yaml", 12, 9),
+            ("PV124", "contracts/eta.yaml", 22, 17),
+        },
+    ),
+    (
+        "references_fail",
+        "references",
+        {
+            ("PV125", "contracts/theta.yaml", 6, 22),
+            ("PV126", "contracts/iota.yaml", 6, 16),
+            ("PV124", "contracts/theta.yaml", 21, 17),
+        },
+    ),
+    (
+        "status_fail",
+        "status",
+        {
+            ("PVL702", "contracts/lambda.yaml", 4, 11),
+            ("PVL701", "contracts/mu.yaml", 4, 11),
+        },
+    ),
+    (
+        "changelog_fail",
+        "changelog",
+        {
+            ("PVL801", "contracts/xi.yaml", 7, 17),
+            ("PVL802", "contracts/xi.yaml", 8, 17),
+            ("PVL802", "contracts/xi.yaml", 9, 17),
+            ("PVL803", "contracts/xi.yaml", 9, 30),
+            ("PVL805", "contracts/omicron.yaml", 2, 3),
+        },
+    ),
+    (
+        "duplicates_fail",
+        "duplicates",
+        {
+            ("PV120", "contracts/b/pi.yaml", 1, 1),
+            ("PV121", "contracts/b/pi.yaml", 8, 9),
+            ("PVL902", "contracts/b/pi.yaml", 1, 1),
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "gate", "expected"), FAILING, ids=[c for c, _, _ in FAILING])
+def test_each_gate_fails_alone_on_its_fixture(run_fixture: Runner, case: str, gate: str, expected: set) -> None:
+    report = run_fixture(case)
+    assert located(report) == expected
+    assert {f.gate for f in report.findings} == {gate}
+    failed = [name for name, state in states(report).items() if state == "failed"]
+    assert failed == [gate]
+    assert "skipped" not in states(report).values()
+    assert report.exit_code == 1
+
+
+def test_validate_failure_skips_every_later_gate(run_fixture: Runner) -> None:
+    report = run_fixture("validate_fail")
+    assert located(report) == {("PV102", "contracts/gamma.yaml", 8, 1)}
+    assert states(report)["validate"] == "failed"
+    later = report.gates[1:]
+    assert later and all(g.state == "skipped" and g.skip_reason == "validate failed" for g in later)
+    assert report.exit_code == 1
+
+
+def test_binding_warns_by_default_and_fails_with_strict_test_binding(run_fixture: Runner) -> None:
+    loose = run_fixture("binding_fail")
+    expected = {
+        ("PVL202", "contracts/delta.yaml", 11, 12),
+        ("PVL201", "contracts/delta.yaml", 13, 5),
+        ("PVL202", "contracts/delta.yaml", 18, 12),
+    }
+    assert located(loose) == expected
+    assert all(not f.is_error for f in loose.findings)
+    assert states(loose)["binding"] == "passed" and loose.exit_code == 0
+    assert loose.warnings == 3
+
+    strict = run_fixture("binding_fail", strict_test_binding=True)
+    assert located(strict) == expected
+    assert all(f.is_error for f in strict.findings)
+    assert states(strict)["binding"] == "failed" and strict.exit_code == 1
+    messages = " ".join(f.message for f in strict.findings)
+    assert "no attribute 'no_such_checker'" in messages and "not registered with @pv.checker" in messages
+
+
+def test_binding_reports_orphaned_checkers(run_fixture: Runner) -> None:
+    report = run_fixture("binding_orphan")
+    (orphan,) = report.findings
+    assert orphan.code == "PVL203" and orphan.subject == "lintfx_orphan:measure_gone"
+    assert "FALSIFY-GONE-001" in orphan.message
+    assert orphan.path.endswith("lintfx_orphan/__init__.py") and orphan.line == 8
+    assert report.exit_code == 0
+    assert run_fixture("binding_orphan", strict=True).exit_code == 1
+
+
+def test_binding_reports_a_checker_package_that_does_not_import(run_fixture: Runner, tmp_path: Path) -> None:
+    report = run_fixture("good", strict_test_binding=True)
+    assert report.exit_code == 0
+    from pv.lint import lint
+    from pv.lint.runner import LintOptions
+
+    config = load_config(FIXTURES / "good", checker_packages=["lintfx", "no_such_package_xyz"])
+    broken = lint(config, LintOptions(use_state=False, strict_test_binding=True))
+    codes = {f.code for f in broken.findings}
+    assert "PVL204" in codes
+    assert states(broken)["binding"] == "failed"
+
+
+def _status_gate_with(backing_status: Status, case: str = "status_fail") -> list[tuple[str, str]]:
+    config = load_config(FIXTURES / case)
+    tree = TreeLoader(config).load()
+    gate = StatusGate(backing=lambda evidence, path: (backing_status, None))
+    return sorted((f.code, f.subject) for f in gate.run(GateContext(config, tree)).findings)
+
+
+def test_status_uses_the_evidence_backing_when_an_evidence_folder_exists() -> None:
+    # mu has an evidence folder: its backing decides; lambda has none: always an error
+    assert _status_gate_with(Status.ACTIVE) == [("PVL702", "lambda")]
+    assert _status_gate_with(Status.ACTIVE_ALGORITHM_LEVEL) == [("PVL702", "lambda")]
+    assert _status_gate_with(Status.DRAFT) == [("PVL701", "mu"), ("PVL702", "lambda")]
+
+
+def test_retired_and_draft_contracts_need_no_evidence(run_fixture: Runner) -> None:
+    report = run_fixture("status_fail")
+    assert not any(f.subject == "nu" for f in report.findings)
+    status = next(g for g in report.gates if g.name == "status")
+    assert status.counts == {"contracts": 3, "above_draft": 2, "backed": 0}
+
+
+@pytest.mark.parametrize(
+    ("lower", "higher"),
+    [
+        ("1.0.0", "1.0.1"),
+        ("1.9.0", "1.10.0"),
+        ("1.0.0-alpha", "1.0.0"),
+        ("1.0.0-alpha", "1.0.0-alpha.1"),
+        ("1.0.0-alpha.1", "1.0.0-alpha.beta"),
+        ("1.0.0-beta.2", "1.0.0-beta.11"),
+        ("1.0.0-rc.1", "1.0.0"),
+    ],
+)
+def test_semver_precedence(lower: str, higher: str) -> None:
+    lo, hi = semver_key(lower), semver_key(higher)
+    assert lo is not None and hi is not None and lo < hi
+
+
+def test_semver_and_dates_reject_malformed_values() -> None:
+    assert semver_key("1.0") is None and semver_key("v1.0.0") is None
+    assert semver_key("1.0.0+build.5") == semver_key("1.0.0")
+    assert parse_date("2026-02-28") is not None
+    assert parse_date("2026-02-30") is None and parse_date("20260228") is None and parse_date("28/02/2026") is None
