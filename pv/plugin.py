@@ -41,6 +41,8 @@ MARKERS = {
     "slow": "falsifier marked `slow: true` in its contract",
     "contract(id)": "the contract a falsifier belongs to (select with -m \"contract(id='<contract-id>')\")",
 }
+# The evidence writer: --pv-evidence-dir / --pv-no-evidence and a bundle per contract at session end.
+pytest_plugins = ["pv.evidence.pytest_hooks"]
 _SETTINGS_KEY = pytest.StashKey["PvSettings"]()
 _SESSION_PLUGIN = "pv-session"
 

@@ -226,7 +226,10 @@ def evaluate_call(
     seed: int,
 ) -> Evaluation:
     """Seed, call the checker with a deadline, check its observations and judge ``expect``."""
-    seed_everything(seed)
+    try:
+        seed_everything(seed)
+    except Exception as exc:  # an unseeded run would not be reproducible: not a measurement
+        return Evaluation(Verdict.ERROR, message=f"ERROR {text.label}: seeding failed: {type(exc).__name__}: {exc}")
     outcome = call_with_timeout(func, kwargs, timeout_s)
     d = outcome.duration_s
     if outcome.timed_out:

@@ -218,6 +218,7 @@ def toy(pytester: pytest.Pytester) -> ToyProject:
         pv_contracts = "contracts"
         pv_checker_packages = "toyfalsifiers"
         pythonpath = "."
+        addopts = "--pv-no-evidence"
         """
     )
     pytester.makepyfile(toysystem=TOYSYSTEM, recorder=RECORDER, conftest=CONFTEST)

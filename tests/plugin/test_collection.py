@@ -184,6 +184,7 @@ def test_contracts_are_added_when_testpaths_names_only_tests(toy: ToyProject) ->
         pv_contracts = "contracts"
         pv_checker_packages = "toyfalsifiers"
         pythonpath = "."
+        addopts = "--pv-no-evidence"
         """
     )
     toy.write("tests/test_unit.py", "def test_unit():\n    pass\n")
