@@ -283,9 +283,9 @@ def parse(text: str) -> Expression:
 def _check(text: str, node: ast.AST, names: set[str], functions: set[str], depth: int) -> None:
     if depth > MAX_DEPTH:
         raise ExprError(f"the expression nests deeper than {MAX_DEPTH} levels", _col(text, node), text)
-    for why_type, why in _FORBIDDEN_WHY.items():
-        if isinstance(node, why_type):
-            raise ExprError(why, _col(text, node), text)
+    why = _FORBIDDEN_WHY.get(type(node))
+    if why is not None:
+        raise ExprError(why, _col(text, node), text)
     children: Iterator[ast.AST]
     if isinstance(node, ast.Constant):
         if node.value is None or isinstance(node.value, bytes | complex) or node.value is Ellipsis:

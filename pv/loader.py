@@ -43,6 +43,12 @@ _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PLAIN = "pv:plain"  # a plain scalar with no explicit tag: resolved below by YAML 1.2 core rules
 _QUOTED = "pv:quoted"  # quoted or block scalar with no explicit tag: always a string
 _CORE = "tag:yaml.org,2002:"
+_MAP = _CORE + "map"
+_SEQ = _CORE + "seq"
+_KEY_TAGS = frozenset({_PLAIN, _QUOTED, _CORE + "str"})
+_ScalarNode = yaml.ScalarNode
+_SequenceNode = yaml.SequenceNode
+_PLAIN_START = frozenset("0123456789+-.~nNtTfF")  # first characters of anything not a plain string
 
 _INT_RE = re.compile(r"[-+]?[0-9]+\Z")
 _OCT_RE = re.compile(r"0o[0-7]+\Z")
@@ -62,6 +68,13 @@ class _Loader(_BaseLoader):
     ``!!python/object`` from an implicitly typed value, and apply YAML 1.2 rules instead of 1.1.
     """
 
+    # Path resolvers are never registered; skipping their per-node bookkeeping saves ~5% of a load.
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        return None
+
+    def ascend_resolver(self) -> None:
+        return None
+
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is yaml.ScalarNode:
             return _PLAIN if implicit[0] else _QUOTED
@@ -69,6 +82,8 @@ class _Loader(_BaseLoader):
 
 
 def _resolve_plain(value: str) -> Any:
+    if value and value[0] not in _PLAIN_START:
+        return value  # most scalars are words: skip the pattern tests
     if value in _NULLS:
         return None
     if value in _TRUE:
@@ -102,10 +117,15 @@ class _Refused(Exception):
 
 
 class _Converter:
-    """One pass over the node tree: plain data, duplicate keys, tag policy, alias budget."""
+    """One pass over the node tree: plain data, duplicate keys, tag policy, alias budget.
 
-    def __init__(self, path: str) -> None:
+    Without anchors in the text there can be no aliases, and the per-node bookkeeping that the
+    alias budget needs is skipped; scalars are then converted inline, which is most of the nodes.
+    """
+
+    def __init__(self, path: str, track_aliases: bool = True) -> None:
         self.path = path
+        self.track = track_aliases
         self.diagnostics: list[Diagnostic] = []
         self.seen: set[int] = set()
         self.active: set[int] = set()
@@ -115,42 +135,52 @@ class _Converter:
         return node.start_mark.line + 1, node.start_mark.column + 1
 
     def convert(self, node: yaml.Node, depth: int = 0, aliased: bool = False) -> Any:
-        key = id(node)
-        if key in self.active:
-            line, col = self.mark(node)
-            raise _Refused(rules.ALIAS_LIMIT.diagnostic(self.path, line, col, "an alias refers to its own ancestor"))
-        if key in self.seen:
-            aliased = True
-        self.seen.add(key)
-        if aliased:
-            self.alias_nodes += 1
-            if self.alias_nodes > MAX_ALIAS_NODES:
+        if self.track:
+            key = id(node)
+            if key in self.active:
                 line, col = self.mark(node)
-                raise _Refused(
-                    rules.ALIAS_LIMIT.diagnostic(
-                        self.path, line, col, f"aliases expand to more than {MAX_ALIAS_NODES} nodes"
-                    )
-                )
+                message = "an alias refers to its own ancestor"
+                raise _Refused(rules.ALIAS_LIMIT.diagnostic(self.path, line, col, message))
+            if key in self.seen:
+                aliased = True
+            self.seen.add(key)
+            if aliased:
+                self.alias_nodes += 1
+                if self.alias_nodes > MAX_ALIAS_NODES:
+                    line, col = self.mark(node)
+                    message = f"aliases expand to more than {MAX_ALIAS_NODES} nodes"
+                    raise _Refused(rules.ALIAS_LIMIT.diagnostic(self.path, line, col, message))
         if depth > MAX_DEPTH:
             line, col = self.mark(node)
-            raise _Refused(
-                rules.YAML_SYNTAX.diagnostic(self.path, line, col, f"nesting is deeper than {MAX_DEPTH} levels")
-            )
-        tag = node.tag
-        if isinstance(node, yaml.ScalarNode):
-            return self.scalar(node, tag)
-        if tag not in (_CORE + "map", _CORE + "seq"):
+            message = f"nesting is deeper than {MAX_DEPTH} levels"
+            raise _Refused(rules.YAML_SYNTAX.diagnostic(self.path, line, col, message))
+        cls = type(node)
+        if cls is _ScalarNode:
+            return self.scalar(node)
+        if node.tag not in (_MAP, _SEQ):
             self.refuse_tag(node)
-        self.active.add(key)
+        if not self.track:
+            return self.sequence(node, depth, aliased) if cls is _SequenceNode else self.mapping(node, depth, aliased)
+        self.active.add(id(node))
         try:
-            if isinstance(node, yaml.SequenceNode):
-                return [self.convert(item, depth + 1, aliased) for item in node.value]
-            assert isinstance(node, yaml.MappingNode)
-            return self.mapping(node, depth, aliased)
+            return self.sequence(node, depth, aliased) if cls is _SequenceNode else self.mapping(node, depth, aliased)
         finally:
-            self.active.discard(key)
+            self.active.discard(id(node))
 
-    def scalar(self, node: yaml.ScalarNode, tag: str) -> Any:
+    def _value(self, node: yaml.Node, depth: int, aliased: bool) -> Any:
+        if not self.track and type(node) is _ScalarNode:
+            tag = node.tag
+            if tag == _QUOTED:
+                return node.value
+            if tag == _PLAIN:
+                return _resolve_plain(node.value)
+        return self.convert(node, depth, aliased)
+
+    def sequence(self, node: yaml.Node, depth: int, aliased: bool = False) -> list[Any]:
+        return [self._value(item, depth + 1, aliased) for item in node.value]
+
+    def scalar(self, node: yaml.Node) -> Any:
+        tag = node.tag
         value: str = node.value
         if tag == _PLAIN:
             return _resolve_plain(value)
@@ -165,9 +195,8 @@ class _Converter:
             if isinstance(resolved, int | float) and not isinstance(resolved, bool):
                 return float(resolved) if tag.endswith("float") else resolved
             line, col = self.mark(node)
-            raise _Refused(
-                rules.SCHEMA.diagnostic(self.path, line, col, f"{value!r} is not a valid {tag[len(_CORE) :]}")
-            )
+            message = f"{value!r} is not a valid {tag[len(_CORE) :]}"
+            raise _Refused(rules.SCHEMA.diagnostic(self.path, line, col, message))
         self.refuse_tag(node)
         return None  # unreachable: refuse_tag raises
 
@@ -180,31 +209,30 @@ class _Converter:
             )
         )
 
-    def mapping(self, node: yaml.MappingNode, depth: int, aliased: bool) -> dict[str, Any]:
+    def mapping(self, node: yaml.Node, depth: int, aliased: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
+            if type(key_node) is not _ScalarNode:
                 line, col = self.mark(key_node)
                 self.diagnostics.append(
                     rules.SCHEMA.diagnostic(self.path, line, col, "mapping keys must be plain scalars")
                 )
                 continue
-            if key_node.tag not in (_PLAIN, _QUOTED, _CORE + "str"):
+            if key_node.tag not in _KEY_TAGS:
                 self.refuse_tag(key_node)
             # Keys are the scalar's text: the Rust dialect's keys are field names, never numbers.
             name = key_node.value
             if name in out:
-                line, col = self.mark(key_node)
-                self.diagnostics.append(
-                    rules.DUPLICATE_KEY.diagnostic(
-                        self.path, line, col, f"duplicate key `{name}` (first defined on line {first_line[name]})"
-                    )
-                )
+                self.duplicate(node, key_node, name)
                 continue  # keep the first: the diagnostic points at the one to remove
-            first_line[name] = key_node.start_mark.line + 1
-            out[name] = self.convert(value_node, depth + 1, aliased)
+            out[name] = self._value(value_node, depth + 1, aliased)
         return out
+
+    def duplicate(self, node: yaml.Node, key_node: yaml.Node, name: str) -> None:
+        first = next(k for k, _ in node.value if type(k) is _ScalarNode and k.value == name)
+        line, col = self.mark(key_node)
+        message = f"duplicate key `{name}` (first defined on line {first.start_mark.line + 1})"
+        self.diagnostics.append(rules.DUPLICATE_KEY.diagnostic(self.path, line, col, message))
 
 
 @dataclass
@@ -216,7 +244,23 @@ class LoadedContract:
     data: dict[str, Any] | None = None
     sha256: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    root: yaml.Node | None = field(default=None, repr=False)
+    text: str | None = field(default=None, repr=False)
+    _root: yaml.Node | None = field(default=None, repr=False)
+
+    @property
+    def root(self) -> yaml.Node | None:
+        """The YAML node tree, composed again on first use.
+
+        Keeping every file's node tree alive makes the cyclic garbage collector rescan roughly a
+        million objects over and over on a large tree (it tripled validation time), and positions
+        are only needed when there is something to report.
+        """
+        if self._root is None and self.text is not None:
+            try:
+                self._root = yaml.compose(self.text, Loader=_Loader)
+            except (yaml.YAMLError, RecursionError, MemoryError):
+                self.text = None
+        return self._root
 
     @property
     def stem(self) -> str:
@@ -557,8 +601,8 @@ def load_contract_file(path: str | os.PathLike[str], *, max_bytes: int | None = 
     if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == _PLAIN and root.value in _NULLS):
         loaded.diagnostics.append(rules.EMPTY_FILE.diagnostic(p, 1, 1, "file holds no YAML document"))
         return loaded
-    loaded.root = root
-    converter = _Converter(str(p))
+    loaded.text = text
+    converter = _Converter(str(p), track_aliases="&" in text)
     try:
         data = converter.convert(root)
     except _Refused as refused:
@@ -577,8 +621,11 @@ def load_contract_file(path: str | os.PathLike[str], *, max_bytes: int | None = 
         )
         return loaded
     loaded.data = data
+    if converter.diagnostics:
+        loaded._root = root  # positions will be asked for
     try:
         loaded.contract = Contract.model_validate(data)
     except ValidationError as exc:
+        loaded._root = root
         loaded.diagnostics.extend(_schema_diagnostics(loaded, exc))
     return loaded
