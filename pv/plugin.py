@@ -256,8 +256,7 @@ def run_item(item: Any) -> None:
         result.hypothesis = runners[0].summary()
 
     if ev.verdict is Verdict.SKIPPED:
-        result.skip_reason = ev.skip_reason
-        pytest.skip(ev.skip_reason or "skipped by the checker")
+        _skip(result, ev.skip_reason or "skipped by the checker")
     if ev.verdict is Verdict.ERROR:
         raise CheckerError(ev.message)
     if ev.verdict is Verdict.FALSIFIED:
@@ -280,7 +279,8 @@ def run_item(item: Any) -> None:
 def _skip(result: FalsifierResult, reason: str) -> NoReturn:
     result.verdict = Verdict.SKIPPED
     result.skip_reason = reason
-    pytest.skip(reason)
+    # Reported at the falsifier's YAML line (as skip markers are), not at this line of the plugin.
+    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def _error(result: FalsifierResult, message: str) -> NoReturn:
