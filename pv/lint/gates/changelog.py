@@ -89,7 +89,7 @@ class ChangelogGate:
                             f"changelog version {entry.version!r} is not semantic versioning",
                         )
                     )
-                elif previous is not None and not key < previous[1]:
+                elif previous is not None and not key < previous[1] and entry.evidence is None:
                     out.append(
                         finding(
                             self.name,
@@ -100,7 +100,8 @@ class ChangelogGate:
                             "so versions must strictly decrease down the list",
                         )
                     )
-                if key is not None:
+                # `pv promote` records a status change under the unchanged version, naming its bundle
+                if key is not None and entry.evidence is None:
                     previous = (entry.version, key)
                 if parse_date(entry.date) is None:
                     out.append(
