@@ -9,6 +9,7 @@ paths given on the command line are relative to the current directory.
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -40,14 +41,27 @@ class PvConfig:
         return self.root / ".pv"
 
     def relpath(self, path: Path | str) -> str:
-        """``path`` relative to the root with forward slashes, or absolute when outside it."""
-        p = Path(path)
-        if not p.is_absolute():
-            p = Path.cwd() / p
-        try:
-            return p.resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return p.resolve().as_posix()
+        """``path`` relative to the root with forward slashes, or absolute when outside it.
+
+        Plain string work first: lint calls this for every file, and resolving each path through
+        the file system costs more than the rest of a cached run.  Symlinks are resolved only
+        when the plain path is not under the root.
+        """
+        text = os.path.normpath(os.path.join(os.getcwd(), os.fspath(path)))
+        root = str(self.root)
+        inside = _under(text, root)
+        if inside is None:
+            text = os.path.realpath(text)
+            inside = _under(text, root)
+        return inside if inside is not None else Path(text).as_posix()
+
+
+def _under(path: str, root: str) -> str | None:
+    if path == root:
+        return "."
+    if path.startswith(root + os.sep):
+        return path[len(root) + 1 :].replace(os.sep, "/")
+    return None
 
 
 def find_pyproject(start: Path) -> Path | None:

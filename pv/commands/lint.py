@@ -74,7 +74,7 @@ def lint(
     from pv.lint import LintOptions
     from pv.lint import lint as run
     from pv.lint.baseline import BaselineError
-    from pv.lint.formats import FORMATS
+    from pv.lint.formats import renderer
 
     options = LintOptions(
         strict=strict,
@@ -91,7 +91,7 @@ def lint(
         typer.echo("pv lint: internal error", err=True)
         traceback.print_exc(file=sys.stderr)
         raise typer.Exit(2) from None
-    rendered = FORMATS[fmt](report)
+    rendered = renderer(fmt)(report)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(rendered, encoding="utf-8")

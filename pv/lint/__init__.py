@@ -8,7 +8,7 @@ Public API::
     report = lint(load_config(), LintOptions(strict=True))
     report.exit_code, report.gates, report.findings
 
-Renderers live in :mod:`pv.lint.formats` (``FORMATS["text" | "json" | "sarif" | "github"]``).
+Renderers live in :mod:`pv.lint.formats` (``renderer("text" | "json" | "sarif" | "github")``).
 """
 
 from __future__ import annotations

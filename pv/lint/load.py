@@ -12,8 +12,9 @@ contract's bytes change.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
-import sys
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,13 +36,13 @@ SALT_MODULES = ("pv.model", "pv.loader", "pv.validate", "pv.rules", "pv.diagnost
 
 
 def code_salt() -> str:
+    """Digest of the validating code, found without importing it (a warm run never needs it)."""
     h = hashlib.sha256(str(CACHE_FORMAT).encode())
     for name in SALT_MODULES:
-        mod = sys.modules.get(name)
-        file = getattr(mod, "__file__", None)
-        if file:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin and os.path.isfile(spec.origin):
             h.update(name.encode())
-            h.update(Path(file).read_bytes())
+            h.update(Path(spec.origin).read_bytes())
     return h.hexdigest()
 
 
@@ -100,9 +101,6 @@ class TreeLoader:
         return tree
 
     def _load(self) -> LintTree:
-        # validate is imported here so that its module is in sys.modules for the salt
-        from pv import validate
-
         files = find_contract_files([self.config.contracts])
         digests: list[tuple[Path, str, str]] = []
         for p in files:
@@ -118,7 +116,9 @@ class TreeLoader:
             tree = self._from_cache(cached, tree_key, digests) if cached else None
             if tree is not None:
                 return tree
-        report = validate.validate_paths(
+        from pv.validate import validate_paths  # only a cold run needs the YAML stack
+
+        report = validate_paths(
             [self.config.contracts], strict=self.strict, checker_packages=self.config.checker_packages
         )
         return self._from_report(report, tree_key)
@@ -147,7 +147,7 @@ class TreeLoader:
             fe = _FileEntry(Path(loaded.path), sha, entry, loaded)
             self._entries[rel] = fe
             contracts.append(
-                LintContract(Path(loaded.path).resolve(), rel, sha, loaded.contract, loaded.data, fe.locate)
+                LintContract(Path(os.path.abspath(loaded.path)), rel, sha, loaded.contract, loaded.data, fe.locate)
             )
         diagnostics = list(report.diagnostics)
         self._payload = {
@@ -188,7 +188,7 @@ class TreeLoader:
                     reloaded += 1
                 elif data is not None:
                     contract = Contract.model_validate(data)
-                contracts.append(LintContract(p.resolve(), rel, sha, contract, data, fe.locate))
+                contracts.append(LintContract(Path(os.path.abspath(p)), rel, sha, contract, data, fe.locate))
             diagnostics = [Diagnostic.from_dict(d) for d in tree["diagnostics"]]
             counts = {str(k): int(v) for k, v in tree.get("counts", {}).items()}
         except (KeyError, TypeError, ValueError, ValidationError):
@@ -210,6 +210,11 @@ class TreeLoader:
         assert self.state is not None
         old = self.state.index()
         target = self.config.relpath(tree.root).rstrip("/") + "/"
+        ours = {k for k in old if k.startswith(target)}
+        if ours == {c.rel for c in tree.contracts} and all(
+            old[c.rel].get("sha256") == c.sha256 for c in tree.contracts
+        ):
+            return  # no contract's bytes changed: the index stands as written
         # keep entries of other linted trees; replace this tree's
         entries = {k: v for k, v in old.items() if not k.startswith(target)}
         for item in tree.contracts:

@@ -31,13 +31,17 @@ def write_if_changed(path: Path, text: str) -> bool:
     try:
         if path.read_bytes() == encoded:
             return False
+        mode = path.stat().st_mode & 0o777
     except OSError:
-        pass
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(encoded)
+        os.chmod(tmp, mode)  # mkstemp creates 0600; keep the file's mode, or the umask's default
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

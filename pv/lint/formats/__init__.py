@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
-from pv.lint.formats import github, json_report, sarif, text
 from pv.lint.runner import LintReport
 
-FORMATS: dict[str, Callable[[LintReport], str]] = {
-    "text": text.render,
-    "json": json_report.render,
-    "sarif": sarif.render,
-    "github": github.render,
+# name -> module with a ``render(report) -> str``; imported on use, so a run pays for one
+MODULES: dict[str, str] = {
+    "text": "pv.lint.formats.text",
+    "json": "pv.lint.formats.json_report",
+    "sarif": "pv.lint.formats.sarif",
+    "github": "pv.lint.formats.github",
 }
+
+
+def renderer(name: str) -> Callable[[LintReport], str]:
+    render: Callable[[LintReport], str] = importlib.import_module(MODULES[name]).render
+    return render

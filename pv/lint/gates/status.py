@@ -30,7 +30,8 @@ class StatusGate:
         self._backing = backing
 
     def run(self, ctx: GateContext) -> GateOutcome:
-        backing = self._backing or _backing_status()
+        backing = self._backing
+        looked_up = backing is not None
         evidence = ctx.config.evidence
         out: list[Finding] = []
         contracts = claimed = backed = 0
@@ -43,6 +44,9 @@ class StatusGate:
             claimed += 1
             where = ("metadata", "status")
             has_evidence = (evidence / item.id).is_dir()
+            if has_evidence and not looked_up:
+                # imported only when needed: most trees are mostly DRAFT, and it is not cheap
+                backing, looked_up = _backing_status(), True
             if backing is None or not has_evidence:
                 out.append(
                     finding(

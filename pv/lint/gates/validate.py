@@ -65,4 +65,6 @@ class ValidateGate:
         falsifiers = counts.get("falsifiers")
         if falsifiers is not None:
             summary += f", {plural(falsifiers, 'falsifier')}"
+        if counts["from_cache"]:
+            summary += f" ({counts['from_cache']} from the .pv/ cache)"
         return GateOutcome(summary, counts)
