@@ -35,6 +35,7 @@ from pv.faults import resolve_mutant
 from pv.results import MutantResult, Verdict
 
 DEFAULT_SEED = 0
+HARNESS_PARAMS = frozenset({"seed"})
 
 
 class BindingError(TypeError):
@@ -94,7 +95,8 @@ def bind_arguments(
 
     A parameter with a default that no param names keeps its default; ``overrides`` replaces a
     fixture value (the mutant run gets fresh per-run fixtures).  A param the signature cannot take
-    is a binding defect, reported rather than silently dropped.
+    is a binding defect, reported rather than silently dropped, except ``seed``, which the harness
+    itself consumes.
     """
     overrides = overrides or {}
     sig = inspect.signature(func)
@@ -113,6 +115,9 @@ def bind_arguments(
         elif p.default is inspect.Parameter.empty:
             kwargs[name] = fixture(name)
     extra = [k for k in params if k not in kwargs]
+    if not takes_var_kw:
+        # `seed` is the harness' own: it seeds the generators whether or not the checker takes it.
+        extra = [k for k in extra if k not in HARNESS_PARAMS]
     if extra and not takes_var_kw:
         raise BindingError(f"checker does not accept param(s) {', '.join(sorted(extra))}")
     for k in extra:
