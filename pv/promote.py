@@ -81,7 +81,7 @@ def decide(contract_path: Path, evidence_dir: Path, root: Path | None = None) ->
             + ")"
         )
     elif found.reasons and found.status is not Status.ACTIVE:
-        decision.reason = "unchanged: " + "; ".join(found.reasons)
+        decision.reason = "not ACTIVE: " + "; ".join(found.reasons)
     return decision
 
 
