@@ -95,8 +95,7 @@ def lint(
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(rendered, encoding="utf-8")
-        if fmt != "text":
-            typer.echo(f"{'PASS' if report.passed else 'FAIL'}: report written to {output}")
+        typer.echo(f"Result: {'PASS' if report.passed else 'FAIL'} ({fmt} report written to {output})")
     else:
         typer.echo(rendered, nl=False)
     raise typer.Exit(report.exit_code)

@@ -32,7 +32,16 @@ from pv.model import Contract
 
 CACHE_FORMAT = 1
 # Modules whose code decides what a contract validates to; a change to any of them voids the cache.
-SALT_MODULES = ("pv.model", "pv.loader", "pv.validate", "pv.rules", "pv.diagnostics", "pv.lint.load")
+SALT_MODULES = (
+    "pv.model",
+    "pv.loader",
+    "pv.validate",
+    "pv.rules",
+    "pv.diagnostics",
+    "pv.expr",
+    "pv.requirements",
+    "pv.lint.load",
+)
 
 
 def code_salt() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,19 @@ def test_semver_and_dates_reject_malformed_values() -> None:
     assert semver_key("1.0.0+build.5") == semver_key("1.0.0")
     assert parse_date("2026-02-28") is not None
     assert parse_date("2026-02-30") is None and parse_date("20260228") is None and parse_date("28/02/2026") is None
+
+
+def test_changelog_accepts_promotion_entries_that_repeat_the_version(tree_copy: Callable[[str], Path]) -> None:
+    from .conftest import lint_dir
+
+    root = tree_copy("good")
+    alpha = root / "contracts" / "alpha.yaml"
+    promoted = '    - {version: 1.1.0, date: "2026-11-21", change: promoted, evidence: evidence/alpha/run-1}\n'
+    text = alpha.read_text().replace("  changelog:\n", "  changelog:\n" + promoted)
+    alpha.write_text(text)
+    report = lint_dir(root, use_state=False)
+    assert report.findings == [] and report.exit_code == 0
+    # without naming evidence, the same repeated version is an ordering error
+    alpha.write_text(text.replace(", evidence: evidence/alpha/run-1", ""))
+    report = lint_dir(root, use_state=False)
+    assert [(f.code, f.line) for f in report.findings] == [("PVL802", 10)]
