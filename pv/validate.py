@@ -118,27 +118,43 @@ def _split(value: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _ini_checker_packages(root: Path, pyproject: Path | None) -> tuple[str, ...] | None:
-    """pytest's ``pv_checker_packages`` ini option, from whichever file pytest would read."""
-    if pyproject is not None:
-        try:
-            tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            tool = {}
-        found = _split(tool.get("pytest", {}).get("ini_options", {}).get("pv_checker_packages"))
-        if found:
-            return found
-    for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        ini = root / name
-        if not ini.is_file():
-            continue
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(ini, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_option(section, "pv_checker_packages"):
-            return _split(parser.get(section, "pv_checker_packages"))
+def _ini_checker_packages(start: Path) -> tuple[str, ...] | None:
+    """pytest's ``pv_checker_packages`` ini option, from the first configuration file pytest would
+    read at or above ``start`` (pytest.ini, pyproject.toml, tox.ini, setup.cfg)."""
+    here = start.resolve()
+    if here.is_file():
+        here = here.parent
+    for d in (here, *here.parents):
+        ini = d / "pytest.ini"
+        if ini.is_file():
+            return _ini_option(ini, "pytest")
+        pyproject = d / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                tool = {}
+            options = tool.get("pytest", {}).get("ini_options")
+            if isinstance(options, dict):
+                return _split(options.get("pv_checker_packages"))
+        for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+            if (d / name).is_file():
+                found = _ini_option(d / name, section)
+                if found is not None:
+                    return found
+        if (d / ".git").exists():
+            break
+    return None
+
+
+def _ini_option(ini: Path, section: str) -> tuple[str, ...] | None:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(ini, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    if parser.has_option(section, "pv_checker_packages"):
+        return _split(parser.get(section, "pv_checker_packages"))
     return None
 
 
@@ -151,7 +167,7 @@ def configured_checker_packages(start: Path | None = None) -> tuple[str, ...]:
     cfg = load_config(start)
     if cfg.checker_packages != DEFAULT_CHECKER_PACKAGES:
         return cfg.checker_packages
-    return _ini_checker_packages(cfg.root, cfg.pyproject) or DEFAULT_CHECKER_PACKAGES
+    return _ini_checker_packages(start or Path.cwd()) or DEFAULT_CHECKER_PACKAGES
 
 
 # --- per-file rules ----------------------------------------------------------------------------
@@ -278,7 +294,8 @@ def _check_falsifier(
             rules.INVALID_ID, (*base, "id"), f"falsifier id `{fid}` does not match FALSIFY-<PREFIX>-NNN"
         )
     prediction = f.get("prediction")
-    if "prediction" in f and (prediction is None or (isinstance(prediction, str) and not prediction.strip())):
+    # a null prediction is already a schema error (not a string); report each problem once
+    if isinstance(prediction, str) and not prediction.strip():
         yield loaded.diagnostic(rules.EMPTY_PREDICTION, (*base, "prediction"), f"{label}: prediction is empty")
     expect = f.get("expect")
     if isinstance(expect, str):
