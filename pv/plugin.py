@@ -428,9 +428,7 @@ class PvSession:
         for cid, run in sorted(contracts.items()):
             for fid in run.declared:
                 if (cid, fid) not in by_id:
-                    results.append(
-                        FalsifierResult(cid, fid, Verdict.NOT_RUN, ship_blocking=fid in run.ship_blocking)
-                    )
+                    results.append(FalsifierResult(cid, fid, Verdict.NOT_RUN, ship_blocking=fid in run.ship_blocking))
         selection = " ".join(
             part
             for part in (

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import textwrap
 from dataclasses import dataclass
@@ -20,12 +21,10 @@ import yaml
 # sys.modules afterwards, and C extensions cannot be imported twice in one process, so they are
 # imported here, before any inner run, and stay loaded.
 for _module in ("numpy", "torch"):
-    try:
+    with contextlib.suppress(ImportError):
         __import__(_module)
-    except ImportError:
-        pass
 
-TOYSYSTEM = '''
+TOYSYSTEM = """
 from pv.faults import FaultRegistry
 
 FAULTS = FaultRegistry("toy")
@@ -35,9 +34,9 @@ FAULTS.register("unused", "a fault no code path looks at")
 
 def system_value() -> float:
     return 2.0 if FAULTS.active("off_by_one") else 1.0
-'''
+"""
 
-TOYCHECKERS = '''
+TOYCHECKERS = """
 import os
 import random
 import time
@@ -133,9 +132,9 @@ def small_ints_ok(pv_hypothesis, forbidden):
 
 def not_registered():
     return {"value": 1.0}
-'''
+"""
 
-RECORDER = '''
+RECORDER = """
 import json
 import os
 
@@ -152,9 +151,9 @@ def pytest_pv_run_finished(config, run):
     }
     with open(os.path.join(str(config.rootpath), "run.json"), "w") as fh:
         json.dump(out, fh, sort_keys=True)
-'''
+"""
 
-CONFTEST = '''
+CONFTEST = """
 import pytest
 
 pytest_plugins = ["recorder"]
@@ -163,7 +162,7 @@ pytest_plugins = ["recorder"]
 @pytest.fixture
 def toy_value():
     return 41.0
-'''
+"""
 
 
 def falsifier(fid: str, **fields: Any) -> dict[str, Any]:

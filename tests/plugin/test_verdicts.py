@@ -91,7 +91,11 @@ def test_a_checker_outside_the_packages_is_never_imported_or_called(toy: ToyProj
 def test_a_hang_becomes_an_error_at_the_timeout(toy: ToyProject) -> None:
     toy.contract(
         "slowpoke",
-        [falsifier("FALSIFY-SLOW-001", check=CHECK + "hang", params={"seconds": 30}, timeout_s=0.3, expect="value == 1")],
+        [
+            falsifier(
+                "FALSIFY-SLOW-001", check=CHECK + "hang", params={"seconds": 30}, timeout_s=0.3, expect="value == 1"
+            )
+        ],
     )
     start = time.monotonic()
     result = toy.pytester.runpytest()
@@ -102,7 +106,9 @@ def test_a_hang_becomes_an_error_at_the_timeout(toy: ToyProject) -> None:
 
 
 def test_the_global_timeout_option_applies_without_a_per_falsifier_one(toy: ToyProject) -> None:
-    toy.contract("slowpoke", [falsifier("FALSIFY-SLOW-001", check=CHECK + "hang", params={"seconds": 30}, expect="value == 1")])
+    toy.contract(
+        "slowpoke", [falsifier("FALSIFY-SLOW-001", check=CHECK + "hang", params={"seconds": 30}, expect="value == 1")]
+    )
     result = toy.pytester.runpytest("--pv-timeout", "0.2")
     result.stdout.fnmatch_lines(["*checker timed out after 0.2 s*"])
 
@@ -114,7 +120,9 @@ def test_unmet_requirements_skip_with_the_reason(toy: ToyProject, monkeypatch: p
         [
             falsifier("FALSIFY-HW-001", check=CHECK + "measure", expect="value == 1.0", requires=["cuda"]),
             falsifier("FALSIFY-HW-002", check=CHECK + "measure", expect="value == 1.0", requires=["cuda_mem_gib>=40"]),
-            falsifier("FALSIFY-HW-003", check=CHECK + "measure", expect="value == 1.0", requires=["package:no_such_pkg"]),
+            falsifier(
+                "FALSIFY-HW-003", check=CHECK + "measure", expect="value == 1.0", requires=["package:no_such_pkg"]
+            ),
             falsifier("FALSIFY-HW-004", check=CHECK + "measure", expect="value == 1.0", requires=["cpu"]),
             falsifier("FALSIFY-HW-005", prediction="documentation only, as in the Rust dialect"),
             falsifier("FALSIFY-HW-006", check=CHECK + "skips_itself", expect="value == 1.0"),
@@ -166,7 +174,9 @@ def test_params_seed_the_generators_before_the_call(toy: ToyProject) -> None:
     toy.contract(
         "seeded",
         [
-            falsifier("FALSIFY-SEED-001", check=CHECK + "random_draw", params={"seed": 1234}, expect=f"draw == {expected!r}"),
+            falsifier(
+                "FALSIFY-SEED-001", check=CHECK + "random_draw", params={"seed": 1234}, expect=f"draw == {expected!r}"
+            ),
             falsifier("FALSIFY-SEED-002", check=CHECK + "random_draw", expect=f"draw != {expected!r}"),
         ],
     )
@@ -193,7 +203,9 @@ def test_fixtures_and_artifacts_reach_the_checker(toy: ToyProject) -> None:
 
 
 def test_a_param_the_checker_cannot_take_is_an_error(toy: ToyProject) -> None:
-    toy.contract("bind", [falsifier("FALSIFY-BIND-001", check=CHECK + "measure", params={"ofset": 1}, expect="value == 1")])
+    toy.contract(
+        "bind", [falsifier("FALSIFY-BIND-001", check=CHECK + "measure", params={"ofset": 1}, expect="value == 1")]
+    )
     result = toy.pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["ERROR bind::FALSIFY-BIND-001: cannot bind checker*does not accept param(s) ofset"])
