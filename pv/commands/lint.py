@@ -24,7 +24,10 @@ def _fail(message: str) -> typer.Exit:
 def lint(
     contracts_dir: Annotated[
         Path | None,
-        typer.Argument(help="Contracts directory (default: [tool.pv] contracts, else contracts/).", show_default=False),
+        typer.Argument(
+            help="Contracts directory (default: `contracts` under tool.pv in pyproject.toml, else contracts/).",
+            show_default=False,
+        ),
     ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, sarif or github.")] = "text",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to FILE.")] = None,

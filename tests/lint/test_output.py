@@ -20,6 +20,7 @@ from pv.lint.formats import github, json_report, sarif, text
 
 from .conftest import FIXTURES, Runner
 
+# the real command set: with a single registered command Typer would collapse the group
 for _module in COMMAND_MODULES:
     importlib.import_module(_module)
 

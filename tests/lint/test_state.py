@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from pv.app import app
+from pv.cli import COMMAND_MODULES
 from pv.lint.findings import fingerprint
 from pv.validate import validate_paths
 
@@ -148,11 +154,20 @@ def test_state_dir_ignores_itself_and_no_state_writes_nothing(tree_copy: Copy) -
     assert (root / ".pv" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
-def test_plain_validate_does_not_touch_the_state_dir(tree_copy: Copy) -> None:
+def test_plain_validate_does_not_touch_the_state_dir(tree_copy: Copy, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tree_copy("good")
-    validate_paths([root / "contracts"])
+    monkeypatch.chdir(root)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
+
+    def pv_validate() -> None:
+        validate_paths([root / "contracts"])
+        result = CliRunner().invoke(app, ["validate", "contracts"])
+        assert result.exit_code == 0, result.output
+
+    pv_validate()
     assert not (root / ".pv").exists()
     lint_dir(root)
     before = snapshot(root / ".pv")
-    validate_paths([root / "contracts"])
+    pv_validate()
     assert snapshot(root / ".pv") == before
