@@ -249,3 +249,16 @@ def test_changelog_accepts_promotion_entries_that_repeat_the_version(tree_copy: 
     alpha.write_text(text.replace(", evidence: evidence/alpha/run-1", ""))
     report = lint_dir(root, use_state=False)
     assert [(f.code, f.line) for f in report.findings] == [("PVL802", 10)]
+
+
+def test_a_checker_outside_the_packages_is_one_error_under_binding(tree_copy: Callable[[str], Path]) -> None:
+    from .conftest import lint_dir
+
+    root = tree_copy("good")
+    beta = root / "contracts" / "beta.yaml"
+    beta.write_text(beta.read_text().replace("check: lintfx:measure_grad", "check: os.path:join"))
+    report = lint_dir(root, use_state=False)
+    assert [(f.gate, f.code, f.line, f.col) for f in report.findings] == [("binding", "PV111", 17, 12)]
+    assert states(report)["binding"] == "failed" and report.exit_code == 1
+    binding = next(g for g in report.gates if g.name == "binding")
+    assert binding.counts["unbound"] == 1

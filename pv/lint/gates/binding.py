@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pv.checkers import CheckerBindingError, discover
+from pv.checkers import CheckerBindingError, discover, in_packages
 from pv.diagnostics import Severity
 from pv.lint import codes
 from pv.lint.findings import Finding
@@ -43,6 +43,8 @@ class BindingGate:
                 spec = ctx.checkers.resolve(f.check)
                 if isinstance(spec, CheckerBindingError):
                     unbound += 1
+                    if not in_packages(f.check.partition(":")[0], ctx.config.checker_packages):
+                        continue  # validate's PV111 (an error) already says so, attached to this gate
                     out.append(
                         finding(
                             self.name,
