@@ -1,0 +1,107 @@
+"""The checker runner without pytest: deadline, binding, observation checks, judging."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import pytest
+
+from pv.results import Verdict
+from pv.run_checker import (
+    BindingError,
+    FalsifierText,
+    bind_arguments,
+    call_with_timeout,
+    evaluate_call,
+    judge,
+    normalise_observations,
+)
+
+TEXT = FalsifierText("c::FALSIFY-C-001", rule="r", prediction="p", if_fails="look at x")
+
+
+def test_call_with_timeout_returns_value_error_or_gives_up() -> None:
+    assert call_with_timeout(lambda a: a + 1, {"a": 1}, 5).value == 2
+    err = call_with_timeout(lambda: 1 / 0, {}, 5)
+    assert isinstance(err.error, ZeroDivisionError) and not err.timed_out
+    start = time.monotonic()
+    hung = call_with_timeout(lambda secs: time.sleep(secs), {"secs": 30}, 0.1)
+    assert hung.timed_out and time.monotonic() - start < 5
+
+
+def test_base_exceptions_raised_by_a_checker_are_its_error() -> None:
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    assert isinstance(call_with_timeout(interrupted, {}, 5).error, KeyboardInterrupt)
+    assert isinstance(call_with_timeout(lambda: exit(3), {}, 5).error, SystemExit)
+
+
+def test_bind_arguments_params_fixtures_defaults() -> None:
+    def checker(a: int, tmp_thing: str, b: int = 2, c: int = 3) -> None: ...
+
+    asked: list[str] = []
+
+    def fixture(name: str) -> str:
+        asked.append(name)
+        return f"<{name}>"
+
+    kwargs = bind_arguments(checker, {"a": 1, "c": 30, "seed": 0}, fixture)
+    assert kwargs == {"a": 1, "tmp_thing": "<tmp_thing>", "c": 30}
+    assert asked == ["tmp_thing"]
+    assert bind_arguments(checker, {"a": 1}, fixture, {"tmp_thing": "override"})["tmp_thing"] == "override"
+    with pytest.raises(BindingError, match="does not accept param"):
+        bind_arguments(checker, {"a": 1, "d": 4}, fixture)
+
+    def takes_all(**kw: Any) -> None: ...
+
+    assert bind_arguments(takes_all, {"x": 1, "seed": 3}, fixture) == {"x": 1, "seed": 3}
+
+
+def test_normalise_observations() -> None:
+    np = pytest.importorskip("numpy")
+    obs, problems = normalise_observations(
+        {"a": np.float32(0.5), "b": np.int64(3), "c": np.array([1, 2]), "d": (1.0, None), "e": math.nan}, ["a", "b"]
+    )
+    assert problems == []
+    assert (
+        obs["a"] == 0.5 and obs["b"] == 3 and type(obs["b"]) is int and obs["c"] == [1, 2] and obs["d"] == [1.0, None]
+    )
+    _, problems = normalise_observations({"a": {1: 2}, 3: 4}, ["a", "z"])
+    assert problems == [
+        "observation 'a': a builtins.dict is not a JSON scalar or list",
+        "observation key 3 is not a string",
+        "missing declared observation(s): z",
+    ]
+
+
+def test_judge() -> None:
+    assert judge("x < 1", {"x": 0.5}, TEXT, {"x": 0.5}) == (Verdict.SURVIVED, "")
+    verdict, report = judge("x < 1", {"x": 2}, TEXT, {"x": 2})
+    assert verdict is Verdict.FALSIFIED
+    assert "with values:  x(=2) < 1" in report and "if it fails:  look at x" in report
+    verdict, report = judge("x", {"x": 2}, TEXT, {"x": 2})
+    assert verdict is Verdict.ERROR and "not to true or false" in report
+    # NaN compares false: a NaN measurement falsifies a bound rather than slipping through
+    assert judge("x < 1", {"x": math.nan}, TEXT, {"x": math.nan})[0] is Verdict.FALSIFIED
+
+
+def test_evaluate_call_ends_in_exactly_one_verdict() -> None:
+    def run(func: Any, expect: str = "v == 1", timeout: float = 5) -> Verdict:
+        return evaluate_call(
+            func, {}, observes=["v"], expect=expect, params={}, text=TEXT, timeout_s=timeout, seed=0
+        ).verdict
+
+    assert run(lambda: {"v": 1}) is Verdict.SURVIVED
+    assert run(lambda: {"v": 2}) is Verdict.FALSIFIED
+    assert run(lambda: {"w": 1}) is Verdict.ERROR
+    assert run(lambda: 1 / 0) is Verdict.ERROR
+    assert run(lambda: time.sleep(10), timeout=0.05) is Verdict.ERROR
+
+    def skip() -> None:
+        pytest.skip("no backend")
+
+    ev = evaluate_call(skip, {}, observes=[], expect="1 == 1", params={}, text=TEXT, timeout_s=5, seed=0)
+    assert ev.verdict is Verdict.SKIPPED and ev.skip_reason == "no backend"
