@@ -298,6 +298,14 @@ def _check_falsifier(
     if isinstance(prediction, str) and not prediction.strip():
         yield loaded.diagnostic(rules.EMPTY_PREDICTION, (*base, "prediction"), f"{label}: prediction is empty")
     expect = f.get("expect")
+    if expect is None and isinstance(f.get("check"), str):
+        # the plugin refuses to run a bound checker with nothing to judge its observations by
+        yield loaded.diagnostic(
+            rules.SCHEMA,
+            (*base, "check"),
+            f"{label} binds a checker but has no `expect`",
+            hint="add `expect:` with the predicate the observations must satisfy",
+        )
     if isinstance(expect, str):
         try:
             expr.parse(expect)

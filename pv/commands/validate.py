@@ -14,7 +14,6 @@ from pv.app import app
 from pv.diagnostics import Diagnostic
 from pv.model import Contract
 
-SCHEMA_ID = "https://pv.invalid/schema/contract.schema.json"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema" / "contract.schema.json"
 
 
@@ -28,7 +27,6 @@ def contract_schema() -> dict[str, Any]:
     schema = Contract.model_json_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
         **schema,
         "title": "pv contract",
         "description": (
