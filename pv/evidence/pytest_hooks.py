@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from pv.config import DEFAULT_EVIDENCE, ConfigError, load_config
 from pv.evidence.environment import capture
-from pv.evidence.writer import Outcome, write_run
+from pv.evidence.writer import write_run
 from pv.results import RunRecord
-
-_OUTCOMES = pytest.StashKey[list[Outcome]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,7 +24,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="pv_evidence_dir",
         default=None,
         metavar="DIR",
-        help="where evidence bundles are written (default: ini pv_evidence, else evidence/)",
+        help="where evidence bundles are written (default: ini pv_evidence, [tool.pv] evidence, else evidence/)",
     )
     group.addoption(
         "--pv-no-evidence",
@@ -34,15 +33,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="write no evidence bundles for this run",
     )
-    parser.addini("pv_evidence", "evidence folder, relative to the rootdir", default="evidence")
+    parser.addini("pv_evidence", "evidence folder, relative to the rootdir (default: [tool.pv] evidence)", default="")
 
 
 def evidence_dir(config: pytest.Config) -> Path:
-    """The command line is relative to where pytest was invoked; the ini to the rootdir."""
+    """--pv-evidence-dir (relative to where pytest was invoked), else ini ``pv_evidence`` (relative
+    to the rootdir), else ``[tool.pv] evidence`` as the ``pv`` commands read it, else evidence/."""
     option = config.getoption("pv_evidence_dir")
     if option:
         return (config.invocation_params.dir / option).resolve()
-    return (config.rootpath / str(config.getini("pv_evidence"))).resolve()
+    ini = str(config.getini("pv_evidence") or "")
+    if ini:
+        return (config.rootpath / ini).resolve()
+    try:
+        return load_config(config.rootpath).evidence
+    except ConfigError:  # the pv commands will report a malformed [tool.pv]; write where they default
+        return (config.rootpath / DEFAULT_EVIDENCE).resolve()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -52,7 +58,6 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
     target = evidence_dir(config)
     environment = capture(config.rootpath, exclude=[target])
     outcomes = write_run(run, target, config.rootpath, environment)
-    config.stash[_OUTCOMES] = outcomes
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None:
         return
@@ -68,8 +73,3 @@ def _shown(path: Path, config: pytest.Config) -> str:
         return path.relative_to(config.invocation_params.dir).as_posix()
     except ValueError:
         return str(path)
-
-
-def written_bundles(config: pytest.Config) -> list[Path]:
-    """The bundles this session wrote (for other plugins and tests)."""
-    return [o.path for o in config.stash.get(_OUTCOMES, []) if o.path is not None]

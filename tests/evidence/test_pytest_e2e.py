@@ -155,6 +155,11 @@ def test_no_evidence_and_evidence_dir_options(e2e: pytest.Pytester) -> None:
     assert sorted(bundles(e2e.path, "out/ev")) == ["alpha-v1", "beta-v1"]
     e2e.runpytest("-o", "pv_evidence=from-ini", "-p", "no:cacheprovider")
     assert sorted(bundles(e2e.path, "from-ini")) == ["alpha-v1", "beta-v1"]
+    # where the pv commands look: [tool.pv] evidence
+    pyproject = e2e.path / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[tool.pv]\nevidence = "from-tool-pv"\n')
+    e2e.runpytest("-p", "no:cacheprovider")
+    assert sorted(bundles(e2e.path, "from-tool-pv")) == ["alpha-v1", "beta-v1"]
 
 
 def test_two_xdist_workers_each_result_exactly_once(e2e: pytest.Pytester) -> None:
@@ -168,9 +173,7 @@ def test_two_xdist_workers_each_result_exactly_once(e2e: pytest.Pytester) -> Non
     alpha = json.loads((found["alpha-v1"] / "bundle.json").read_text())
     assert [f["id"] for f in alpha["falsifiers"]] == [f"FALSIFY-ALPHA-00{i}" for i in range(1, 5)]
     workers = {f["worker"] for f in alpha["falsifiers"] if f["verdict"] != "skipped"}
-    pids = {f["observations"]["pid"] for f in alpha["falsifiers"] if f["verdict"] == "survived"}
-    assert workers <= {"gw0", "gw1"} and workers
-    assert len(pids) >= 1
+    assert workers and workers <= {"gw0", "gw1"}  # measured on the workers, recorded by the controller
     assert alpha["summary"]["declared"] == 4 and alpha["summary"]["survived"] == 2
     # every artifact from every worker, once
     assert sorted(a["falsifier"] for a in alpha["artifacts"]) == [
