@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Any
 
@@ -36,7 +37,7 @@ def test_base_exceptions_raised_by_a_checker_are_its_error() -> None:
         raise KeyboardInterrupt
 
     assert isinstance(call_with_timeout(interrupted, {}, 5).error, KeyboardInterrupt)
-    assert isinstance(call_with_timeout(lambda: exit(3), {}, 5).error, SystemExit)
+    assert isinstance(call_with_timeout(lambda: sys.exit(3), {}, 5).error, SystemExit)
 
 
 def test_bind_arguments_params_fixtures_defaults() -> None:

@@ -1,0 +1,121 @@
+"""How fast does the pytest plugin collect a large contract tree?
+
+Generates N contracts with 4 falsifiers each (obligations, params, expect, requires, mutant,
+changelog: the shape of a real contract) in a temporary project and times
+``pytest --collect-only -q`` over it in a fresh subprocess, so interpreter start-up, plugin
+loading and collection are all counted, as a user would see them.  Checkers are never imported
+during collection, so none need exist here.
+
+    python bench/collect_speed.py             # 1,000 contracts x 4 falsifiers, best of 3
+    python bench/collect_speed.py -n 200 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_S = 5.0  # the issue's target for 1,000 contracts / 4,000 falsifiers on this machine
+FALSIFIERS_PER_CONTRACT = 4
+
+
+def contract_text(i: int) -> str:
+    cid = f"bench-collect-{i:04d}"
+    prefix = f"C{i:04d}"
+    ks = range(1, FALSIFIERS_PER_CONTRACT + 1)
+    lines = [
+        "metadata:",
+        f"  id: {cid}",
+        f"  version: 1.0.{i % 10}",
+        "  status: DRAFT",
+        "  kind: training-loop",
+        f"  description: Synthetic contract {i} for the collection benchmark.",
+        '  references: ["Dettmers et al. 2023, QLoRA: Efficient Finetuning of Quantized LLMs"]',
+        "  changelog:",
+        f'    - {{version: 1.0.{i % 10}, date: "2026-01-01", change: initial}}',
+        "proof_obligations:",
+    ]
+    for k in ks:
+        lines += [
+            f"  - id: {prefix}-INV-{k:03d}",
+            "    type: bound",
+            f"    property: QLoRA logits stay within NF4 error of the fp16-base logits (case {k}).",
+        ]
+    lines.append("falsification_tests:")
+    for k in ks:
+        lines += [
+            f"  - id: FALSIFY-{prefix}-{k:03d}",
+            f"    obligation: {prefix}-INV-{k:03d}",
+            f"    rule: adapter {k} applied to the quantized base",
+            "    prediction: relative mean logit difference stays inside the NF4 error budget",
+            f"    check: falsifiers.bench:measure_{k}",
+            f"    params: {{d_model: {64 * k}, n_layers: 2, rank: 8, seed: {k}}}",
+            f'    expect: "0 < rel_logit_diff <= 0.05 * {k}"',
+            f"    ship_blocking: {'true' if k % 2 else 'false'}",
+            f"    requires: [{'cuda' if k == 4 else 'cpu'}]",
+            "    mutant: engine.faults:lora_before_nf4",
+            "    if_fails: NF4 dequantization or the LoRA merge order is wrong.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def make_project(root: Path, n: int) -> None:
+    (root / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\npv_contracts = "contracts"\npv_checker_packages = "falsifiers"\n'
+    )
+    contracts = root / "contracts"
+    contracts.mkdir()
+    for i in range(n):
+        (contracts / f"bench-collect-{i:04d}.yaml").write_text(contract_text(i))
+
+
+def collect_once(root: Path) -> tuple[float, int]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - start
+    items = sum(1 for line in proc.stdout.splitlines() if "::FALSIFY-" in line)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        raise SystemExit(f"pytest --collect-only failed with exit code {proc.returncode}")
+    return elapsed, items
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--contracts", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="pv-collect-bench-") as tmp:
+        root = Path(tmp)
+        make_project(root, args.contracts)
+        expected = args.contracts * FALSIFIERS_PER_CONTRACT
+        times = []
+        for _ in range(args.repeat):
+            elapsed, items = collect_once(root)
+            if items != expected:
+                raise SystemExit(f"collected {items} falsifiers, expected {expected}")
+            times.append(elapsed)
+    best = min(times)
+    print(
+        f"collect: {args.contracts} contracts, {expected} falsifiers: best {best:.2f} s, "
+        f"median {statistics.median(times):.2f} s over {args.repeat} runs "
+        f"({expected / best:,.0f} falsifiers/s); target {TARGET_S:.1f} s for 1,000 contracts"
+    )
+    if args.contracts == 1000:
+        print("within target" if best <= TARGET_S else f"OVER TARGET by {best - TARGET_S:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
