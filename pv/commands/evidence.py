@@ -94,20 +94,21 @@ def gc(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be removed.")] = False,
 ) -> None:
-    """Keep the newest N bundles per contract and never the one backing a contract's status;
-    remove .tmp-* folders that killed writers left."""
+    """Keep the newest N bundles per contract, never the one backing a contract's status nor one its
+    changelog names; remove .tmp-* folders that killed writers left."""
     from pv.evidence import gc as gc_mod
     from pv.evidence.status import assess
 
     config = _config("evidence gc", evidence, contracts)
     if not config.evidence.is_dir():
         raise _usage("evidence gc", f"{config.evidence} does not exist")
-    backing = []
+    backing: list[Path] = []
     if config.contracts.is_dir():
         for path in _contract_files("evidence gc", config, None):
             found = assess(config.evidence, path, root=config.root)
             if found.bundle_path is not None:
                 backing.append(found.bundle_path)
+            backing.extend(gc_mod.changelog_bundles(path, config.root))
     plan = gc_mod.plan(config.evidence, keep, backing)
     verb = "would remove" if dry_run else "removed"
     for p in [*plan.tmp, *plan.remove]:

@@ -1,4 +1,5 @@
-"""``pv evidence gc``: keep the newest N bundles per contract, never the one backing a status.
+"""``pv evidence gc``: keep the newest N bundles per contract, never the one backing a status
+nor one that a contract's changelog names as the evidence for a status change.
 
 Also removes ``.tmp-*`` folders left by killed writers, unless the process that owns one (its
 pid is the folder name's last part) is still running on this machine.
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pv.evidence.bundle import TMP_PREFIX
+from pv.evidence.digest import load_yaml
 from pv.evidence.verify import find_bundles
 
 
@@ -44,6 +46,20 @@ def stale_tmp_dirs(evidence_dir: Path) -> list[Path]:
             if tmp.is_dir() and not (pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid))):
                 found.append(tmp)
     return found
+
+
+def changelog_bundles(contract_path: Path, root: Path) -> list[Path]:
+    """Bundles the contract's changelog names (``pv promote`` entries): the record of why its
+    status is what it is, kept even when newer evidence exists."""
+    try:
+        data = load_yaml(contract_path.read_bytes())
+    except Exception:  # an unreadable contract names nothing
+        return []
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    log = meta.get("changelog") if isinstance(meta, dict) else None
+    if not isinstance(log, list):
+        return []
+    return [root / e["evidence"] for e in log if isinstance(e, dict) and isinstance(e.get("evidence"), str)]
 
 
 def plan(evidence_dir: Path, keep: int, backing: Iterable[Path]) -> GcPlan:

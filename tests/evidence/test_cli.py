@@ -157,3 +157,12 @@ def test_report_shows_promotion_to_come(cli, project: Project, write: Writer) ->
     assert code == 0
     assert "### `demo-v1` — DRAFT → **ACTIVE**" in out
     assert "mutants killed 3/3" in out and "step0_loss = 2.1" in out
+
+
+def test_gc_keeps_the_bundle_a_promotion_names(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
+    first = write(all_survive(), started="2026-03-01T10:00:00+00:00")
+    assert cli("promote")[0] == 0
+    later = [write(all_survive(), started=f"2026-03-0{d}T10:00:00+00:00") for d in (2, 3, 4)]
+    code, out = cli("evidence", "gc", "--keep", "1")
+    assert code == 0, out
+    assert [p.exists() for p in (first, *later)] == [True, False, False, True]
