@@ -7,6 +7,8 @@ Grammar (one string per entry)::
     cuda_mem_gib>=N     the first CUDA device has at least N GiB of memory
     gpus>=N             at least N CUDA devices are visible
     package:NAME        the Python distribution/module NAME can be imported
+    cpu_flag:NAME       the CPU advertises flag NAME in /proc/cpuinfo (e.g. avx512_bf16); where
+                        the flags cannot be read (not Linux) the requirement is unmet
 
 An unmet requirement is a *skip* with a human reason ("no CUDA"), never a pass.  The probe of the
 machine is lazy and cached: collection only parses, so ``pytest --collect-only`` never imports
@@ -20,9 +22,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 _COMPARE_RE = re.compile(r"^(cuda_mem_gib|gpus)\s*>=\s*(\d+(?:\.\d+)?)$")
 _PACKAGE_RE = re.compile(r"^package:([A-Za-z_][\w.\-]*)$")
+_CPU_FLAG_RE = re.compile(r"^cpu_flag:([a-z0-9_]+)$")
+CPUINFO = Path("/proc/cpuinfo")
 GPU_KINDS = frozenset({"cuda", "cuda_mem_gib", "gpus"})
 
 
@@ -32,7 +37,7 @@ class RequirementError(ValueError):
 
 @dataclass(frozen=True)
 class Requirement:
-    kind: str  # "cpu", "cuda", "cuda_mem_gib", "gpus" or "package"
+    kind: str  # "cpu", "cuda", "cuda_mem_gib", "gpus", "package" or "cpu_flag"
     value: float | str | None = None
     text: str = ""
 
@@ -51,8 +56,12 @@ def parse_requirement(text: str) -> Requirement:
     m = _PACKAGE_RE.match(entry)
     if m:
         return Requirement("package", m.group(1), entry)
+    m = _CPU_FLAG_RE.match(entry)
+    if m:
+        return Requirement("cpu_flag", m.group(1), entry)
     raise RequirementError(
-        f"unknown requirement {text!r}; expected cpu, cuda, cuda_mem_gib>=N, gpus>=N or package:NAME"
+        f"unknown requirement {text!r}; expected cpu, cuda, cuda_mem_gib>=N, gpus>=N, package:NAME "
+        "or cpu_flag:NAME"
     )
 
 
@@ -96,12 +105,35 @@ def package_available(name: str) -> bool:
         return False
 
 
+def read_cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str] | None:
+    """The ``flags`` of the first processor in ``cpuinfo``, or None where it cannot be read."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "flags":
+            return frozenset(value.split())
+    return None
+
+
+@lru_cache(maxsize=1)
+def current_cpu_flags() -> frozenset[str] | None:
+    return read_cpu_flags()
+
+
 def unmet_reason(req: Requirement, machine: Machine) -> str | None:
     """Why ``req`` is not met on ``machine``, or None when it is."""
     if req.kind == "cpu":
         return None
     if req.kind == "package":
         return None if package_available(str(req.value)) else f"missing package {req.value}"
+    if req.kind == "cpu_flag":
+        flags = current_cpu_flags()
+        if flags is None:
+            return f"needs CPU flag {req.value}: CPU flags are unknown on this machine (no flags in {CPUINFO})"
+        return None if req.value in flags else f"CPU lacks flag {req.value}"
     if not machine.cuda:
         return "no CUDA"
     if req.kind == "gpus":
