@@ -16,6 +16,9 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.faults import FAULTS
 
+# torch >= 2.5 lets SDPA broadcast kv heads itself, saving a repeat_interleave copy per layer and step.
+_SDPA_GQA = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float) -> None:
@@ -25,16 +28,34 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
+        if dtype == torch.float32 and self.weight.dtype == torch.float32:
+            # One fused kernel; bit-identical to the expression below in fp32, and decoding runs it
+            # 2 * layers + 1 times per token.
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * x32.to(dtype)
+
+
+_INV_FREQ: dict[tuple[int, float, torch.device], torch.Tensor] = {}
+
+
+def _inv_freq(head_dim: int, theta: float, device: torch.device) -> torch.Tensor:
+    # Built once per (head_dim, theta, device): decoding calls rope every step.
+    key = (head_dim, theta, device)
+    inv = _INV_FREQ.get(key)
+    if inv is None:
+        with torch.inference_mode(False):  # usable later outside inference mode too
+            inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+        _INV_FREQ[key] = inv
+    return inv
 
 
 def rope_cos_sin(
     positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables for ``positions`` of shape [batch, seq] -> [batch, 1, seq, head_dim]."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim))
+    inv_freq = _inv_freq(head_dim, theta, positions.device)
     freqs = positions.to(torch.float32)[..., None] * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
@@ -54,16 +75,36 @@ class KVCache:
     attention_mask: torch.Tensor | None = None  # [batch, seq_so_far], 1 = real token
     length: int = 0
     _next_positions: torch.Tensor | None = field(default=None, repr=False)
+    # Preallocated per-layer storage that keys/values are views of (a cache is not for sharing
+    # between diverging continuations: both would write into the same storage).
+    _buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def empty(cls, num_layers: int) -> KVCache:
         return cls(keys=[None] * num_layers, values=[None] * num_layers)
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append this step's k/v; ``keys[layer]``/``values[layer]`` are views of everything so far.
+
+        Storage grows geometrically, so a decode step writes one slot instead of re-copying the
+        whole history (what a ``torch.cat`` per step would do).
+        """
         pk, pv = self.keys[layer], self.values[layer]
-        if pk is not None and pv is not None:
-            k = torch.cat([pk, k], dim=2)
-            v = torch.cat([pv, v], dim=2)
+        old = 0 if pk is None else pk.shape[2]
+        new = old + k.shape[2]
+        buf = self._buffers.get(layer)
+        if buf is None or buf[0].shape[2] < new or buf[0].shape[:2] != k.shape[:2] or buf[0].dtype != k.dtype:
+            cap = max(new, 2 * old, 16)
+            bk = k.new_empty(k.shape[0], k.shape[1], cap, k.shape[3])
+            bv = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
+            if pk is not None and pv is not None:
+                bk[:, :, :old] = pk
+                bv[:, :, :old] = pv
+            buf = (bk, bv)
+            self._buffers[layer] = buf
+        buf[0][:, :, old:new] = k
+        buf[1][:, :, old:new] = v
+        k, v = buf[0][:, :, :new], buf[1][:, :, :new]
         self.keys[layer], self.values[layer] = k, v
         return k, v
 
@@ -87,22 +128,29 @@ class Attention(nn.Module):
         x: torch.Tensor,
         cos: torch.Tensor,
         sin: torch.Tensor,
-        mask: torch.Tensor,
+        mask: torch.Tensor | None,
         cache: KVCache | None,
     ) -> torch.Tensor:
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, s, self.num_kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, s, self.num_kv_heads, self.head_dim).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        # ``sin`` arrives sign-folded (see DecoderLM.forward), so roll == rotate_half: one kernel, not three.
+        half = self.head_dim // 2
+        q = q * cos + q.roll(half, dims=-1) * sin
+        k = k * cos + k.roll(half, dims=-1) * sin
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)
         groups = self.num_heads // self.num_kv_heads
-        if groups > 1:
-            k = k.repeat_interleave(groups, dim=1)
-            v = v.repeat_interleave(groups, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        # mask None means no padding and either one query (sees everything) or no past (plain causal).
+        is_causal = mask is None and s > 1
+        if groups > 1 and _SDPA_GQA:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=True)
+        else:
+            if groups > 1:
+                k = k.repeat_interleave(groups, dim=1)
+                v = v.repeat_interleave(groups, dim=1)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -126,7 +174,7 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, cache: KVCache | None
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None, cache: KVCache | None
     ) -> torch.Tensor:
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
         return x + self.mlp(self.post_attention_layernorm(x))
@@ -191,7 +239,11 @@ class DecoderLM(nn.Module):
         With a cache, ``attention_mask`` covers the cached tokens plus the new ones.
         """
         b, s = input_ids.shape
-        cache = past_key_values if past_key_values is not None else (KVCache.empty(len(self.model.layers)) if use_cache else None)
+        cache = (
+            past_key_values
+            if past_key_values is not None
+            else (KVCache.empty(len(self.model.layers)) if use_cache else None)
+        )
         past = cache.length if cache is not None else 0
         if past + s > self.config.max_position_embeddings:
             raise ValueError(
@@ -207,13 +259,18 @@ class DecoderLM(nn.Module):
             positions = positions + 1
         x = self.model.embed_tokens(input_ids)
         cos, sin = rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta, x.dtype)
-        causal = torch.ones(s, past + s, dtype=torch.bool, device=device).tril(diagonal=past)
-        keep = causal[None, None] & attention_mask.bool()[:, None, None, :]
-        # A fully padded query row would be all -inf; let it see itself to keep softmax finite.
-        diag = torch.zeros(s, past + s, dtype=torch.bool, device=device)
-        diag[:, past:] = torch.eye(s, dtype=torch.bool, device=device)
-        keep = keep | diag[None, None]
-        mask = torch.zeros(keep.shape, dtype=x.dtype, device=device).masked_fill(~keep, torch.finfo(x.dtype).min)
+        # rotate_half(x) * sin == roll(x, half) * sin_folded, with the first half of sin negated.
+        half = self.config.head_dim // 2
+        sin = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+        mask: torch.Tensor | None = None
+        if (s > 1 and past > 0) or not bool(attention_mask.bool().all()):
+            causal = torch.ones(s, past + s, dtype=torch.bool, device=device).tril(diagonal=past)
+            keep = causal[None, None] & attention_mask.bool()[:, None, None, :]
+            # A fully padded query row would be all -inf; let it see itself to keep softmax finite.
+            diag = torch.zeros(s, past + s, dtype=torch.bool, device=device)
+            diag[:, past:] = torch.eye(s, dtype=torch.bool, device=device)
+            keep = keep | diag[None, None]
+            mask = torch.zeros(keep.shape, dtype=x.dtype, device=device).masked_fill(~keep, torch.finfo(x.dtype).min)
         for layer in self.model.layers:
             x = layer(x, cos, sin, mask, cache)
         logits = self.lm_head(self.model.norm(x))
@@ -228,7 +285,9 @@ class DecoderLM(nn.Module):
         return CausalLMOutput(logits=logits, past_key_values=cache, loss=loss)
 
 
-def build_model(config: ModelConfig, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> DecoderLM:
+def build_model(
+    config: ModelConfig, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> DecoderLM:
     """Build on ``device``; ``"meta"`` gives shapes and parameter counts without allocating."""
     with torch.device(device):
         model = DecoderLM(config)

@@ -1,0 +1,234 @@
+"""Autoregressive decoding: KV cache, greedy / temperature / top-k / top-p sampling, EOS stops.
+
+Prompts in a batch are left-padded (:func:`pad_prompts`) so every row's next token sits in the
+last column.  Each call owns a ``torch.Generator`` seeded from ``seed``, so a seeded sampled run
+repeats exactly and never disturbs (or depends on) the global RNG.  Decoding stops for a row at
+its first EOS and for the batch when every row has stopped or ``max_new_tokens`` were produced;
+without an EOS a row gets exactly ``max_new_tokens`` new tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from engine.errors import GenerationError
+from engine.faults import FAULTS
+from engine.model import DecoderLM, KVCache
+
+
+@dataclass
+class GenerationOutput:
+    sequences: torch.Tensor
+    """[batch, prompt_width + steps]: the (left-padded) prompt then the new tokens; after a row's
+    EOS its remaining columns hold ``pad_token_id``."""
+    new_tokens: list[list[int]]
+    """Each row's generated tokens, up to and including its EOS."""
+    finished: list[bool]
+    """Whether each row stopped on EOS (False: it ran to ``max_new_tokens``)."""
+    scores: torch.Tensor | None = None
+    """[batch, steps, vocab] float32 logits each step was chosen from (``return_logits=True``)."""
+
+    @property
+    def prompt_width(self) -> int:
+        return self.sequences.shape[1] - self.steps
+
+    @property
+    def steps(self) -> int:
+        return max((len(t) for t in self.new_tokens), default=0)
+
+
+def pad_prompts(
+    prompts: Sequence[Sequence[int]], pad_id: int, device: str | torch.device = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-pad token lists into (input_ids, attention_mask) tensors."""
+    if not prompts:
+        raise GenerationError("no prompts given")
+    if any(len(p) == 0 for p in prompts):
+        raise GenerationError("a prompt is empty; start it with the BOS token at least")
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, p in enumerate(prompts):
+        ids[row, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+        mask[row, width - len(p) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _check_args(
+    model: DecoderLM,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+) -> None:
+    if input_ids.dim() != 2 or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
+        shape = list(input_ids.shape)
+        raise GenerationError(f"input_ids must be a 2-D integer tensor, got {input_ids.dtype} of {shape}")
+    if input_ids.shape[1] == 0:
+        raise GenerationError("the prompt is empty")
+    if attention_mask.shape != input_ids.shape:
+        raise GenerationError(
+            f"attention_mask has shape {list(attention_mask.shape)}, input_ids {list(input_ids.shape)}"
+        )
+    if not bool((attention_mask.sum(-1) > 0).all()):
+        raise GenerationError("a row of attention_mask has no real token")
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise GenerationError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+    if temperature < 0:
+        raise GenerationError(f"temperature must be >= 0, got {temperature}")
+    if top_k is not None and top_k < 1:
+        raise GenerationError(f"top_k must be >= 1, got {top_k}")
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        raise GenerationError(f"top_p must be in (0, 1], got {top_p}")
+    vocab = model.config.vocab_size
+    if int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab:
+        raise GenerationError(f"input_ids hold token ids outside [0, {vocab})")
+    ctx = model.config.max_position_embeddings
+    width = input_ids.shape[1]
+    if width > ctx:
+        raise GenerationError(f"prompt of {width} tokens is longer than the context window of {ctx} tokens")
+    if width + max_new_tokens > ctx:
+        raise GenerationError(
+            f"prompt of {width} tokens + max_new_tokens {max_new_tokens} = {width + max_new_tokens} "
+            f"exceeds the context window of {ctx} tokens; lower max_new_tokens or shorten the prompt"
+        )
+
+
+def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) -> torch.Tensor:
+    """Set logits outside the top-k / nucleus (top-p) sets to -inf; the best token always stays."""
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        probs = sorted_logits.softmax(-1)
+        # Drop a token when the tokens ranked above it already reach top_p.
+        drop_sorted = (probs.cumsum(-1) - probs) >= top_p
+        drop_sorted[..., 0] = False
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+def choose_next(
+    logits: torch.Tensor,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """Next token per row from float32 logits [batch, vocab]."""
+    if temperature == 0.0:
+        if FAULTS.active("greedy_sampling_noise"):
+            # The planted defect: noise from the global RNG, so greedy is neither argmax nor repeatable.
+            noise = torch.randn(logits.shape, device=logits.device) * logits.std(-1, keepdim=True)
+            logits = logits + noise
+        return logits.argmax(-1)
+    logits = filter_logits(logits / temperature, top_k, top_p)
+    probs = logits.softmax(-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def generate(
+    model: DecoderLM,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    *,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    eos_token_id: int | Sequence[int] | None = None,
+    pad_token_id: int | None = None,
+    use_cache: bool = True,
+    return_logits: bool = False,
+) -> GenerationOutput:
+    """Decode up to ``max_new_tokens`` tokens after each (left-padded) prompt row.
+
+    ``temperature == 0`` is greedy; otherwise tokens are sampled from ``softmax(logits / T)``
+    restricted to ``top_k`` / ``top_p``.  ``eos_token_id`` defaults to the model config's;
+    ``pad_token_id`` (what fills a row after its EOS) to the config's pad, else the EOS.
+    ``use_cache=False`` re-runs the whole sequence every step: slower, same result.
+    """
+    if input_ids.dim() == 1:
+        input_ids = input_ids[None]
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    _check_args(model, input_ids, attention_mask, max_new_tokens, temperature, top_k, top_p)
+    cfg = model.config
+    if eos_token_id is None:
+        eos_token_id = cfg.eos_token_id
+    eos_ids = [] if eos_token_id is None else ([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id))
+    if FAULTS.active("eos_ignored"):
+        eos_ids = []
+    if pad_token_id is None:
+        pad_token_id = cfg.pad_token_id if cfg.pad_token_id is not None else (eos_ids[0] if eos_ids else 0)
+
+    device = input_ids.device
+    batch, width = input_ids.shape
+    total = width + max_new_tokens
+    seq = torch.full((batch, total), pad_token_id, dtype=torch.long, device=device)
+    seq[:, :width] = input_ids
+    mask = torch.ones((batch, total), dtype=torch.long, device=device)
+    mask[:, :width] = attention_mask.to(device=device, dtype=torch.long)
+    eos_tensor = torch.tensor(eos_ids, dtype=torch.long, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    lengths = torch.full((batch,), max_new_tokens, dtype=torch.long, device=device)
+    generator = torch.Generator(device=device)
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    scores: list[torch.Tensor] = []
+
+    was_training = model.training
+    model.eval()
+    steps = 0
+    try:
+        with torch.inference_mode():
+            cache: KVCache | None = None
+            if max_new_tokens > 0:
+                out = model(input_ids=seq[:, :width], attention_mask=mask[:, :width], use_cache=use_cache)
+                cache = out.past_key_values
+                logits = out.logits[:, -1].float()
+            for step in range(max_new_tokens):
+                pos = width + step
+                if return_logits:
+                    scores.append(logits)
+                nxt = choose_next(logits, temperature, top_k, top_p, generator)
+                nxt = torch.where(finished, torch.full_like(nxt, pad_token_id), nxt)
+                seq[:, pos] = nxt
+                steps = step + 1
+                if eos_ids:
+                    hit = torch.isin(nxt, eos_tensor) & ~finished
+                    lengths = torch.where(hit, torch.full_like(lengths, steps), lengths)
+                    finished = finished | hit
+                    if bool(finished.all()):
+                        break
+                if steps == max_new_tokens:
+                    break
+                if use_cache:
+                    out = model(
+                        input_ids=seq[:, pos : pos + 1], attention_mask=mask[:, : pos + 1], past_key_values=cache
+                    )
+                else:
+                    out = model(input_ids=seq[:, : pos + 1], attention_mask=mask[:, : pos + 1])
+                logits = out.logits[:, -1].float()
+    finally:
+        model.train(was_training)
+
+    sequences = seq[:, : width + steps]
+    lengths_list = [min(int(n), steps) for n in lengths.tolist()]
+    new_tokens = [sequences[row, width : width + n].tolist() for row, n in enumerate(lengths_list)]
+    return GenerationOutput(
+        sequences=sequences,
+        new_tokens=new_tokens,
+        finished=[bool(f) for f in finished.tolist()],
+        scores=torch.stack(scores, dim=1) if return_logits and scores else None,
+    )

@@ -1,0 +1,379 @@
+"""Export to and import from the Hugging Face model-folder layout (``transformers`` not needed).
+
+A folder holds ``config.json``, ``model.safetensors``, ``tokenizer.json``, ``tokenizer_config.json``,
+``special_tokens_map.json`` and ``generation_config.json``.  The class written to ``architectures``
+follows the attention layout, which is what decides whether the weights fit:
+``Qwen2ForCausalLM`` when the config has QKV bias (Qwen2 always carries it), ``LlamaForCausalLM``
+otherwise (no bias anywhere).  Import sets ``architecture`` from the folder's ``model_type``, so an
+engine config labelled ``qwen2`` without bias comes back labelled ``llama``; nothing else changes.
+
+Parameter names are identical on both sides; with tied embeddings ``lm_head.weight`` is left out,
+as ``save_pretrained`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from engine.checkpoint import (
+    EMBEDDING,
+    TIED_HEAD,
+    CheckpointError,
+    LoadedCheckpoint,
+    _fmt_shape,
+    expected_tensors,
+    load_checkpoint,
+    model_from_state,
+)
+from engine.config import ModelConfig
+from engine.errors import ExportError, TokenizerError
+from engine.faults import FAULTS
+from engine.model import DecoderLM
+from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
+
+HF_FILES = (
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+)
+_DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+def hf_architecture(config: ModelConfig) -> tuple[str, str]:
+    """(``architectures`` class, ``model_type``) for ``config``."""
+    return ("Qwen2ForCausalLM", "qwen2") if config.attention_bias else ("LlamaForCausalLM", "llama")
+
+
+def to_hf_config(config: ModelConfig, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
+    """The ``config.json`` dict; rope theta is written both ways so transformers 4.x and 5.x read it."""
+    cls, model_type = hf_architecture(config)
+    out: dict[str, Any] = {
+        "architectures": [cls],
+        "model_type": model_type,
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "intermediate_size": config.intermediate_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "num_key_value_heads": config.num_key_value_heads,
+        "head_dim": config.head_dim,
+        "max_position_embeddings": config.max_position_embeddings,
+        "rms_norm_eps": config.rms_norm_eps,
+        "rope_theta": config.rope_theta,
+        "rope_parameters": {"rope_type": "default", "rope_theta": config.rope_theta},
+        "rope_scaling": None,
+        "hidden_act": "silu",
+        "tie_word_embeddings": config.tie_word_embeddings,
+        "bos_token_id": config.bos_token_id,
+        "eos_token_id": config.eos_token_id,
+        "pad_token_id": config.pad_token_id,
+        "initializer_range": 0.02,
+        "use_cache": True,
+        "torch_dtype": _DTYPE_NAMES.get(dtype, "float32"),
+    }
+    if model_type == "llama":
+        out.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
+    else:
+        out.update(use_sliding_window=False, sliding_window=None, max_window_layers=config.num_hidden_layers)
+    return out
+
+
+def _rope_theta(hf: Mapping[str, Any]) -> float:
+    params = hf.get("rope_parameters")
+    scaling = hf.get("rope_scaling")
+    for block in (params, scaling):
+        if isinstance(block, dict) and block.get("rope_type", block.get("type", "default")) != "default":
+            raise ExportError(f"rope scaling {block!r} is not supported by the engine (plain RoPE only)")
+    if isinstance(params, dict) and "rope_theta" in params:
+        return float(params["rope_theta"])
+    return float(hf.get("rope_theta", 10000.0))
+
+
+def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
+    """A :class:`ModelConfig` from a Llama/Qwen2 ``config.json`` dict; unsupported features are errors."""
+    model_type = hf.get("model_type")
+    if model_type not in ("llama", "qwen2"):
+        raise ExportError(f"unknown architecture `{model_type}`; supported model_type: llama, qwen2")
+    try:
+        hidden, heads = int(hf["hidden_size"]), int(hf["num_attention_heads"])
+        values: dict[str, Any] = {
+            "architecture": model_type,
+            "vocab_size": int(hf["vocab_size"]),
+            "hidden_size": hidden,
+            "num_hidden_layers": int(hf["num_hidden_layers"]),
+            "num_attention_heads": heads,
+            "num_key_value_heads": int(hf.get("num_key_value_heads") or heads),
+            "intermediate_size": int(hf["intermediate_size"]),
+            "max_position_embeddings": int(hf.get("max_position_embeddings", 2048)),
+            "rope_theta": _rope_theta(hf),
+            "rms_norm_eps": float(hf.get("rms_norm_eps", 1e-6)),
+            "attention_bias": model_type == "qwen2",
+            "tie_word_embeddings": bool(hf.get("tie_word_embeddings", False)),
+        }
+    except KeyError as exc:
+        raise ExportError(f"config.json lacks `{exc.args[0]}`") from None
+    except (TypeError, ValueError) as exc:
+        raise ExportError(f"config.json has a malformed value: {exc}") from None
+    if hf.get("hidden_act", "silu") != "silu":
+        raise ExportError(f"hidden_act {hf.get('hidden_act')!r} is not supported (SwiGLU with silu only)")
+    if model_type == "llama" and (hf.get("attention_bias") or hf.get("mlp_bias")):
+        raise ExportError("Llama attention_bias/mlp_bias (bias on o_proj or the MLP) is not supported by the engine")
+    if model_type == "qwen2" and hf.get("use_sliding_window"):
+        raise ExportError("Qwen2 sliding-window attention is not supported by the engine")
+    head_dim = hf.get("head_dim")
+    if head_dim is not None and int(head_dim) != hidden // heads:
+        raise ExportError(f"head_dim {head_dim} != hidden_size / num_attention_heads = {hidden // heads}")
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        v = hf.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            values[key] = v
+    try:
+        return ModelConfig.from_dict(values)
+    except ValueError as exc:
+        raise ExportError(f"config.json is inconsistent: {exc}") from None
+
+
+def hf_state_dict(model: DecoderLM, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    """The model's tensors under HF names, on CPU, contiguous; the tied head is left out."""
+    state = {k: v.detach().to("cpu") for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        state.pop(TIED_HEAD, None)
+    if FAULTS.active("hf_export_transposed_qk"):
+        _scramble_qk(state)
+    return {k: (v.to(dtype) if dtype is not None else v).contiguous() for k, v in state.items()}
+
+
+def _scramble_qk(state: dict[str, torch.Tensor]) -> None:
+    """The planted defect: q/k projections mixed up, in a way that still loads.
+
+    With equal shapes (no GQA) q_proj and k_proj are swapped; otherwise q_proj (always square)
+    is written transposed.
+    """
+    for name in [n for n in state if n.endswith("self_attn.q_proj.weight")]:
+        k_name = name.replace("q_proj", "k_proj")
+        q, k = state[name], state[k_name]
+        if q.shape == k.shape:
+            state[name], state[k_name] = k, q
+        else:
+            state[name] = q.t()
+
+
+def _tokenizer_config(tok: EngineTokenizer, config: ModelConfig) -> dict[str, Any]:
+    return {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": tok.bos_token,
+        "eos_token": tok.eos_token,
+        "pad_token": tok.pad_token,
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": config.max_position_embeddings,
+    }
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_bytes(doc: Any) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def export_hf(
+    model: DecoderLM, tokenizer: EngineTokenizer, out_dir: str | Path, dtype: torch.dtype | None = None
+) -> Path:
+    """Write ``model`` and ``tokenizer`` as a Hugging Face folder; each file is replaced atomically."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    config = model.config.replace(
+        bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id
+    )
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
+    tensors = hf_state_dict(model, dtype)
+    weight_dtype = next(iter(tensors.values())).dtype
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=".model.safetensors.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata={"format": "pt"})
+        os.replace(tmp, out / "model.safetensors")
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    special = {"bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token}
+    generation = {
+        "bos_token_id": tokenizer.bos_id,
+        "eos_token_id": tokenizer.eos_id,
+        "pad_token_id": tokenizer.pad_id,
+        "do_sample": False,
+    }
+    _write_atomic(out / "config.json", _json_bytes(to_hf_config(config, weight_dtype)))
+    _write_atomic(out / "tokenizer.json", tokenizer.hf_json().encode("utf-8"))
+    _write_atomic(out / "tokenizer_config.json", _json_bytes(_tokenizer_config(tokenizer, config)))
+    _write_atomic(out / "special_tokens_map.json", _json_bytes(special))
+    _write_atomic(out / "generation_config.json", _json_bytes(generation))
+    return out
+
+
+def export_checkpoint_hf(checkpoint: str | Path, out_dir: str | Path, dtype: torch.dtype | None = None) -> Path:
+    loaded = load_checkpoint(checkpoint)
+    return export_hf(loaded.model, loaded.tokenizer, out_dir, dtype)
+
+
+# --- import ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SpecialNames:
+    bos: str
+    eos: str
+    pad: str
+
+
+def _token_name(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return None
+
+
+def _special_names(folder: Path) -> _SpecialNames:
+    names: dict[str, str | None] = {"bos": None, "eos": None, "pad": None}
+    for fname in ("special_tokens_map.json", "tokenizer_config.json"):
+        path = folder / fname
+        if not path.is_file():
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ExportError(f"{path}: not valid JSON: {exc}") from None
+        for role in names:
+            names[role] = names[role] or _token_name(doc.get(f"{role}_token"))
+    if not any(names.values()):
+        return _SpecialNames(BOS_TOKEN, EOS_TOKEN, PAD_TOKEN)
+    # Some families (Qwen) have no BOS or pad token; the EOS stands in for a missing one.
+    eos = names["eos"] or EOS_TOKEN
+    return _SpecialNames(bos=names["bos"] or eos, eos=eos, pad=names["pad"] or eos)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ExportError(f"{path.parent}: no {path.name}; not a Hugging Face model folder")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ExportError(f"{path}: not a JSON object")
+    return doc
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    single = folder / "model.safetensors"
+    if single.is_file():
+        return [single]
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = _read_json(index).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise ExportError(f"{index}: no weight_map")
+        return [folder / name for name in sorted(set(weight_map.values()))]
+    if any(folder.glob("*.bin")):
+        raise ExportError(f"{folder}: only pickle (*.bin) weights found; the engine reads safetensors only")
+    raise ExportError(f"{folder}: no model.safetensors")
+
+
+def _read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
+    state: dict[str, torch.Tensor] = {}
+    for path in files:
+        if not path.is_file():
+            raise ExportError(f"{path}: weight shard missing")
+        try:
+            with safe_open(str(path), framework="pt", device="cpu") as fh:
+                for name in fh.keys():  # noqa: SIM118 (safe_open has no __iter__)
+                    state[name] = fh.get_tensor(name)
+        except ExportError:
+            raise
+        except Exception as exc:
+            raise ExportError(f"{path}: cannot read safetensors weights: {exc}") from None
+    return state
+
+
+def import_hf(
+    folder: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+) -> LoadedCheckpoint:
+    """Load a Llama/Qwen2 Hugging Face folder (safetensors weights + ``tokenizer.json``)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ExportError(f"{folder}: not a directory")
+    config = from_hf_config(_read_json(folder / "config.json"))
+    tok_path = folder / "tokenizer.json"
+    if not tok_path.is_file():
+        raise ExportError(f"{folder}: no tokenizer.json")
+    names = _special_names(folder)
+    try:
+        tokenizer = EngineTokenizer.from_hf_file(tok_path, names.bos, names.eos, names.pad)
+    except TokenizerError as exc:
+        raise ExportError(f"{tok_path}: {exc}") from None
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
+    config = config.replace(
+        bos_token_id=config.bos_token_id if config.bos_token_id is not None else tokenizer.bos_id,
+        eos_token_id=config.eos_token_id if config.eos_token_id is not None else tokenizer.eos_id,
+        pad_token_id=config.pad_token_id if config.pad_token_id is not None else tokenizer.pad_id,
+    )
+    state = _read_weights(_weight_files(folder))
+    state = {k: v for k, v in state.items() if not k.endswith("rotary_emb.inv_freq")}
+    if config.tie_word_embeddings and TIED_HEAD in state:
+        if not torch.equal(state[TIED_HEAD], state.get(EMBEDDING, state[TIED_HEAD])):
+            raise ExportError("tie_word_embeddings is true but lm_head.weight differs from the embedding")
+        del state[TIED_HEAD]
+    expected = expected_tensors(config)
+    for name, shape in expected.items():
+        if name not in state:
+            raise ExportError(f"missing tensor `{name}`")
+        if tuple(state[name].shape) != shape:
+            got = _fmt_shape(tuple(state[name].shape))
+            raise ExportError(f"tensor `{name}` has shape {got}, expected {_fmt_shape(shape)}")
+    extra = sorted(set(state) - set(expected))
+    if extra:
+        raise ExportError(f"unexpected tensor `{extra[0]}`")
+    if len({t.dtype for t in state.values()}) > 1:
+        state = {k: v.float() for k, v in state.items()}
+    try:
+        model = model_from_state(config, state, device=device, dtype=dtype)
+    except CheckpointError as exc:
+        raise ExportError(str(exc)) from None
+    manifest: dict[str, Any] = {
+        "step": 0,
+        "seed": None,
+        "data_digest": None,
+        "versions": {},
+        "imported_from": str(folder),
+    }
+    return LoadedCheckpoint(model, tokenizer, config, manifest, {}, folder)
