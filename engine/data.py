@@ -1,0 +1,316 @@
+"""Training data from local sources only: token shards for pretraining, instruction pairs for fine-tuning.
+
+Pretraining text is the tokenizer's own corpus (a slice of the Python standard library).  Each
+document is tokenized as ``bos + text + eos`` and split at 90 % of its tokens: the head goes to
+train, the tail to validation, so both see every document's style.  Batches are a pure function
+of ``(seed, step)``: the stream is cut into ``seq_len`` windows, every epoch visits them in a
+permutation drawn from ``seed`` and the epoch number, and batch ``step`` takes the next
+``batch_size`` windows.  Resuming at a step therefore needs nothing but the step.
+
+Instruction pairs are ``(prompt = docstring, response = function body)`` extracted with ``ast``
+from the same standard-library files, written as JSONL.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from engine.corpus import CorpusFile, as_corpus_files, default_corpus_files, read_corpus
+from engine.tokenizer import EngineTokenizer
+
+SHARD_FORMAT = "pv-engine-token-shards"
+IGNORE_INDEX = -100
+DEFAULT_VAL_FRACTION = 0.1
+
+
+def _digest_tokens(tokens: torch.Tensor) -> str:
+    return hashlib.sha256(tokens.to(torch.int32).contiguous().numpy().tobytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TokenData:
+    """A train and a validation token stream (1-D int64) plus where they came from."""
+
+    train: torch.Tensor
+    val: torch.Tensor
+    vocab_size: int
+    digest: str
+
+    def num_windows(self, seq_len: int, split: str = "train") -> int:
+        stream = self.train if split == "train" else self.val
+        return int(stream.numel() // seq_len)
+
+    def windows(self, seq_len: int, split: str = "train") -> torch.Tensor:
+        stream = self.train if split == "train" else self.val
+        n = self.num_windows(seq_len, split)
+        if n == 0:
+            raise ValueError(f"the {split} stream has {stream.numel()} tokens, fewer than one window of {seq_len}")
+        return stream[: n * seq_len].view(n, seq_len)
+
+    def batch(self, step: int, batch_size: int, seq_len: int, seed: int) -> torch.Tensor:
+        """Training batch number ``step`` ([batch_size, seq_len] token ids), deterministic."""
+        windows = self.windows(seq_len)
+        n = windows.size(0)
+        rows = []
+        for i in range(step * batch_size, (step + 1) * batch_size):
+            epoch, pos = divmod(i, n)
+            rows.append(int(_epoch_permutation(seed, epoch, n)[pos]))
+        return windows[rows]
+
+    def val_batches(self, batch_size: int, seq_len: int, max_batches: int) -> list[torch.Tensor]:
+        """The fixed validation set: the first ``max_batches`` batches of consecutive windows."""
+        windows = self.windows(seq_len, "val")
+        out = [windows[i : i + batch_size] for i in range(0, windows.size(0), batch_size)]
+        return out[:max_batches]
+
+
+_PERM_CACHE: dict[tuple[int, int, int], torch.Tensor] = {}
+
+
+def _epoch_permutation(seed: int, epoch: int, n: int) -> torch.Tensor:
+    key = (seed, epoch, n)
+    perm = _PERM_CACHE.get(key)
+    if perm is None:
+        gen = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+        perm = torch.randperm(n, generator=gen)
+        if len(_PERM_CACHE) > 64:
+            _PERM_CACHE.clear()
+        _PERM_CACHE[key] = perm
+    return perm
+
+
+def tokenize_corpus(
+    tokenizer: EngineTokenizer,
+    files: Iterable[str | Path | CorpusFile] | None = None,
+    val_fraction: float = DEFAULT_VAL_FRACTION,
+) -> TokenData:
+    """Tokenize the corpus (default: the tokenizer's stdlib slice) into train/val streams."""
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    corpus = default_corpus_files() if files is None else as_corpus_files(files)
+    train_parts: list[torch.Tensor] = []
+    val_parts: list[torch.Tensor] = []
+    for text in read_corpus(corpus):
+        ids = torch.tensor(tokenizer.encode(text, add_bos=True, add_eos=True), dtype=torch.int64)
+        cut = round(ids.numel() * (1.0 - val_fraction))
+        train_parts.append(ids[:cut])
+        val_parts.append(ids[cut:])
+    train = torch.cat(train_parts) if train_parts else torch.empty(0, dtype=torch.int64)
+    val = torch.cat(val_parts) if val_parts else torch.empty(0, dtype=torch.int64)
+    digest = hashlib.sha256((_digest_tokens(train) + _digest_tokens(val)).encode()).hexdigest()
+    return TokenData(train, val, tokenizer.vocab_size, digest)
+
+
+def write_shards(data: TokenData, out_dir: str | os.PathLike[str], shard_tokens: int = 1 << 20) -> Path:
+    """Write the streams as int32 safetensors shards plus ``manifest.json`` (sorted, digest-checked)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, list[str]] = {}
+    for split, stream in (("train", data.train), ("val", data.val)):
+        names = []
+        for i, start in enumerate(range(0, max(stream.numel(), 1), shard_tokens)):
+            name = f"{split}-{i:05d}.safetensors"
+            chunk = stream[start : start + shard_tokens].to(torch.int32).contiguous()
+            save_file({"tokens": chunk}, str(out / name), metadata={"format": SHARD_FORMAT, "split": split})
+            names.append(name)
+        files[split] = names
+    manifest = {
+        "format": SHARD_FORMAT,
+        "vocab_size": data.vocab_size,
+        "digest": data.digest,
+        "tokens": {"train": int(data.train.numel()), "val": int(data.val.numel())},
+        "files": files,
+    }
+    _atomic_write(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return out
+
+
+def load_shards(directory: str | os.PathLike[str]) -> TokenData:
+    """Read shards written by :func:`write_shards`; the digest is recomputed and must match."""
+    folder = Path(directory)
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{folder}: no readable manifest.json ({exc})") from None
+    if manifest.get("format") != SHARD_FORMAT:
+        raise ValueError(f"{folder}/manifest.json: format {manifest.get('format')!r} is not {SHARD_FORMAT}")
+    streams = {}
+    for split in ("train", "val"):
+        parts = [load_file(str(folder / name))["tokens"].to(torch.int64) for name in manifest["files"][split]]
+        streams[split] = torch.cat(parts) if parts else torch.empty(0, dtype=torch.int64)
+    digest = hashlib.sha256((_digest_tokens(streams["train"]) + _digest_tokens(streams["val"])).encode()).hexdigest()
+    if digest != manifest["digest"]:
+        raise ValueError(f"{folder}: token shards do not match the manifest digest (modified or truncated)")
+    return TokenData(streams["train"], streams["val"], int(manifest["vocab_size"]), digest)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- instruction pairs -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstructionPair:
+    prompt: str
+    response: str
+    source: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"prompt": self.prompt, "response": self.response, "source": self.source}
+
+
+def _body_source(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -> str | None:
+    body = node.body[1:]  # the first statement is the docstring
+    if not body:
+        return None
+    start = body[0].lineno - 1
+    end = body[-1].end_lineno or body[-1].lineno
+    chunk = "".join(lines[start:end])
+    return inspect.cleandoc("\n" + chunk) if chunk.strip() else None
+
+
+def extract_pairs_from_source(text: str, module: str) -> Iterator[InstructionPair]:
+    """(docstring, body) pairs of every documented function in ``text``, in source order."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return
+    lines = text.splitlines(keepends=True)
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, prefix = stack.pop(0)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                stack.append((child, f"{prefix}{child.name}."))
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(child)
+                body = _body_source(child, lines)
+                if doc and body:
+                    yield InstructionPair(doc.strip(), body, f"{module}:{prefix}{child.name}")
+
+
+def extract_instruction_pairs(
+    files: Iterable[str | Path | CorpusFile] | None = None,
+    *,
+    max_pairs: int | None = None,
+    max_chars: int = 2000,
+) -> list[InstructionPair]:
+    """Docstring → body pairs from the corpus files (default: the tokenizer's stdlib slice).
+
+    Pairs whose prompt or response is longer than ``max_chars`` are left out (they would not fit
+    a small model's context anyway); order is file order, then source order.
+    """
+    corpus = default_corpus_files() if files is None else as_corpus_files(files)
+    pairs: list[InstructionPair] = []
+    for f in corpus:
+        text = f.path.read_text(encoding="utf-8", errors="replace")  # whole files: a cut breaks parsing
+        for pair in extract_pairs_from_source(text, f.path.stem):
+            if len(pair.prompt) <= max_chars and len(pair.response) <= max_chars:
+                pairs.append(pair)
+                if max_pairs is not None and len(pairs) >= max_pairs:
+                    return pairs
+    return pairs
+
+
+def write_jsonl(pairs: Iterable[InstructionPair], path: str | os.PathLike[str]) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(p.to_dict(), sort_keys=True, ensure_ascii=False) + "\n" for p in pairs)
+    _atomic_write(out, text)
+    return out
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[InstructionPair]:
+    pairs = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row: dict[str, Any] = json.loads(line)
+            pairs.append(InstructionPair(str(row["prompt"]), str(row["response"]), str(row.get("source", ""))))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{n}: not an instruction pair ({exc})") from None
+    return pairs
+
+
+PROMPT_TEMPLATE = "### Docstring\n{prompt}\n### Code\n"
+
+
+@dataclass(frozen=True)
+class InstructionData:
+    """Tokenized pairs: ``input_ids`` [n, seq_len] right-padded, ``labels`` masked on prompt and pad."""
+
+    input_ids: torch.Tensor
+    labels: torch.Tensor
+    val_input_ids: torch.Tensor
+    val_labels: torch.Tensor
+    digest: str
+
+    def batch(self, step: int, batch_size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        n = self.input_ids.size(0)
+        rows = []
+        for i in range(step * batch_size, (step + 1) * batch_size):
+            epoch, pos = divmod(i, n)
+            rows.append(int(_epoch_permutation(seed, epoch, n)[pos]))
+        return self.input_ids[rows], self.labels[rows]
+
+    def val_batches(self, batch_size: int, max_batches: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        out = []
+        for i in range(0, self.val_input_ids.size(0), batch_size):
+            out.append((self.val_input_ids[i : i + batch_size], self.val_labels[i : i + batch_size]))
+        return out[:max_batches]
+
+
+def tokenize_pairs(
+    pairs: Sequence[InstructionPair],
+    tokenizer: EngineTokenizer,
+    seq_len: int,
+    val_fraction: float = DEFAULT_VAL_FRACTION,
+) -> InstructionData:
+    """Encode ``bos + template(prompt) + response + eos``, truncate to ``seq_len``, learn only the response.
+
+    Every ``round(1/val_fraction)``-th pair goes to validation.  Pairs whose prompt alone fills
+    the window carry no response tokens and are dropped.
+    """
+    rows: list[tuple[list[int], list[int]]] = []
+    for p in pairs:
+        prompt = tokenizer.encode(PROMPT_TEMPLATE.format(prompt=p.prompt), add_bos=True)
+        response = tokenizer.encode(p.response, add_eos=True)
+        ids = (prompt + response)[:seq_len]
+        labels = ([IGNORE_INDEX] * len(prompt) + response)[:seq_len]
+        if all(t == IGNORE_INDEX for t in labels[1:]):
+            continue
+        pad = seq_len - len(ids)
+        rows.append((ids + [tokenizer.pad_id] * pad, labels + [IGNORE_INDEX] * pad))
+    if len(rows) < 2:
+        raise ValueError(f"only {len(rows)} usable instruction pair(s) at seq_len {seq_len}; need at least 2")
+    every = max(2, round(1 / val_fraction))
+    train = [r for i, r in enumerate(rows) if i % every != every - 1]
+    val = [r for i, r in enumerate(rows) if i % every == every - 1] or rows[-1:]
+    ids_t = torch.tensor([r[0] for r in train], dtype=torch.int64)
+    lab_t = torch.tensor([r[1] for r in train], dtype=torch.int64)
+    vids = torch.tensor([r[0] for r in val], dtype=torch.int64)
+    vlab = torch.tensor([r[1] for r in val], dtype=torch.int64)
+    digest = hashlib.sha256(b"".join(_digest_tokens(t).encode() for t in (ids_t, lab_t, vids, vlab))).hexdigest()
+    return InstructionData(ids_t, lab_t, vids, vlab, digest)
