@@ -172,6 +172,10 @@ class FalsifierItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.yaml_line - 1, self.label
 
+    @property
+    def seed(self) -> int:
+        return _seed_of(self.falsifier.params)
+
     def new_result(self, verdict: Verdict = Verdict.NOT_RUN) -> FalsifierResult:
         f = self.falsifier
         return FalsifierResult(
@@ -181,7 +185,7 @@ class FalsifierItem(pytest.Function):
             ship_blocking=f.ship_blocking,
             expect=f.expect,
             params=dict(f.params),
-            seed=_seed_of(f.params),
+            seed=self.seed,
             worker=os.environ.get("PYTEST_XDIST_WORKER", "master"),
         )
 

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
     """Called once per session, on the xdist controller (or the only process), with every result.
 
-    ``run.results`` holds exactly one :class:`~pv.results.FalsifierResult` per collected
-    falsifier: the verdict of those that ran, ``not_run`` for deselected or interrupted ones.
+    ``run.contracts`` holds every contract that had at least one falsifier selected (with the
+    sha256 of its bytes as collected); ``run.results`` holds exactly one
+    :class:`~pv.results.FalsifierResult` per falsifier those contracts declare: the verdict of
+    each one that ran, ``not_run`` for the deselected and the interrupted.  Contracts that failed
+    to load are not in the record (their items fail the run instead).
     """

@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 import pytest
 
 from pv import hookspecs
-from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
+from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONTRACTS = "contracts"
@@ -240,7 +240,7 @@ def run_item(item: Any) -> None:
             params=f.params,
             text=text,
             timeout_s=timeout,
-            seed=result.seed if result.seed is not None else 0,
+            seed=item.seed,
         )
 
     ev = evaluate(kwargs)
@@ -270,8 +270,12 @@ def run_item(item: Any) -> None:
             "pv_artifacts": new_artifact_dir(item, factory, "-mutant"),
             "pv_hypothesis": _property_runner(item),
         }
-        mutant_kwargs = bind_arguments(spec.func, f.params, getfixture, overrides)
-        result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs))
+        try:
+            mutant_kwargs = bind_arguments(spec.func, f.params, getfixture, overrides)
+            result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs))
+        except Exception as exc:  # the harness could not run the mutant: not a kill
+            message = f"mutant {f.mutant} could not be run: {type(exc).__name__}: {exc}"
+            result.mutant = MutantResult(mutant=f.mutant, verdict=Verdict.ERROR, message=message)
         if not result.mutant.killed:
             raise VacuousFalsifier(_vacuous_text(item, result))
 
@@ -333,19 +337,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def _result_for_phase(item: Any, report: pytest.TestReport) -> FalsifierResult | None:
     """The result to attach to this phase's report: the call's, or the setup's when it did not pass."""
     if report.when == "call":
-        if item.pv_result is None:  # runtest ended before it could record anything
-            item.pv_result = item.new_result(Verdict.ERROR)
-            item.pv_result.message = str(report.longrepr)
-        return item.pv_result
+        result: FalsifierResult | None = item.pv_result
+        if result is None:
+            result = item.pv_result = item.new_result()
+        # Whatever ended the call outside the verdict logic (a fixture that skipped, an
+        # unexpected exception) still leaves exactly one verdict that matches the pytest outcome.
+        if report.skipped and result.verdict is not Verdict.SKIPPED:
+            result.verdict = Verdict.SKIPPED
+            result.skip_reason = _skip_text(report)
+        elif report.failed and result.verdict in (Verdict.NOT_RUN, Verdict.SKIPPED):
+            result.verdict = Verdict.ERROR
+            result.message = f"ERROR {item.label}: the harness failed\n{report.longrepr}"
+        return result
     if report.when == "setup" and not report.passed:
         result = item.new_result(Verdict.SKIPPED if report.skipped else Verdict.ERROR)
-        if report.skipped and isinstance(report.longrepr, tuple):
-            result.skip_reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        if report.skipped:
+            result.skip_reason = _skip_text(report)
         else:
             result.message = f"ERROR {item.label}: setup failed\n{report.longrepr}"
         item.pv_result = result
         return result
     return None
+
+
+def _skip_text(report: pytest.TestReport) -> str:
+    if isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return str(report.longrepr)
 
 
 # --- the session: gathering results and the end-of-run record --------------------------------

@@ -72,16 +72,27 @@ def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeo
     return CallOutcome(value=box.get("value"), error=box.get("error"), duration_s=duration)
 
 
+def _importable(name: str) -> Any:
+    """The module if it is loaded or can be imported now, else None (not installed, or broken)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    if importlib.util.find_spec(name) is None:
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
 def seed_everything(seed: int) -> None:
-    """Seed Python's, numpy's and torch's global generators (the latter two when installed)."""
+    """Seed Python's, numpy's and torch's global generators (the latter two when importable)."""
     random.seed(seed)
-    if importlib.util.find_spec("numpy") is not None:
-        import numpy
-
+    numpy = _importable("numpy")
+    if numpy is not None:
         numpy.random.seed(seed % 2**32)
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
+    torch = _importable("torch")
+    if torch is not None:
         torch.manual_seed(seed)
 
 
