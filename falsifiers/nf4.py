@@ -1,0 +1,129 @@
+"""NF4 quantization: round-trip error, storage cost, and code-for-code agreement with bitsandbytes.
+
+Every checker quantizes through the engine's own path (:func:`engine.quant.to_nf4_linear` /
+:func:`engine.quant.quantize_model`) inside its call, so a fault in that path shows up here.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.quant import (
+    NF4AlignmentWarning,
+    NF4Config,
+    dequantize_weight,
+    import_bnb,
+    nf4_layers,
+    nf4_storage_bytes,
+    quantize_model,
+    to_nf4_linear,
+)
+from pv.checkers import checker
+
+
+def _gaussian_linear(numel: int, blocksize: int, seed: int) -> tuple[nn.Linear, torch.Tensor]:
+    """A bias-free linear layer holding ``numel`` N(0, 1) weights, rows a multiple of the blocksize wide."""
+    if numel % blocksize:
+        raise ValueError(f"numel {numel} is not a multiple of the blocksize {blocksize}")
+    width = blocksize * 8 if numel % (blocksize * 8) == 0 else blocksize
+    gen = torch.Generator().manual_seed(seed)
+    weight = torch.randn(numel // width, width, generator=gen)
+    linear = nn.Linear(width, numel // width, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(weight)
+    return linear, weight
+
+
+@checker(observes=["rel_mean_abs_err", "max_abs_err"], ids=["FALSIFY-NF4-001"])
+def roundtrip_error(numel: int, blocksize: int, seed: int = 0) -> dict[str, Any]:
+    """Quantize N(0,1) weights with the engine's NF4 layer, dequantize, and measure the error."""
+    linear, weight = _gaussian_linear(numel, blocksize, seed)
+    layer = to_nf4_linear(linear, NF4Config(blocksize=blocksize), "cpu")
+    restored = dequantize_weight(layer).reshape(weight.shape)
+    err = (weight - restored).abs()
+    return {
+        "rel_mean_abs_err": float(err.mean() / weight.abs().mean()),
+        "max_abs_err": float(err.max()),
+    }
+
+
+def _bytes_per_param(linear: nn.Linear, config: NF4Config) -> float:
+    layer = to_nf4_linear(linear, config, "cpu")
+    holder = nn.Sequential(layer)
+    return nf4_storage_bytes(holder) / linear.weight.numel()
+
+
+@checker(observes=["bytes_per_param", "bytes_per_param_dq"], ids=["FALSIFY-NF4-002"])
+def storage_bytes(numel: int, blocksize: int, seed: int = 0) -> dict[str, Any]:
+    """Bytes the engine's NF4 layer holds per parameter, without and with double quantization."""
+    linear, _ = _gaussian_linear(numel, blocksize, seed)
+    return {
+        "bytes_per_param": _bytes_per_param(linear, NF4Config(blocksize=blocksize, double_quant=False)),
+        "bytes_per_param_dq": _bytes_per_param(linear, NF4Config(blocksize=blocksize, double_quant=True)),
+    }
+
+
+def _max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
+
+
+@checker(
+    observes=[
+        "layers_compared",
+        "code_mismatches",
+        "absmax_max_diff",
+        "layout_mismatches",
+        "layers_kept_full_precision",
+    ],
+    ids=["FALSIFY-NF4-003"],
+)
+def codes_match_bitsandbytes(tiny_model_factory: Any, preset: str, seed: int = 0) -> dict[str, Any]:
+    """Quantize a model with the engine, re-quantize each original weight with bitsandbytes, compare.
+
+    ``code_mismatches`` counts packed bytes (two 4-bit codes each) that differ; ``absmax_max_diff``
+    is the largest difference over the block scales and, with double quantization, the
+    second-level scales and offset; ``layout_mismatches`` counts layers whose tensors differ in
+    shape, dtype or nesting (their values are then not compared).
+    """
+    if preset != "tiny":
+        raise ValueError("only the tiny preset is built by the shared model factory")
+    model = tiny_model_factory(seed)
+    originals = {name: m.weight.detach().clone() for name, m in model.named_modules() if type(m) is nn.Linear}
+    config = NF4Config()
+    with warnings.catch_warnings():
+        # The tiny preset's down_proj stays full precision on CPU; the observation records it.
+        warnings.simplefilter("ignore", NF4AlignmentWarning)
+        quantize_model(model, config, device="cpu")
+    functional = import_bnb().functional
+    compared = 0
+    mismatches = 0
+    absmax_diff = 0.0
+    layout = 0
+    for name, layer in nf4_layers(model):
+        codes, state = functional.quantize_4bit(
+            originals[name],
+            blocksize=config.blocksize,
+            quant_type="nf4",
+            compress_statistics=config.double_quant,
+        )
+        ours, theirs = layer.weight.quant_state, state
+        compared += 1
+        pairs = [(layer.weight.data, codes), (ours.absmax, theirs.absmax)]
+        if ours.nested and theirs.nested:
+            pairs += [(ours.state2.absmax, theirs.state2.absmax), (ours.offset.reshape(-1), theirs.offset.reshape(-1))]
+        if bool(ours.nested) != bool(theirs.nested) or any(a.shape != b.shape or a.dtype != b.dtype for a, b in pairs):
+            layout += 1
+            continue
+        mismatches += int((layer.weight.data != codes).sum())
+        absmax_diff = max(absmax_diff, *(_max_diff(a, b) for a, b in pairs[1:]))
+    return {
+        "layers_compared": compared,
+        "code_mismatches": mismatches,
+        "absmax_max_diff": absmax_diff,
+        "layout_mismatches": layout,
+        "layers_kept_full_precision": len(getattr(model, "nf4_kept_full_precision", ())),
+    }
