@@ -1,0 +1,235 @@
+"""GGUF export (through the ``gguf`` package) in the layout llama.cpp loads.
+
+- Architecture: ``qwen2`` when the config has QKV bias, else ``llama`` (the same rule as the
+  Hugging Face export; llama.cpp's ``qwen2`` requires the q/k/v biases, ``llama`` has none).
+- Tensors: ``token_embd``, ``blk.N.{attn_norm,attn_q,attn_k,attn_v,attn_output,ffn_norm,ffn_gate,
+  ffn_up,ffn_down}``, ``blk.N.attn_{q,k,v}.bias`` for qwen2, ``output_norm``, and ``output`` unless
+  the embeddings are tied (llama.cpp then reuses ``token_embd``).
+- llama.cpp's ``llama`` architecture applies rotary embeddings to interleaved pairs while the
+  engine (like Hugging Face) rotates the two halves of each head, so q/k rows are permuted per
+  head exactly as llama.cpp's ``convert_hf_to_gguf.py`` does (``LlamaModel.permute``).  ``qwen2``
+  uses the half-rotation ("NeoX") layout and needs no permutation.
+- Tokenizer: ``tokenizer.ggml.model = gpt2`` with the GPT-2 pre-tokenizer, the byte-level token
+  strings, merges, token types (special tokens CONTROL), bos/eos/pad ids, and the token list
+  padded to the model's ``vocab_size`` with ``[PAD<id>]`` tokens of type UNUSED.
+
+Norm weights stay float32 (llama.cpp requires it); matrices are float32 or float16.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import gguf
+import numpy as np
+import torch
+
+from engine.checkpoint import expected_tensors, load_checkpoint
+from engine.config import ModelConfig
+from engine.errors import ExportError
+from engine.faults import FAULTS
+from engine.model import DecoderLM
+from engine.tokenizer import EngineTokenizer
+
+GgufDtype = Literal["f32", "f16"]
+_T = gguf.MODEL_TENSOR
+_LAYER_MAP = {
+    "input_layernorm.weight": (_T.ATTN_NORM, "weight"),
+    "self_attn.q_proj.weight": (_T.ATTN_Q, "weight"),
+    "self_attn.k_proj.weight": (_T.ATTN_K, "weight"),
+    "self_attn.v_proj.weight": (_T.ATTN_V, "weight"),
+    "self_attn.q_proj.bias": (_T.ATTN_Q, "bias"),
+    "self_attn.k_proj.bias": (_T.ATTN_K, "bias"),
+    "self_attn.v_proj.bias": (_T.ATTN_V, "bias"),
+    "self_attn.o_proj.weight": (_T.ATTN_OUT, "weight"),
+    "post_attention_layernorm.weight": (_T.FFN_NORM, "weight"),
+    "mlp.gate_proj.weight": (_T.FFN_GATE, "weight"),
+    "mlp.up_proj.weight": (_T.FFN_UP, "weight"),
+    "mlp.down_proj.weight": (_T.FFN_DOWN, "weight"),
+}
+_GLOBAL_MAP = {
+    "model.embed_tokens.weight": f"{gguf.TENSOR_NAMES[_T.TOKEN_EMBD]}.weight",
+    "model.norm.weight": f"{gguf.TENSOR_NAMES[_T.OUTPUT_NORM]}.weight",
+    "lm_head.weight": f"{gguf.TENSOR_NAMES[_T.OUTPUT]}.weight",
+}
+
+
+def gguf_arch(config: ModelConfig) -> str:
+    return "qwen2" if config.attention_bias else "llama"
+
+
+def gguf_tensor_name(hf_name: str) -> str:
+    """The llama.cpp name of an engine (Hugging Face) parameter name."""
+    if hf_name in _GLOBAL_MAP:
+        return _GLOBAL_MAP[hf_name]
+    parts = hf_name.split(".")
+    if len(parts) > 3 and parts[0] == "model" and parts[1] == "layers":
+        rest = ".".join(parts[3:])
+        if rest in _LAYER_MAP:
+            kind, suffix = _LAYER_MAP[rest]
+            return f"{gguf.TENSOR_NAMES[kind].format(bid=int(parts[2]))}.{suffix}"
+    raise ExportError(f"no GGUF name for tensor `{hf_name}`")
+
+
+def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """Half-rotation rows -> interleaved-pair rows, per head (llama.cpp's ``LlamaModel.permute``)."""
+    return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """Inverse of :func:`permute_qk`."""
+    return w.reshape(n_heads, w.shape[0] // n_heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.ndarray]:
+    """The model's tensors under llama.cpp names, permuted for the ``llama`` rope layout."""
+    cfg = model.config
+    arch = gguf_arch(cfg)
+    out: dict[str, np.ndarray] = {}
+    for name, tensor in model.state_dict().items():
+        if name == "lm_head.weight" and cfg.tie_word_embeddings:
+            continue
+        array = tensor.detach().to("cpu", torch.float32).numpy()
+        if arch == "llama" and name.endswith("q_proj.weight"):
+            array = permute_qk(array, cfg.num_attention_heads)
+        elif arch == "llama" and name.endswith("k_proj.weight"):
+            array = permute_qk(array, cfg.num_key_value_heads)
+        # Norms and biases (1-D) must stay F32 for llama.cpp.
+        if dtype == "f16" and array.ndim == 2:
+            array = array.astype(np.float16)
+        out[gguf_tensor_name(name)] = np.ascontiguousarray(array)
+    return out
+
+
+def gguf_vocab(tokenizer: EngineTokenizer, vocab_size: int) -> tuple[list[str], list[int]]:
+    """Token strings and types, padded with ``[PAD<id>]`` (UNUSED) to ``vocab_size`` entries."""
+    tokens = tokenizer.tokens()
+    special = tokenizer.special_ids()
+    types = [int(gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL) for i in range(len(tokens))]
+    if len(tokens) > vocab_size:
+        raise ExportError(f"tokenizer has {len(tokens)} tokens but vocab_size is {vocab_size}")
+    if not FAULTS.active("gguf_vocab_unpadded"):
+        for i in range(len(tokens), vocab_size):
+            tokens.append(f"[PAD{i}]")
+            types.append(int(gguf.TokenType.UNUSED))
+    return tokens, types
+
+
+def _write_metadata(writer: gguf.GGUFWriter, cfg: ModelConfig, tok: EngineTokenizer, dtype: GgufDtype) -> None:
+    writer.add_name("pv-engine")
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    writer.add_context_length(cfg.max_position_embeddings)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_block_count(cfg.num_hidden_layers)
+    writer.add_feed_forward_length(cfg.intermediate_size)
+    writer.add_head_count(cfg.num_attention_heads)
+    writer.add_head_count_kv(cfg.num_key_value_heads)
+    writer.add_rope_dimension_count(cfg.head_dim)
+    writer.add_rope_freq_base(cfg.rope_theta)
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    writer.add_vocab_size(cfg.vocab_size)
+    tokens, types = gguf_vocab(tok, cfg.vocab_size)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")  # HF ByteLevel(use_regex=True) is the GPT-2 split regex
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(tok.merges())
+    writer.add_bos_token_id(tok.bos_id)
+    writer.add_eos_token_id(tok.eos_id)
+    writer.add_pad_token_id(tok.pad_id)
+    writer.add_add_bos_token(False)
+    writer.add_add_eos_token(False)
+
+
+def export_gguf(
+    model: DecoderLM,
+    tokenizer: EngineTokenizer,
+    path: str | Path,
+    dtype: GgufDtype = "f32",
+) -> Path:
+    """Write ``model`` + ``tokenizer`` as one GGUF file, atomically (temp file, then rename)."""
+    if dtype not in ("f32", "f16"):
+        raise ExportError(f"GGUF dtype must be 'f32' or 'f16', got {dtype!r}")
+    path = Path(path)
+    if path.is_dir():
+        raise ExportError(f"{path} is a directory; give a .gguf file path")
+    cfg = model.config
+    tensors = gguf_tensors(model, dtype)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        writer = gguf.GGUFWriter(tmp_name, gguf_arch(cfg))
+        _write_metadata(writer, cfg, tokenizer, dtype)
+        for name, array in tensors.items():
+            writer.add_tensor(name, array)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file(progress=False)
+        writer.close()
+        with open(tmp_name, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def export_checkpoint_gguf(checkpoint: str | Path, path: str | Path, dtype: GgufDtype = "f32") -> Path:
+    loaded = load_checkpoint(checkpoint)
+    return export_gguf(loaded.model, loaded.tokenizer, path, dtype)
+
+
+# --- reading back ----------------------------------------------------------------------------
+
+
+@dataclass
+class GgufContents:
+    arch: str
+    fields: dict[str, Any]
+    tensors: dict[str, np.ndarray]
+
+    def field(self, key: str) -> Any:
+        return self.fields[key]
+
+
+def _field_value(field: Any) -> Any:
+    types = list(field.types)
+    if not types:
+        return None
+    if types[0] == gguf.GGUFValueType.ARRAY:
+        if len(types) > 1 and types[1] == gguf.GGUFValueType.STRING:
+            return [bytes(field.parts[i]).decode("utf-8") for i in field.data]
+        return [field.parts[i].tolist()[0] for i in field.data]
+    if types[0] == gguf.GGUFValueType.STRING:
+        return bytes(field.parts[field.data[0]]).decode("utf-8")
+    return field.parts[field.data[0]].tolist()[0]
+
+
+def read_gguf(path: str | Path) -> GgufContents:
+    """Metadata and tensors of a GGUF file (tensors in PyTorch row-major order, as written)."""
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except Exception as exc:
+        raise ExportError(f"{path}: not a readable GGUF file: {exc}") from None
+    fields = {name: _field_value(f) for name, f in reader.fields.items()}
+    tensors = {t.name: np.array(t.data).reshape([int(d) for d in reversed(t.shape)]) for t in reader.tensors}
+    return GgufContents(arch=str(fields.get("general.architecture")), fields=fields, tensors=tensors)
+
+
+def engine_state_from_gguf(contents: GgufContents, config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Undo the export's renaming and permutation: the engine state dict a GGUF file encodes."""
+    out: dict[str, torch.Tensor] = {}
+    for hf_name in expected_tensors(config):
+        array = contents.tensors[gguf_tensor_name(hf_name)].astype(np.float32)
+        if contents.arch == "llama" and hf_name.endswith("q_proj.weight"):
+            array = unpermute_qk(array, config.num_attention_heads)
+        elif contents.arch == "llama" and hf_name.endswith("k_proj.weight"):
+            array = unpermute_qk(array, config.num_key_value_heads)
+        out[hf_name] = torch.from_numpy(np.ascontiguousarray(array))
+    return out
