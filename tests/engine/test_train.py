@@ -138,6 +138,7 @@ def test_finetune_methods(tmp_path: Path, base_run: Any, inst: InstructionData, 
     result = finetune(base, tmp_path, cfg, method=method, lora=LoraSettings(r=4), data=inst)
     assert result.losses[-1] < result.losses[0]
     folder = result.checkpoint
+    assert folder is not None
     if method == "full":
         assert load_checkpoint(folder / "model.safetensors").manifest["method"] == "full"
     else:
