@@ -118,7 +118,9 @@ def _tensors_for_save(model: DecoderLM) -> dict[str, torch.Tensor]:
     state = model.state_dict()
     if model.config.tie_word_embeddings:
         state.pop(TIED_HEAD, None)
-    return {name: t.detach().to("cpu").contiguous() for name, t in state.items()}
+    # The planted defect: a "space-saving" cast that silently loses precision.
+    dtype = torch.float16 if FAULTS.active("checkpoint_downcast") else None
+    return {name: t.detach().to("cpu", dtype=dtype).contiguous() for name, t in state.items()}
 
 
 def save_checkpoint(

@@ -1,0 +1,113 @@
+"""Checkpoints are self-contained: architecture, tokenizer and exact weights travel in one file.
+
+Each checker saves a fresh checkpoint itself (faults act while saving), then reads it back the
+way a user would: through the header, or through :func:`engine.checkpoint.load_checkpoint` from
+a directory that holds nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.checkpoint import load_checkpoint, make_manifest, read_header, save_checkpoint
+from engine.config import ARCHITECTURE_KEYS
+from engine.errors import CheckpointError
+from engine.generate import generate, pad_prompts
+from engine.model import DecoderLM
+from engine.tokenizer import EngineTokenizer
+from falsifiers._workdir import fresh_dir
+from pv.checkers import checker
+
+PROMPTS = ("def main(args):\n    return", "import os\n")
+
+
+def _save(base: Path, model: DecoderLM, tokenizer: EngineTokenizer, seed: int) -> Path:
+    path = fresh_dir(base) / "model.safetensors"
+    return save_checkpoint(path, model, tokenizer, make_manifest(step=0, seed=seed))
+
+
+@checker(observes=["arch_keys_expected", "missing_arch_keys"], ids=["FALSIFY-CKPT-001"])
+def arch_keys(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Count the architecture keys missing from a freshly written checkpoint's metadata."""
+    path = _save(tmp_path, tiny_model_factory(seed), engine_tokenizer, seed)
+    _, meta = read_header(path)
+    return {
+        "arch_keys_expected": len(ARCHITECTURE_KEYS),
+        "missing_arch_keys": sum(1 for key in ARCHITECTURE_KEYS if key not in meta),
+    }
+
+
+@checker(
+    observes=["has_tokenizer", "has_merges", "special_ids_match", "vocab_matches"],
+    ids=["FALSIFY-CKPT-002"],
+)
+def tokenizer_embedded(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Read the tokenizer back from the checkpoint's metadata alone and compare it with the trained one."""
+    path = _save(tmp_path, tiny_model_factory(seed), engine_tokenizer, seed)
+    _, meta = read_header(path)
+    text = meta.get("tokenizer")
+    if text is None:
+        return {"has_tokenizer": 0, "has_merges": 0, "special_ids_match": 0, "vocab_matches": 0}
+    embedded = EngineTokenizer.from_json(text)
+    inner = json.loads(text)["tokenizer"]
+    ids = ("bos_id", "eos_id", "pad_id")
+    return {
+        "has_tokenizer": 1,
+        "has_merges": int(len(inner["model"].get("merges", [])) > 0 and embedded.merges() == engine_tokenizer.merges()),
+        "special_ids_match": int(all(getattr(embedded, k) == getattr(engine_tokenizer, k) for k in ids)),
+        "vocab_matches": int(embedded.tokens() == engine_tokenizer.tokens()),
+    }
+
+
+@checker(observes=["loaded", "generated_tokens"], ids=["FALSIFY-CKPT-003"])
+def standalone_generate(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, max_new_tokens: int, seed: int = 0
+) -> dict[str, Any]:
+    """Copy the checkpoint alone into an empty directory, load it and generate with its own tokenizer.
+
+    A load that fails with a :class:`CheckpointError` is the measured outcome (``loaded == 0``), not
+    a harness error: that is exactly what a checkpoint missing a part must do.
+    """
+    written = _save(tmp_path, tiny_model_factory(seed), engine_tokenizer, seed)
+    alone = fresh_dir(tmp_path, "alone-")
+    copied = Path(shutil.copy2(written, alone / written.name))
+    try:
+        loaded = load_checkpoint(copied)
+    except CheckpointError:
+        return {"loaded": 0, "generated_tokens": 0}
+    prompts = [loaded.tokenizer.encode(p, add_bos=True) for p in PROMPTS]
+    input_ids, mask = pad_prompts(prompts, loaded.tokenizer.pad_id)
+    # No EOS id: the run must produce exactly max_new_tokens per row.
+    out = generate(loaded.model, input_ids, mask, max_new_tokens=max_new_tokens, eos_token_id=[])
+    counts = [len(t) for t in out.new_tokens]
+    return {"loaded": 1, "generated_tokens": min(counts)}
+
+
+@checker(observes=["max_abs_logit_diff", "saved_dtype_matches"], ids=["FALSIFY-CKPT-004"])
+def roundtrip_logits(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Logits of the model before saving and after loading, on the same left-padded batch."""
+    model = tiny_model_factory(seed, std=0.2)
+    path = _save(tmp_path, model, engine_tokenizer, seed)
+    loaded = load_checkpoint(path)
+    prompts = [engine_tokenizer.encode(p, add_bos=True) for p in PROMPTS]
+    input_ids, mask = pad_prompts(prompts, engine_tokenizer.pad_id)
+    with torch.inference_mode():
+        before = model(input_ids, attention_mask=mask).logits.float()
+        after = loaded.model(input_ids, attention_mask=mask).logits.float()
+    dtypes_before = {t.dtype for t in model.state_dict().values()}
+    dtypes_after = {t.dtype for t in loaded.model.state_dict().values()}
+    return {
+        "max_abs_logit_diff": float((before - after).abs().max()),
+        "saved_dtype_matches": int(dtypes_before == dtypes_after),
+    }
