@@ -187,6 +187,8 @@ def generate(
         generator.manual_seed(seed)
     scores: list[torch.Tensor] = []
 
+    # The planted defect: the loop bound counts the prompt's last logits as a produced token.
+    limit = max_new_tokens - 1 if FAULTS.active("max_tokens_off_by_one") and max_new_tokens > 0 else max_new_tokens
     was_training = model.training
     model.eval()
     steps = 0
@@ -197,7 +199,7 @@ def generate(
                 out = model(input_ids=seq[:, :width], attention_mask=mask[:, :width], use_cache=use_cache)
                 cache = out.past_key_values
                 logits = out.logits[:, -1].float()
-            for step in range(max_new_tokens):
+            for step in range(limit):
                 pos = width + step
                 if return_logits:
                     scores.append(logits)
@@ -211,7 +213,7 @@ def generate(
                     finished = finished | hit
                     if bool(finished.all()):
                         break
-                if steps == max_new_tokens:
+                if steps == limit:
                     break
                 if use_cache:
                     out = model(
