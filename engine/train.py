@@ -374,7 +374,7 @@ def save_training_checkpoint(
 # --- pretraining and fine-tuning tasks -------------------------------------------------------
 
 
-def _mean_loss(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], device: torch.device) -> float:
+def mean_loss(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], device: torch.device) -> float:
     if not batches:
         raise ValueError("no validation batches: the validation split is shorter than one window")
     model.eval()
@@ -413,7 +413,7 @@ class PretrainTask:
 
     def val_loss(self) -> float:
         batches = [(b, b) for b in self.data.val_batches(self.cfg.batch_size, self.cfg.seq_len, self.cfg.eval_batches)]
-        return _mean_loss(self.model, batches, self.device)
+        return mean_loss(self.model, batches, self.device)
 
     def save(self, folder: Path, manifest: dict[str, Any]) -> None:
         from engine.checkpoint import save_checkpoint
@@ -500,7 +500,7 @@ class FinetuneTask:
         return self.model(ids, labels=labels).loss, int((labels != -100).sum())
 
     def val_loss(self) -> float:
-        return _mean_loss(self.model, self.data.val_batches(self.cfg.batch_size, self.cfg.eval_batches), self.device)
+        return mean_loss(self.model, self.data.val_batches(self.cfg.batch_size, self.cfg.eval_batches), self.device)
 
     def save(self, folder: Path, manifest: dict[str, Any]) -> None:
         from engine.checkpoint import save_checkpoint
