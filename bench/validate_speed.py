@@ -45,7 +45,7 @@ def contract_text(i: int, n: int) -> str:
           kind: training-loop
           description: >
             Synthetic contract {i} of {n}: a fused kernel with an fp32 reference, LoRA adapters and
-            NF4 storage. {LOREM * 5}
+            NF4 storage. {LOREM * 8}
           references:
             - "Dettmers et al. 2023, QLoRA: Efficient Finetuning of Quantized LLMs"
             - "Hu et al. 2021, LoRA: Low-Rank Adaptation of Large Language Models"
@@ -94,7 +94,7 @@ def contract_text(i: int, n: int) -> str:
             rule: run the fused path and the reference path on the same seeded inputs
             prediction: >
               The relative mean absolute difference between the two paths stays below the bound
-              and above zero for every shape in the sweep. {LOREM * 2}
+              and above zero for every shape in the sweep. {LOREM * 3}
             test: "cargo test -p kernels falsify_{k}"
             check: falsifiers.bench:measure_{k}
             params: {{d_model: {64 * k}, n_layers: 2, rank: 8, seed: {k}, sweep: [1, 2, 4, 8]}}
@@ -135,19 +135,21 @@ def generate(folder: Path, n: int) -> int:
     return total
 
 
-def time_in_process(folder: Path, repeat: int) -> tuple[list[float], str]:
+def time_in_process(folder: Path, repeat: int) -> tuple[list[float], list[float], str]:
     from pv.validate import validate_paths
 
     times = []
+    cpu = []  # CPU seconds: on a shared machine wall time also measures the neighbours
     summary = ""
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         report = validate_paths([folder], checker_packages=["falsifiers"])
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         summary = report.summary()
         if report.errors:
             raise SystemExit(f"generated contracts do not validate: {report.errors[0].format()}")
-    return times, summary
+    return times, cpu, summary
 
 
 def time_cli(folder: Path, repeat: int) -> list[float]:
@@ -175,12 +177,12 @@ def main() -> int:
         folder.mkdir()
         size = generate(folder, args.n)
         print(f"generated {args.n} contracts, {size / args.n / 1024:.1f} KB each on average, in {folder}")
-        times, summary = time_in_process(folder, args.repeat)
+        times, cpu, summary = time_in_process(folder, args.repeat)
         best = min(times)
         print(f"in-process: {summary}")
         print(
             f"in-process: best {best:.3f} s, median {statistics.median(times):.3f} s over {args.repeat} runs "
-            f"-> {args.n / best:,.0f} contracts/s"
+            f"-> {args.n / best:,.0f} contracts/s (CPU time: best {min(cpu):.3f} s)"
         )
         if not args.no_cli:
             cli = time_cli(folder, args.repeat)
