@@ -145,6 +145,8 @@ def _probe_nvml(index: int) -> tuple[bool, str | None, int | None, int | None, b
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        if FAULTS.active("nvml_missing_raises"):
+            raise  # the planted defect: the init failure escapes the probe
         return False, None, None, None, None, f"NVML unavailable: {exc}"
     try:
         if pynvml.nvmlDeviceGetCount() <= index:
@@ -176,7 +178,8 @@ def _probe_nvml(index: int) -> tuple[bool, str | None, int | None, int | None, b
 def gpu_memory_class(index: int = 0, env: dict[str, str] | None = None) -> GpuReport:
     """Probe GPU ``index``: present or not, its name, memory and memory class.  Never raises."""
     environ = os.environ if env is None else env
-    override = environ.get(MEMORY_CLASS_ENV)
+    # The planted defect reads no override at all.
+    override = None if FAULTS.active("memory_class_override_ignored") else environ.get(MEMORY_CLASS_ENV)
     nvml_ok, name, total, mode, framebuffer, note = _probe_nvml(index)
     is_integrated: bool | None = None
     torch_present = False
