@@ -7,6 +7,7 @@ import importlib
 from engine.app import app
 
 COMMAND_MODULES: list[str] = [
+    "engine.cli_core",
 ]
 
 

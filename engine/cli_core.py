@@ -1,0 +1,195 @@
+"""``python -m engine inspect | generate | export``: look into, sample from and convert checkpoints.
+
+Bad input (a missing or corrupt checkpoint, an impossible generation request, an unwritable
+target) prints ``error: <what is wrong>`` on stderr and exits with code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import torch
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine.app import app
+from engine.checkpoint import LoadedCheckpoint, load_checkpoint, read_header
+from engine.errors import EngineError
+from engine.generate import generate as run_generate
+from engine.generate import pad_prompts
+
+_out = Console(highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+T = TypeVar("T")
+
+
+class ExportFormat(StrEnum):
+    hf = "hf"
+    gguf = "gguf"
+
+
+class WeightDtype(StrEnum):
+    f32 = "f32"
+    f16 = "f16"
+
+
+def _fail(message: str) -> typer.Exit:
+    _err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    return typer.Exit(code=2)
+
+
+def _guarded(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except EngineError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from None
+
+
+@contextmanager
+def _progress(description: str) -> Iterator[Callable[[str], None]]:
+    """A spinner with elapsed time on stderr; the yielded callable updates its description."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=_err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=None)
+        yield lambda text: progress.update(task, description=text)
+
+
+def _load(path: Path, device: str = "cpu") -> LoadedCheckpoint:
+    return _guarded(lambda: load_checkpoint(path, device=device))
+
+
+def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
+    """Everything ``inspect`` reports, as plain JSON-able data."""
+    cfg = loaded.config
+    tensors, _ = read_header(path)
+    dtypes = sorted({t.dtype for t in tensors.values()})
+    tok = loaded.tokenizer
+    return {
+        "path": str(path),
+        "file_bytes": path.stat().st_size,
+        "architecture": {k: v for k, v in cfg.to_dict().items()},
+        "head_dim": cfg.head_dim,
+        "parameters": loaded.model.num_parameters(),
+        "tensors": len(tensors),
+        "dtype": dtypes[0] if len(dtypes) == 1 else dtypes,
+        "tokenizer": {
+            "type": "byte-level BPE",
+            "vocab_size": tok.vocab_size,
+            "merges": len(tok.merges()),
+            "special_tokens": {
+                "bos": {"token": tok.bos_token, "id": tok.bos_id},
+                "eos": {"token": tok.eos_token, "id": tok.eos_id},
+                "pad": {"token": tok.pad_token, "id": tok.pad_id},
+            },
+        },
+        "manifest": loaded.manifest,
+    }
+
+
+@app.command()
+def inspect(
+    checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """Architecture, parameter count, training manifest and tokenizer of a checkpoint."""
+    loaded = _load(checkpoint)
+    summary = _guarded(lambda: checkpoint_summary(checkpoint, loaded))
+    if as_json:
+        _out.print(json.dumps(summary, indent=2, sort_keys=True, default=str), markup=False)
+        return
+    arch = Table(title=f"{checkpoint.name}", show_header=False)
+    for key, value in summary["architecture"].items():
+        arch.add_row(key, str(value))
+    arch.add_row("parameters", f"{summary['parameters']:,}")
+    arch.add_row("tensors / dtype", f"{summary['tensors']} / {summary['dtype']}")
+    arch.add_row("file size", f"{summary['file_bytes']:,} bytes")
+    _out.print(arch)
+    tok = summary["tokenizer"]
+    specials = ", ".join(f"{role}={s['token']}({s['id']})" for role, s in tok["special_tokens"].items())
+    _out.print(f"tokenizer: {tok['type']}, {tok['vocab_size']} tokens, {tok['merges']} merges; {specials}")
+    manifest = summary["manifest"]
+    _out.print(f"manifest: {json.dumps(manifest, sort_keys=True, default=str)}", markup=False)
+
+
+@app.command()
+def generate(
+    checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint.")],
+    prompt: Annotated[list[str], typer.Option("--prompt", "-p", help="Prompt text; repeat for a batch.")],
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", "-n", min=0)] = 32,
+    temperature: Annotated[float, typer.Option(min=0.0, help="0 = greedy.")] = 0.0,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1)] = None,
+    top_p: Annotated[float | None, typer.Option("--top-p")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for sampling (temperature > 0).")] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1 …")] = "cpu",
+    no_bos: Annotated[bool, typer.Option("--no-bos", help="Do not start prompts with the BOS token.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print prompts, token ids and texts as JSON.")] = False,
+) -> None:
+    """Continue each prompt with the checkpoint's model (KV cache, stops at EOS)."""
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise _fail(f"device {device!r} requested but CUDA is not available")
+    with _progress(f"loading {checkpoint.name}") as status:
+        loaded = _load(checkpoint, device)
+        tok = loaded.tokenizer
+        status(f"generating {max_new_tokens} tokens for {len(prompt)} prompt(s)")
+        ids_list = [tok.encode(p, add_bos=not no_bos) for p in prompt]
+        out = _guarded(
+            lambda: run_generate(
+                loaded.model,
+                *pad_prompts(ids_list, tok.pad_id, device=device),
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_k=top_k,
+                top_p=top_p,
+                seed=seed,
+                eos_token_id=tok.eos_id,
+                pad_token_id=tok.pad_id,
+            )
+        )
+    texts = [tok.decode(t, skip_special_tokens=True) for t in out.new_tokens]
+    if as_json:
+        rows = [
+            {"prompt": p, "prompt_ids": ids, "new_ids": new, "text": text, "stopped_on_eos": fin}
+            for p, ids, new, text, fin in zip(prompt, ids_list, out.new_tokens, texts, out.finished, strict=True)
+        ]
+        _out.print(json.dumps(rows, indent=2, ensure_ascii=False), markup=False)
+        return
+    for p, text in zip(prompt, texts, strict=True):
+        _out.print(p + text, markup=False)
+
+
+@app.command()
+def export(
+    checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint.")],
+    fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="hf: a model folder; gguf: one file.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Target folder (hf) or .gguf file (gguf).")],
+    dtype: Annotated[WeightDtype, typer.Option(help="Weight precision of the export.")] = WeightDtype.f32,
+) -> None:
+    """Export a checkpoint to the Hugging Face layout or to GGUF for llama.cpp."""
+    with _progress(f"loading {checkpoint.name}") as status:
+        loaded = _load(checkpoint)
+        if fmt is ExportFormat.hf:
+            from engine.hf_interop import export_hf
+
+            status(f"writing Hugging Face folder {output}")
+            torch_dtype = torch.float16 if dtype is WeightDtype.f16 else None
+            target = _guarded(lambda: export_hf(loaded.model, loaded.tokenizer, output, torch_dtype))
+        else:
+            from engine.gguf_export import export_gguf
+
+            status(f"writing GGUF {output}")
+            target = _guarded(lambda: export_gguf(loaded.model, loaded.tokenizer, output, dtype.value))
+    _err.print(f"wrote {fmt.value} export to {target}", markup=False)
