@@ -144,7 +144,7 @@ def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig) -> torch.optim.
 # --- train state (de)serialisation: safetensors + JSON -----------------------------------------
 
 
-def _state_to_files(
+def state_to_files(
     optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LambdaLR, names: list[str]
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     sd = optimizer.state_dict()
@@ -169,7 +169,7 @@ def _state_to_files(
     return tensors, meta
 
 
-def _state_from_files(
+def state_from_files(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LambdaLR,
     names: list[str],
@@ -210,7 +210,7 @@ def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
     return folder if (folder / STATE_JSON).is_file() else None
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -271,7 +271,7 @@ def run_training(
             diff = sorted(k for k in cfg.to_dict() if meta["config"].get(k) != cfg.to_dict()[k])
             raise ResumeError(f"--resume with a different training config ({', '.join(diff)}); same config needed")
         task.load(folder)
-        _state_from_files(optimizer, scheduler, names, load_file(str(folder / STATE_TENSORS)), meta, device)
+        state_from_files(optimizer, scheduler, names, load_file(str(folder / STATE_TENSORS)), meta, device)
         start = int(meta["step"])
         last_good = folder
     else:
@@ -356,18 +356,18 @@ def save_training_checkpoint(
     try:
         info = {**dict(manifest or {}), "step": step, "seed": cfg.seed, "train_config": cfg.to_dict()}
         task.save(tmp, info)
-        tensors, meta = _state_to_files(optimizer, scheduler, names)
+        tensors, meta = state_to_files(optimizer, scheduler, names)
         save_file(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
         meta.update({"step": step, "config": cfg.to_dict(), "data_position": {"seed": cfg.seed, "step": step,
                                                                               "samples": step * cfg.batch_size}})
-        _write_json_atomic(tmp / STATE_JSON, meta)
+        write_json_atomic(tmp / STATE_JSON, meta)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _write_json_atomic(out / LATEST_NAME, {"folder": name, "step": step})
+    write_json_atomic(out / LATEST_NAME, {"folder": name, "step": step})
     return final
 
 
@@ -511,7 +511,7 @@ class FinetuneTask:
             save_checkpoint(folder / "model.safetensors", self.model, self.tokenizer, info)  # type: ignore[arg-type]
         else:
             save_adapter(self.model, folder / "adapter")  # type: ignore[arg-type]
-            _write_json_atomic(folder / "manifest.json", info)
+            write_json_atomic(folder / "manifest.json", info)
 
     def load(self, folder: Path) -> None:
         from peft import set_peft_model_state_dict

@@ -1,0 +1,238 @@
+"""Several LoRA adapters trained on one frozen base that is loaded (and optionally quantized) once.
+
+Every adapter is a named PEFT adapter on the same ``PeftModel`` with its own data, its own AdamW
+state and schedule, its own JSONL log and its own checkpoint folder.  Which adapter takes the
+next step is the scheduler's choice:
+
+* ``round_robin``: one step each, in turn;
+* ``synchronized``: every unfinished adapter steps once per tick (lockstep);
+* ``lowest_val_first``: the unfinished adapter with the lowest latest validation loss steps
+  next (ties by name), so the most promising adapter finishes first.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from peft import PeftModel
+from safetensors.torch import save_file
+from torch import nn
+
+from engine.faults import FAULTS
+from engine.lora import LoraSettings, apply_lora, prepare_qlora, save_adapter
+from engine.quant import NF4Config
+from engine.train import (
+    LATEST_NAME,
+    LOG_NAME,
+    STATE_JSON,
+    STATE_TENSORS,
+    JsonlLog,
+    NonFiniteLossError,
+    TrainConfig,
+    lr_factor,
+    make_optimizer,
+    mean_loss,
+    state_to_files,
+    write_json_atomic,
+)
+
+Schedule = Literal["round_robin", "synchronized", "lowest_val_first"]
+SCHEDULES: tuple[str, ...] = ("round_robin", "synchronized", "lowest_val_first")
+
+
+@dataclass
+class AdapterJob:
+    """One adapter: its name, data (engine.data.InstructionData), LoRA settings and output folder."""
+
+    name: str
+    data: Any
+    out_dir: Path
+    settings: LoraSettings = field(default_factory=LoraSettings)
+
+
+@dataclass
+class AdapterState:
+    job: AdapterJob
+    params: list[nn.Parameter]
+    names: list[str]
+    optimizer: torch.optim.AdamW
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    log: JsonlLog
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    val_losses: dict[int, float] = field(default_factory=dict)
+    checkpoint: Path | None = None
+
+    @property
+    def latest_val(self) -> float:
+        return self.val_losses[max(self.val_losses)] if self.val_losses else math.inf
+
+
+@dataclass
+class MultiAdapterResult:
+    model: PeftModel
+    order: list[str]  # which adapter took each step, in order
+    adapters: dict[str, AdapterState]
+
+
+def _adapter_params(model: nn.Module, name: str) -> list[tuple[str, nn.Parameter]]:
+    return [(n, p) for n, p in model.named_parameters() if ".lora_" in n and f".{name}." in n]
+
+
+def _share_with_first(model: PeftModel, first: str, name: str) -> None:
+    # The fault's defect: the new adapter's matrices are views of the first adapter's storage
+    # (distinct Parameter objects, so both optimizers still see them, writing the same memory).
+    for module in model.modules():
+        for attr in ("lora_A", "lora_B"):
+            table = getattr(module, attr, None)
+            if isinstance(table, nn.ModuleDict) and first in table and name in table:
+                table[name].weight.data = table[first].weight.data
+
+
+def build_multi_adapter_model(
+    base: nn.Module, jobs: Sequence[AdapterJob], *, quantize: bool = False, nf4: NF4Config | None = None,
+    seed: int = 0,
+) -> PeftModel:
+    """Wrap ``base`` once and add one adapter per job (NF4 first when ``quantize``)."""
+    if not jobs:
+        raise ValueError("no adapters to train")
+    names = [j.name for j in jobs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"adapter names must be unique: {names}")
+    torch.manual_seed(seed)
+    first = jobs[0]
+    model = prepare_qlora(base, first.settings, nf4, first.name) if quantize else apply_lora(base, first.settings,
+                                                                                             first.name)
+    for i, job in enumerate(jobs[1:], start=1):
+        torch.manual_seed(seed + i)
+        model.add_adapter(job.name, job.settings.peft_config())
+        if FAULTS.active("adapter_shared_state"):
+            _share_with_first(model, first.name, job.name)
+    for n, p in model.named_parameters():
+        if ".lora_" in n and p.is_floating_point():
+            p.data = p.data.float()
+    return model
+
+
+def _activate(model: PeftModel, name: str) -> None:
+    model.set_adapter(name)
+    for n, p in model.named_parameters():
+        if ".lora_" in n:
+            p.requires_grad_(f".{name}." in n)
+
+
+def _save(model: PeftModel, state: AdapterState, cfg: TrainConfig) -> Path:
+    out = state.job.out_dir
+    name = f"step-{state.step:06d}"
+    final = out / name
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=out))
+    try:
+        save_adapter(model, tmp / "adapter", state.job.name)
+        tensors, meta = state_to_files(state.optimizer, state.scheduler, state.names)
+        save_file(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
+        meta.update({"step": state.step, "config": cfg.to_dict(), "adapter": state.job.name,
+                     "data_digest": state.job.data.digest})
+        write_json_atomic(tmp / STATE_JSON, meta)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    write_json_atomic(out / LATEST_NAME, {"folder": name, "step": state.step})
+    return final
+
+
+def _val(model: PeftModel, state: AdapterState, cfg: TrainConfig, device: torch.device) -> float:
+    _activate(model, state.job.name)
+    value = mean_loss(model, state.job.data.val_batches(cfg.batch_size, cfg.eval_batches), device)
+    model.train()
+    return value
+
+
+def _one_step(model: PeftModel, state: AdapterState, cfg: TrainConfig, device: torch.device) -> None:
+    _activate(model, state.job.name)
+    model.train()
+    ids, labels = state.job.data.batch(state.step, cfg.batch_size, cfg.seed)
+    ids, labels = ids.to(device), labels.to(device)
+    loss = model(ids, labels=labels).loss
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        state.log.write({"kind": "nonfinite", "step": state.step, "what": "loss", "value": str(value)})
+        raise NonFiniteLossError(state.step, f"adapter {state.job.name!r} loss", value, state.checkpoint)
+    loss.backward()
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(state.params, cfg.grad_clip)) if cfg.grad_clip > 0 else 0.0
+    lr = state.optimizer.param_groups[0]["lr"]
+    state.optimizer.step()
+    state.scheduler.step()
+    state.optimizer.zero_grad(set_to_none=True)
+    if state.step == 0:
+        state.log.write({"kind": "step0", "step": 0, "loss": value})
+    state.log.write({"kind": "train", "step": state.step, "loss": value, "lr": lr, "grad_norm": grad_norm})
+    state.losses.append(value)
+    state.step += 1
+
+
+def train_adapters(
+    base: nn.Module,
+    jobs: Sequence[AdapterJob],
+    cfg: TrainConfig,
+    *,
+    schedule: Schedule = "round_robin",
+    quantize: bool = False,
+    nf4: NF4Config | None = None,
+) -> MultiAdapterResult:
+    """Train every job's adapter for ``cfg.steps`` steps on the one ``base``, in ``schedule`` order."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
+    device = next(base.parameters()).device
+    model = build_multi_adapter_model(base, jobs, quantize=quantize, nf4=nf4, seed=cfg.seed)
+    states: dict[str, AdapterState] = {}
+    for job in jobs:
+        job.out_dir.mkdir(parents=True, exist_ok=True)
+        named = _adapter_params(model, job.name)
+        optimizer = make_optimizer([p for _, p in named], cfg)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, cfg))
+        log = JsonlLog(job.out_dir / LOG_NAME, append=False)
+        states[job.name] = AdapterState(job, [p for _, p in named], [n for n, _ in named], optimizer, scheduler, log)
+    order: list[str] = []
+    try:
+        if schedule == "lowest_val_first":
+            for st in states.values():
+                st.val_losses[0] = _val(model, st, cfg, device)
+                st.log.write({"kind": "val", "step": 0, "val_loss": st.val_losses[0]})
+        turn = 0
+        while any(st.step < cfg.steps for st in states.values()):
+            pending = [st for st in states.values() if st.step < cfg.steps]
+            if schedule == "synchronized":
+                tick = pending
+            elif schedule == "round_robin":
+                names = [j.name for j in jobs]
+                while states[names[turn % len(names)]].step >= cfg.steps:
+                    turn += 1
+                tick = [states[names[turn % len(names)]]]
+                turn += 1
+            else:
+                tick = [min(pending, key=lambda st: (st.latest_val, st.job.name))]
+            for st in tick:
+                _one_step(model, st, cfg, device)
+                order.append(st.job.name)
+                done = st.step
+                if (cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps:
+                    st.val_losses[done] = _val(model, st, cfg, device)
+                    st.log.write({"kind": "val", "step": done, "val_loss": st.val_losses[done]})
+                if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
+                    st.checkpoint = _save(model, st, cfg)
+                    st.log.write({"kind": "checkpoint", "step": done, "path": str(st.checkpoint)})
+    finally:
+        for st in states.values():
+            st.log.close()
+    return MultiAdapterResult(model, order, states)
