@@ -1,0 +1,121 @@
+"""Exports are usable by the established tools: transformers, the GGUF layout, llama.cpp.
+
+Each checker exports a fresh model itself (the faults act while exporting) and reads the result
+back with the other tool, never with the engine's own reader alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.config import ModelConfig, preset
+from engine.generate import generate
+from engine.gguf_export import export_gguf, read_gguf
+from engine.hf_interop import export_hf
+from engine.tokenizer import EngineTokenizer
+from falsifiers._workdir import fresh_dir
+from pv.checkers import checker
+
+WEIGHT_STD = 0.2
+# Tiny variants of the two architectures the engine exports: Llama (no bias, untied head) and
+# Qwen2 (q/k/v bias, tied embeddings).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "llama": {},
+    "qwen2": {"architecture": "qwen2", "attention_bias": True, "tie_word_embeddings": True},
+}
+
+
+def variant_config(name: str, **overrides: Any) -> ModelConfig:
+    return preset("tiny", **{**VARIANTS[name], **overrides})
+
+
+@checker(observes=["max_abs_logit_diff", "logit_scale", "variants_compared"], ids=["FALSIFY-EXPORT-001"])
+def hf_logits(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Export each variant to a Hugging Face folder, load it with ``AutoModelForCausalLM``, compare logits."""
+    import transformers
+
+    gen = torch.Generator().manual_seed(seed)
+    worst = 0.0
+    scale = 0.0
+    for name in VARIANTS:
+        model = tiny_model_factory(seed, std=WEIGHT_STD, config=variant_config(name))
+        folder = export_hf(model, engine_tokenizer, fresh_dir(tmp_path, f"hf-{name}-"))
+        hf = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        ids = torch.randint(3, engine_tokenizer.vocab_size, (2, 24), generator=gen)
+        with torch.inference_mode():
+            ours = model(ids).logits.float()
+            theirs = hf(input_ids=ids).logits.float()
+        worst = max(worst, float((ours - theirs).abs().max()))
+        scale = max(scale, float(ours.abs().mean()))
+    return {"max_abs_logit_diff": worst, "logit_scale": scale, "variants_compared": len(VARIANTS)}
+
+
+def expected_gguf_tensors(config: ModelConfig) -> int:
+    """token_embd + output_norm, 9 tensors per block (+3 q/k/v biases for qwen2), output unless tied."""
+    per_block = 9 + (3 if config.attention_bias else 0)
+    return 2 + per_block * config.num_hidden_layers + (0 if config.tie_word_embeddings else 1)
+
+
+@checker(
+    observes=[
+        "vocab_size",
+        "gguf_tokens",
+        "qwen2_gguf_tokens",
+        "arch_is_lowercase",
+        "tensor_count",
+        "expected_tensor_count",
+        "qwen2_tensor_count",
+        "qwen2_expected_tensor_count",
+    ],
+    ids=["FALSIFY-EXPORT-002"],
+)
+def gguf_layout(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, extra_vocab: int, seed: int = 0
+) -> dict[str, Any]:
+    """Export both variants with ``extra_vocab`` embedding rows beyond the tokenizer; read the files back.
+
+    The read-back uses the ``gguf`` package's reader; observations without a prefix are the
+    llama variant's.
+    """
+    vocab_size = engine_tokenizer.vocab_size + extra_vocab
+    obs: dict[str, Any] = {"vocab_size": vocab_size}
+    lowercase = True
+    for name in VARIANTS:
+        config = variant_config(name, vocab_size=vocab_size)
+        model = tiny_model_factory(seed, config=config)
+        path = export_gguf(model, engine_tokenizer, fresh_dir(tmp_path, f"gguf-{name}-") / "model.gguf")
+        contents = read_gguf(path)
+        arch = str(contents.fields.get("general.architecture", ""))
+        lowercase = lowercase and bool(arch) and arch == arch.lower()
+        prefix = "" if name == "llama" else f"{name}_"
+        obs[f"{prefix}gguf_tokens"] = len(contents.fields.get("tokenizer.ggml.tokens") or [])
+        obs[f"{prefix}tensor_count"] = len(contents.tensors)
+        obs[f"{prefix}expected_tensor_count"] = expected_gguf_tensors(config)
+    obs["arch_is_lowercase"] = int(lowercase)
+    return obs
+
+
+@checker(observes=["mismatched_tokens", "tokens_compared"], ids=["FALSIFY-EXPORT-003"])
+def llama_cpp_tokens(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, n_tokens: int, seed: int = 0
+) -> dict[str, Any]:
+    """Greedy tokens from llama.cpp (llama-cpp-python) on the GGUF export against the engine's."""
+    from llama_cpp import Llama
+
+    model = tiny_model_factory(seed, std=WEIGHT_STD)
+    path = export_gguf(model, engine_tokenizer, fresh_dir(tmp_path, "gguf-") / "model.gguf")
+    prompt = engine_tokenizer.encode("def main():\n    return", add_bos=True)
+    ours = generate(model, torch.tensor([prompt]), max_new_tokens=n_tokens, eos_token_id=[]).new_tokens[0]
+    llm = Llama(model_path=str(path), n_ctx=model.config.max_position_embeddings, verbose=False, seed=seed)
+    theirs: list[int] = []
+    for token in llm.generate(prompt, temp=0.0, top_k=1, top_p=1.0, reset=True):
+        theirs.append(int(token))
+        if len(theirs) == n_tokens:
+            break
+    mismatched = sum(1 for a, b in zip(ours, theirs, strict=False) if a != b) + abs(len(ours) - len(theirs))
+    return {"mismatched_tokens": mismatched, "tokens_compared": len(ours)}
