@@ -323,6 +323,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     from pv.collect import FalsifierItem, InvalidContractItem
 
+    if report.when == "call" and report.failed and call.excinfo is not None:
+        from pv.collect import ContractFailure
+
+        if isinstance(call.excinfo.value, ContractFailure):
+            report.pv_outcome = call.excinfo.value.kind
     if isinstance(item, FalsifierItem):
         result = _result_for_phase(item, report)
         if result is not None:
@@ -358,6 +363,17 @@ def _result_for_phase(item: Any, report: pytest.TestReport) -> FalsifierResult |
         item.pv_result = result
         return result
     return None
+
+
+_STATUS_WORDS = {"falsified": "FALSIFIED", "error": "ERROR", "vacuous": "VACUOUS", "invalid": "INVALID"}
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """``-v`` says which kind of failure it was; counts stay pytest's own ("failed")."""
+    word = _STATUS_WORDS.get(getattr(report, "pv_outcome", ""))
+    if word is None or report.when != "call":
+        return None
+    return "failed", "F", (word, {"red": True})
 
 
 def _skip_text(report: pytest.TestReport) -> str:

@@ -262,3 +262,23 @@ def test_the_contract_digest_is_of_the_exact_bytes(toy: ToyProject) -> None:
     record = toy.run_record()["contracts"]["alpha"]
     assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert record["path"] == "contracts/alpha.yaml"
+
+
+def test_verbose_output_names_the_kind_of_failure(toy: ToyProject) -> None:
+    toy.contract(
+        "kinds",
+        [
+            falsifier("FALSIFY-KINDS-001", check=CHECK + "measure", expect="value == 2.0"),
+            falsifier("FALSIFY-KINDS-002", check=CHECK + "crash", expect="value == 1.0"),
+            falsifier("FALSIFY-KINDS-003", check=CHECK + "measure", expect="value == 1.0"),
+        ],
+    )
+    result = toy.pytester.runpytest("-v")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "contracts/kinds.yaml::FALSIFY-KINDS-001 FALSIFIED*",
+            "contracts/kinds.yaml::FALSIFY-KINDS-002 ERROR*",
+            "contracts/kinds.yaml::FALSIFY-KINDS-003 PASSED*",
+        ]
+    )

@@ -7,6 +7,8 @@ import pytest
 from tests.plugin.conftest import ToyProject, falsifier
 
 CHECK = "toyfalsifiers.basic:"
+# Subprocess runs pay for every installed plugin in every worker; these play no part here.
+LEAN = ("-p", "no:benchmark", "-p", "no:anyio", "-p", "no:hypothesispytest")
 
 
 def _contracts(toy: ToyProject) -> None:
@@ -42,9 +44,9 @@ def _contracts(toy: ToyProject) -> None:
 
 def test_two_workers_give_the_same_verdicts_as_a_serial_run(toy: ToyProject) -> None:
     _contracts(toy)
-    serial = toy.pytester.runpytest_subprocess("--pv-mutants", "-m", "not slow")
+    serial = toy.pytester.runpytest_subprocess(*LEAN, "--pv-mutants", "-m", "not slow")
     serial_record = toy.run_record()
-    parallel = toy.pytester.runpytest_subprocess("--pv-mutants", "-m", "not slow", "-p", "xdist", "-n", "2")
+    parallel = toy.pytester.runpytest_subprocess(*LEAN, "--pv-mutants", "-m", "not slow", "-p", "xdist", "-n", "2")
     parallel_record = toy.run_record()
 
     def summary(record: dict) -> dict:
@@ -68,6 +70,6 @@ def test_two_workers_give_the_same_verdicts_as_a_serial_run(toy: ToyProject) -> 
 
 def test_zero_selection_fails_under_xdist_too(toy: ToyProject) -> None:
     toy.contract("c0", [falsifier("FALSIFY-C0-001", check=CHECK + "measure", expect="value == 1.0")])
-    result = toy.pytester.runpytest_subprocess("-m", "ship_blocking", "-p", "xdist", "-n", "2")
+    result = toy.pytester.runpytest_subprocess(*LEAN, "-m", "ship_blocking", "-p", "xdist", "-n", "2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*selected 0 falsifiers*"])
