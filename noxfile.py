@@ -6,6 +6,8 @@ CPU torch wheel installed by the README's set-up command is used as-is.
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.sessions = ["lint", "typecheck", "tests"]
@@ -31,3 +33,26 @@ def tests(session: nox.Session) -> None:
 @nox.session(venv_backend=PY)
 def ship_blocking(session: nox.Session) -> None:
     session.run("pytest", "contracts", "-m", "ship_blocking", "--pv-mutants", *session.posargs)
+
+
+@nox.session(venv_backend=PY)
+def interop(session: nox.Session) -> None:
+    """llama.cpp loads the engine's GGUF export and decodes the same greedy tokens (not run by default).
+
+    llama-cpp-python builds llama.cpp from source on install: expect several minutes.
+    """
+    # The multimodal (llava/mtmd) part is not needed and doubles the build time.
+    env = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DLLAVA_BUILD=OFF")}
+    pip = ("python", "-m", "pip", "install", "-c", "constraints-cpu.txt", "llama-cpp-python>=0.3")
+    session.run(*pip, env=env, external=True)
+    session.run(
+        "pytest",
+        "tests/engine/test_gguf.py",
+        "-k",
+        "llama_cpp",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        "-rs",
+        *session.posargs,
+    )

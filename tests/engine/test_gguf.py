@@ -186,3 +186,53 @@ def test_bad_targets(tmp_path: Path, tok: EngineTokenizer) -> None:
     (tmp_path / "bad.gguf").write_bytes(b"not a gguf file at all")
     with pytest.raises(ExportError, match="not a readable GGUF file"):
         read_gguf(tmp_path / "bad.gguf")
+
+
+# --- llama.cpp itself (the `interop` nox session installs llama-cpp-python; skipped elsewhere) ---
+
+
+def _train_briefly(config, tok: EngineTokenizer, steps: int = 150) -> torch.nn.Module:  # type: ignore[no-untyped-def]
+    """A few hundred optimizer steps on stdlib text, so greedy choices are not near-ties."""
+    from engine.corpus import default_corpus_files, read_corpus
+
+    text = "".join(read_corpus(default_corpus_files(max_bytes=200_000)))
+    data = torch.tensor(tok.encode(text), dtype=torch.long)
+    model = tiny_model(config).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        starts = torch.randint(0, len(data) - 65, (8,), generator=gen)
+        batch = torch.stack([data[s : s + 64] for s in starts.tolist()])
+        loss = model(batch, labels=batch).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@pytest.mark.parametrize("config", [tiny_config(), qwen2_tiny_config()], ids=["llama", "qwen2"])
+def test_llama_cpp_greedy_tokens_match_engine(tmp_path: Path, tok: EngineTokenizer, config) -> None:  # type: ignore[no-untyped-def]
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `nox -s interop` only")
+    from engine.generate import generate
+
+    model = _train_briefly(config, tok)
+    path = export_gguf(model, tok, tmp_path / "m.gguf")  # type: ignore[arg-type]
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, logits_all=True, verbose=False, n_threads=2, seed=0)
+    text = "def __init__(self, name):\n    self."
+    prompt = tok.encode(text)
+    assert llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) == prompt
+
+    n_new = 16
+    llm.reset()
+    llm.eval(prompt)
+    with torch.no_grad():
+        ours = model(torch.tensor([prompt])).logits[0].numpy()
+    theirs = np.asarray(llm.scores[: len(prompt)])
+    assert np.abs(ours - theirs).max() < 1e-2, np.abs(ours - theirs).max()
+    cpp_tokens = []
+    for _ in range(n_new):
+        nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        cpp_tokens.append(nxt)
+        llm.eval([nxt])
+    engine_tokens = generate(model, torch.tensor([prompt]), max_new_tokens=n_new, eos_token_id=[]).new_tokens[0]  # type: ignore[arg-type]
+    assert cpp_tokens == engine_tokens
