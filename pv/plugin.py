@@ -74,7 +74,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help=f"default per-falsifier timeout (ini pv_timeout_s; default {DEFAULT_TIMEOUT_S:g})",
+        help=f"default per-falsifier timeout (ini pv_timeout_s; default {DEFAULT_TIMEOUT_S:g}; "
+        "0: no deadline, the checker runs in the main thread)",
     )
     parser.addini("pv_contracts", "directories of contract YAML files", type="paths")
     parser.addini("pv_checker_packages", "packages whose @checker functions contracts may bind", type="args")
@@ -140,9 +141,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _add_contract_dirs(config: pytest.Config, dirs: Iterable[Path]) -> None:
-    """Collect the contracts too when pytest was given no paths (it walks ``testpaths`` then)."""
+    """Collect the contracts too when pytest runs from the rootdir with no paths (it walks ``testpaths``)."""
     if config.args_source is pytest.Config.ArgsSource.ARGS or hasattr(config, "workerinput"):
         return
+    if config.invocation_params.dir.resolve() != config.rootpath.resolve():
+        return  # plain `pytest` inside a subfolder means that folder's tests
     cwd = config.invocation_params.dir
     roots = [(cwd / a.split("::")[0]).resolve() for a in config.args]
     for d in dirs:

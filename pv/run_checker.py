@@ -53,7 +53,23 @@ class CallOutcome:
 
 
 def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
-    """Call ``func(**kwargs)`` in a daemon thread; give up after ``timeout_s`` seconds (None: wait)."""
+    """Call ``func(**kwargs)`` in a daemon thread; give up after ``timeout_s`` seconds.
+
+    ``timeout_s`` of None or <= 0 means no deadline, and then the call runs in the calling thread:
+    the escape hatch for checkers that must own the main thread (signal handlers, some GUI or
+    distributed back ends), at the price of a hang being a hang.
+    """
+    if not timeout_s or timeout_s <= 0:
+        start = time.perf_counter()
+        try:
+            value = func(**kwargs)
+        except Exception as exc:
+            return CallOutcome(error=exc, duration_s=time.perf_counter() - start)
+        except BaseException as exc:
+            if _is_skip(exc):
+                return CallOutcome(error=exc, duration_s=time.perf_counter() - start)
+            raise  # KeyboardInterrupt in the main thread stops the session, as pytest expects
+        return CallOutcome(value=value, duration_s=time.perf_counter() - start)
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -65,7 +81,7 @@ def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeo
     thread = threading.Thread(target=target, name=f"pv-checker-{getattr(func, '__name__', 'checker')}", daemon=True)
     start = time.perf_counter()
     thread.start()
-    thread.join(timeout_s if timeout_s and timeout_s > 0 else None)
+    thread.join(timeout_s)
     duration = time.perf_counter() - start
     if thread.is_alive():
         return CallOutcome(timed_out=True, duration_s=duration)
@@ -252,8 +268,7 @@ def evaluate_call(
         message = f"ERROR {text.label}: checker timed out after {timeout_s:g} s (abandoned, still running)"
         return Evaluation(Verdict.ERROR, message=message, duration_s=d)
     if outcome.error is not None:
-        skip_exc = _skip_exception()
-        if skip_exc is not None and isinstance(outcome.error, skip_exc):
+        if _is_skip(outcome.error):
             reason = str(getattr(outcome.error, "msg", outcome.error))
             return Evaluation(Verdict.SKIPPED, message=reason, duration_s=d, skip_reason=reason)
         return Evaluation(
@@ -274,10 +289,11 @@ def evaluate_call(
     return Evaluation(verdict, observations=obs, message=message, duration_s=d)
 
 
-def _skip_exception() -> type[BaseException] | None:
+def _is_skip(exc: BaseException) -> bool:
     # A checker may call pytest.skip() when it discovers at run time that it cannot measure.
     mod = sys.modules.get("_pytest.outcomes")
-    return getattr(mod, "Skipped", None) if mod is not None else None
+    skipped = getattr(mod, "Skipped", None) if mod is not None else None
+    return skipped is not None and isinstance(exc, skipped)
 
 
 @contextlib.contextmanager

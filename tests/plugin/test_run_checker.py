@@ -32,6 +32,20 @@ def test_call_with_timeout_returns_value_error_or_gives_up() -> None:
     assert hung.timed_out and time.monotonic() - start < 5
 
 
+def test_no_deadline_runs_in_the_calling_thread() -> None:
+    import threading
+
+    outcome = call_with_timeout(lambda: threading.current_thread() is threading.main_thread(), {}, 0)
+    assert outcome.value is True
+    assert isinstance(call_with_timeout(lambda: 1 / 0, {}, None).error, ZeroDivisionError)
+    with pytest.raises(KeyboardInterrupt):
+        call_with_timeout(_raise_keyboard_interrupt, {}, 0)
+
+
+def _raise_keyboard_interrupt() -> None:
+    raise KeyboardInterrupt
+
+
 def test_base_exceptions_raised_by_a_checker_are_its_error() -> None:
     def interrupted() -> None:
         raise KeyboardInterrupt
