@@ -6,6 +6,7 @@ import datetime as dt
 import re
 
 from pv.diagnostics import Severity
+from pv.diff import diff_contracts, previous_contracts
 from pv.lint import codes
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
@@ -113,7 +114,33 @@ class ChangelogGate:
                             f"changelog date {entry.date!r} (version {entry.version}) is not YYYY-MM-DD",
                         )
                     )
+        out.extend(self._bumps(ctx))
         summary = f"{plural(contracts, 'contract')}, {plural(entries, 'entry', 'entries')}"
         if empty:
             summary += f", {empty} without a changelog"
         return GateOutcome(summary, {"contracts": contracts, "entries": entries, "without_changelog": empty}, out)
+
+    def _bumps(self, ctx: GateContext) -> list[Finding]:
+        """A version that did not bump enough for what changed since git ``HEAD`` (no git: none)."""
+        valid = list(ctx.tree.valid())
+        previous = previous_contracts([item.path for item, _ in valid])
+        out: list[Finding] = []
+        for item, contract in valid:
+            before = previous.get(item.path.resolve())
+            if before is None:
+                continue
+            diff = diff_contracts(before, contract, item.rel)
+            if not diff.sufficient:
+                worst = max(diff.changes, key=lambda c: c.bump, default=None)
+                why = f" ({worst.subject}: {worst.detail})" if worst is not None else ""
+                out.append(
+                    finding(
+                        self.name,
+                        codes.VERSION_BUMP_TOO_SMALL,
+                        item,
+                        ("metadata", "version"),
+                        f"{diff.verdict()} against HEAD{why}",
+                        hint="`pv diff --git HEAD` lists every change and the bump it needs",
+                    )
+                )
+        return out
