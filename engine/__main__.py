@@ -8,6 +8,7 @@ from engine.app import app
 
 COMMAND_MODULES: list[str] = [
     "engine.cli_core",
+    "engine.cli_train",
 ]
 
 

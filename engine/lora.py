@@ -21,13 +21,26 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from peft import LoraConfig, PeftModel, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
-from peft.tuners.lora import LoraLayer
-from safetensors.torch import load_file, save_file
-from torch import nn
 
-from engine.faults import FAULTS
-from engine.quant import NF4Config, dequantize_model, dequantize_weight, is_nf4_linear, quantize_model
+from engine.quant import import_bnb
+
+# bitsandbytes must be imported through import_bnb before peft imports it, so its
+# missing-optional-kernel warning stays quiet; hence the imports below the call.
+import_bnb()
+
+from peft import (  # noqa: E402
+    LoraConfig,
+    PeftModel,
+    get_peft_model,
+    get_peft_model_state_dict,
+    set_peft_model_state_dict,
+)
+from peft.tuners.lora import LoraLayer  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
+from torch import nn  # noqa: E402
+
+from engine.faults import FAULTS  # noqa: E402
+from engine.quant import NF4Config, dequantize_model, dequantize_weight, is_nf4_linear, quantize_model  # noqa: E402
 
 ATTENTION_PROJECTIONS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP_PROJECTIONS: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
@@ -61,7 +74,8 @@ class LoraSettings:
             r=self.r,
             lora_alpha=self.alpha,  # type: ignore[arg-type]  # PEFT annotates int, accepts float
             lora_dropout=self.dropout,
-            target_modules=list(self.targets),
+            # the fault wraps every projection whatever the settings name
+            target_modules=list(ALL_PROJECTIONS if FAULTS.active("lora_targets_ignored") else self.targets),
             bias="none",
             task_type=None,
         )
@@ -71,6 +85,10 @@ def _finish_wrap(model: PeftModel) -> PeftModel:
     for name, p in model.named_parameters():
         if "lora_" in name and p.is_floating_point() and p.dtype != torch.float32:
             p.data = p.data.float()
+    if FAULTS.active("lora_b_frozen"):
+        for name, p in model.named_parameters():
+            if ".lora_B." in name:
+                p.requires_grad_(False)
     if FAULTS.active("base_left_trainable"):
         for p in model.parameters():
             if p.is_floating_point():

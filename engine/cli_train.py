@@ -1,0 +1,252 @@
+"""``python -m engine pretrain | finetune | distill | bench``.
+
+Training commands show a progress bar with the latest loss on stderr and print a JSON summary on
+stdout.  A NaN/Inf loss stops the run with ``error: step N: the loss is nan ...`` naming the last
+good checkpoint (kept), exit code 3; bad input exits 2, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from engine.app import app
+from engine.config import PRESETS, preset
+from engine.errors import EngineError
+from engine.lora import ALL_PROJECTIONS, LoraSettings
+from engine.quant import NF4Config
+from engine.train import NonFiniteLossError, TrainConfig, TrainResult
+
+_out = Console(highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+T = TypeVar("T")
+EXIT_BAD_INPUT = 2
+EXIT_NONFINITE = 3
+
+
+class Method(StrEnum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    _err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    return typer.Exit(code=code)
+
+
+def _guarded(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except NonFiniteLossError as exc:
+        raise _fail(str(exc), EXIT_NONFINITE) from None
+    except (EngineError, ValueError, KeyError) as exc:
+        raise _fail(str(exc).strip("'\"")) from None
+    except OSError as exc:
+        raise _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from None
+
+
+@contextmanager
+def _training_progress(steps: int, label: str) -> Iterator[Callable[[dict[str, Any]], None]]:
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[status]}"), console=_err, transient=True) as progress:
+        task = progress.add_task(label, total=steps, status="")
+
+        def on_record(record: dict[str, Any]) -> None:
+            if record["kind"] == "start":
+                progress.update(task, completed=record["step"])
+            elif record["kind"] == "train":
+                progress.update(task, completed=record["step"] + 1, status=f"loss {record['loss']:.4f}")
+            elif record["kind"] == "val":
+                progress.update(task, status=f"val {record['val_loss']:.4f}")
+
+        yield on_record
+
+
+def _summary(result: TrainResult) -> dict[str, Any]:
+    return {
+        "out_dir": str(result.out_dir),
+        "checkpoint": str(result.checkpoint) if result.checkpoint else None,
+        "start_step": result.start_step,
+        "steps_run": len(result.losses),
+        "step0_loss": result.step0_loss if result.start_step == 0 else None,
+        "final_loss": result.losses[-1] if result.losses else None,
+        "val_losses": {str(k): v for k, v in sorted(result.val_losses.items())},
+        "tokens_per_s": round(result.tokens_per_second, 1),
+    }
+
+
+def _preset(name: str) -> Any:
+    try:
+        return preset(name)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _train_config(steps: int, batch_size: int, seq_len: int, lr: float, warmup: int, eval_every: int,
+                  save_every: int, seed: int, grad_clip: float) -> TrainConfig:
+    return _guarded(lambda: TrainConfig(steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
+                                        warmup_steps=warmup, eval_every=eval_every, save_every=save_every,
+                                        seed=seed, grad_clip=grad_clip))
+
+
+Steps = Annotated[int, typer.Option(help="Optimizer updates.")]
+BatchSize = Annotated[int, typer.Option("--batch-size")]
+SeqLen = Annotated[int, typer.Option("--seq-len")]
+Lr = Annotated[float, typer.Option(help="Peak learning rate (AdamW).")]
+Warmup = Annotated[int, typer.Option(help="Linear warm-up steps before the cosine decay.")]
+EvalEvery = Annotated[int, typer.Option("--eval-every", help="Validation loss every N steps (0: at the end).")]
+SaveEvery = Annotated[int, typer.Option("--save-every", help="Checkpoint every N steps (0: at the end).")]
+Seed = Annotated[int, typer.Option()]
+GradClip = Annotated[float, typer.Option("--grad-clip", help="Max gradient norm (0: off).")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue from OUT's latest checkpoint.")]
+Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N (default: $PV_DEVICE, else auto).")]
+
+
+@app.command()
+def pretrain(
+    out: Annotated[Path, typer.Argument(help="Run folder: checkpoints, log.jsonl.")],
+    preset_name: Annotated[str | None, typer.Option(
+        "--preset", help=f"Model shape: {', '.join(PRESETS)} (default tiny; with --init, checked against it).")] = None,
+    init: Annotated[Path | None, typer.Option(help="Start from this checkpoint's weights.")] = None,
+    steps: Steps = 200,
+    batch_size: BatchSize = 8,
+    seq_len: SeqLen = 64,
+    lr: Lr = 1e-3,
+    warmup: Warmup = 20,
+    eval_every: EvalEvery = 50,
+    save_every: SaveEvery = 100,
+    seed: Seed = 0,
+    grad_clip: GradClip = 1.0,
+    resume: Resume = False,
+    device: Device = None,
+) -> None:
+    """Pretrain a decoder on the local token corpus, from scratch or from --init."""
+    from engine.train import pretrain as run_pretrain
+
+    cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
+    config = _preset(preset_name or "tiny") if init is None or preset_name else None
+    with _training_progress(steps, "pretrain") as on_record:
+        result = _guarded(lambda: run_pretrain(out, cfg, config=config, init=init, resume=resume, device=device,
+                                               on_record=on_record))
+    _out.print(json.dumps(_summary(result), indent=2, sort_keys=True))
+
+
+@app.command()
+def finetune(
+    base: Annotated[Path, typer.Argument(help="Checkpoint to fine-tune.")],
+    out: Annotated[Path, typer.Argument(help="Run folder.")],
+    method: Annotated[Method, typer.Option(help="full weights, LoRA, or QLoRA (NF4 base).")] = Method.lora,
+    rank: Annotated[int, typer.Option(help="LoRA rank.")] = 8,
+    alpha: Annotated[float, typer.Option(help="LoRA alpha.")] = 16.0,
+    dropout: Annotated[float, typer.Option(help="LoRA dropout.")] = 0.0,
+    targets: Annotated[str, typer.Option(help=f"Comma-separated projections: {','.join(ALL_PROJECTIONS)}.")] = (
+        "q_proj,v_proj"),
+    double_quant: Annotated[bool, typer.Option("--double-quant/--no-double-quant")] = True,
+    data: Annotated[Path | None, typer.Option(help="Instruction JSONL (default: stdlib docstring pairs).")] = None,
+    steps: Steps = 100,
+    batch_size: BatchSize = 8,
+    seq_len: SeqLen = 128,
+    lr: Lr = 2e-4,
+    warmup: Warmup = 10,
+    eval_every: EvalEvery = 25,
+    save_every: SaveEvery = 50,
+    seed: Seed = 0,
+    grad_clip: GradClip = 1.0,
+    resume: Resume = False,
+    device: Device = None,
+) -> None:
+    """Fine-tune a checkpoint on instruction pairs: full, LoRA or QLoRA."""
+    from engine.checkpoint import load_checkpoint
+    from engine.data import read_jsonl, tokenize_pairs
+    from engine.train import finetune as run_finetune
+
+    cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
+    settings = _guarded(lambda: LoraSettings(r=rank, alpha=alpha, dropout=dropout,
+                                             targets=tuple(t.strip() for t in targets.split(",") if t.strip())))
+    inst = None
+    if data is not None:
+        tokenizer = _guarded(lambda: load_checkpoint(base)).tokenizer
+        inst = _guarded(lambda: tokenize_pairs(read_jsonl(data), tokenizer, seq_len))
+    with _training_progress(steps, f"finetune ({method.value})") as on_record:
+        result = _guarded(lambda: run_finetune(base, out, cfg, method=method.value, lora=settings,
+                                               nf4=NF4Config(double_quant=double_quant), data=inst, resume=resume,
+                                               device=device, on_record=on_record))
+    _out.print(json.dumps({**_summary(result), "method": method.value}, indent=2, sort_keys=True))
+
+
+@app.command()
+def distill(
+    teacher: Annotated[Path, typer.Argument(help="Teacher checkpoint (frozen).")],
+    out: Annotated[Path, typer.Argument(help="Run folder.")],
+    student_preset: Annotated[str | None, typer.Option("--student-preset", help="New student of this shape.")] = None,
+    student_init: Annotated[Path | None, typer.Option("--student-init", help="Student checkpoint.")] = None,
+    temperature: Annotated[float, typer.Option(help="Softmax temperature T (KL scaled by T^2).")] = 2.0,
+    alpha: Annotated[float, typer.Option(help="Weight of the KL term; 1-alpha weighs the CE.")] = 0.5,
+    nf4_teacher: Annotated[bool, typer.Option("--nf4-teacher", help="Keep the teacher in NF4.")] = False,
+    allow_same: Annotated[bool, typer.Option("--allow-same", help="Allow identical teacher/student.")] = False,
+    steps: Steps = 100,
+    batch_size: BatchSize = 8,
+    seq_len: SeqLen = 64,
+    lr: Lr = 1e-3,
+    warmup: Warmup = 10,
+    eval_every: EvalEvery = 25,
+    save_every: SaveEvery = 50,
+    seed: Seed = 0,
+    grad_clip: GradClip = 1.0,
+    resume: Resume = False,
+    device: Device = None,
+) -> None:
+    """Distill a frozen (optionally NF4) teacher into a student: KL at T plus CE."""
+    from engine.distill import distill as run_distill
+
+    if (student_preset is None) == (student_init is None):
+        raise _fail("give exactly one of --student-preset or --student-init")
+    cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
+    student_config = _preset(student_preset) if student_preset else None
+    with _training_progress(steps, "distill") as on_record:
+        result = _guarded(lambda: run_distill(teacher, out, cfg, student_config=student_config,
+                                              student_init=student_init, temperature=temperature, alpha=alpha,
+                                              quantize_teacher=nf4_teacher, allow_same=allow_same, resume=resume,
+                                              device=device, on_record=on_record))
+    _out.print(json.dumps(_summary(result), indent=2, sort_keys=True))
+
+
+@app.command()
+def bench(
+    brick: Annotated[list[str], typer.Option(help="Brick to measure (repeatable) or 'all'.")],
+    preset_name: Annotated[str, typer.Option("--preset")] = "tiny",
+    batch_size: BatchSize = 4,
+    seq_len: SeqLen = 64,
+    new_tokens: Annotated[int, typer.Option("--new-tokens")] = 16,
+    reps: Annotated[int, typer.Option(help="Timed repetitions.")] = 7,
+    warmup: Annotated[int, typer.Option(help="Untimed warm-up repetitions.")] = 2,
+    qlora: Annotated[bool, typer.Option("--qlora", help="LoRA bricks on an NF4 base.")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON here.")] = None,
+    device: Device = None,
+) -> None:
+    """Measure benchmark bricks (min / median / CV) and print a table."""
+    from engine.bricks import BRICKS, BrickSettings, results_json, results_table, run_bricks
+    from engine.device import resolve_device
+
+    names = list(BRICKS) if "all" in brick else brick
+    unknown = [n for n in names if n not in BRICKS]
+    if unknown:
+        raise _fail(f"unknown brick(s) {', '.join(unknown)}; known: {', '.join(BRICKS)}, all")
+    _preset(preset_name)
+    dev = _guarded(lambda: resolve_device(device))
+    settings = BrickSettings(preset=preset_name, batch_size=batch_size, seq_len=seq_len, new_tokens=new_tokens,
+                             reps=reps, warmup=warmup, qlora=qlora, device=str(dev))
+    results = _guarded(lambda: run_bricks(names, settings))
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(results_json(results) + "\n")
+    _out.print(results_table(results))
