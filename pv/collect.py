@@ -97,9 +97,10 @@ def collection_diagnostics(loaded: LoadedContract, packages: Sequence[str]) -> l
 
 def display_path(path: str | os.PathLike[str], root: Path) -> str:
     """``path`` relative to the rootdir with forward slashes (absolute when outside it)."""
-    p = Path(path).resolve()
+    # abspath, not resolve(): no filesystem calls per item, and a symlinked tree keeps its names
+    p = Path(os.path.abspath(path))
     try:
-        return p.relative_to(root.resolve()).as_posix()
+        return p.relative_to(os.path.abspath(root)).as_posix()
     except ValueError:
         return p.as_posix()
 
