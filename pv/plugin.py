@@ -4,9 +4,10 @@ Loaded through the ``pytest11`` entry point, so any project that installs pv get
 
 - Collection (:mod:`pv.collect`): every ``*.yaml``/``*.yml`` under the contracts directories
   (``--pv-contracts``, ini ``pv_contracts``, ``[tool.pv] contracts``, default ``contracts/``)
-  becomes one item per falsifier.  When pytest is started without path arguments, the contracts
-  directories are added to what it collects, so ``pytest -m ship_blocking`` finds them even
-  where ``testpaths`` names only ``tests/``.
+  becomes one item per falsifier.  When pytest is started without path arguments and ``-m``/``-k``
+  select falsifiers (a pv marker or a FALSIFY id), the contracts directories are added to what it
+  collects, so ``pytest -m ship_blocking`` finds them even where ``testpaths`` names only
+  ``tests/``; a plain ``pytest`` keeps to ``testpaths``.
 - Running (:func:`run_item`): requirements, checker binding, the call with a deadline, the
   verdict, and with ``--pv-mutants`` the mutant re-run (:mod:`pv.run_checker`).
 - Results: each item's :class:`~pv.results.FalsifierResult` rides on its test report (as JSON),
@@ -140,9 +141,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(PvSession(config), _SESSION_PLUGIN)
 
 
+_PV_SELECTORS = ("ship_blocking", "advisory", "requires_gpu", "contract", "FALSIFY")
+
+
+def _asks_for_contracts(config: pytest.Config) -> bool:
+    """True when ``-m``/``-k`` name a pv marker or a FALSIFY id: the user is selecting falsifiers."""
+    selection = f"{config.option.markexpr or ''} {config.option.keyword or ''}"
+    return any(word in selection for word in _PV_SELECTORS)
+
+
 def _add_contract_dirs(config: pytest.Config, dirs: Iterable[Path]) -> None:
-    """Collect the contracts too when pytest runs from the rootdir with no paths (it walks ``testpaths``)."""
+    """Collect the contracts too for ``pytest -m ship_blocking`` run from the rootdir with no paths.
+
+    A plain ``pytest`` keeps to ``testpaths``: running every falsifier (and writing evidence) is
+    asked for by selecting falsifiers or by naming the contracts folder, never by default.
+    """
     if config.args_source is pytest.Config.ArgsSource.ARGS or hasattr(config, "workerinput"):
+        return
+    if not _asks_for_contracts(config):
         return
     if config.invocation_params.dir.resolve() != config.rootpath.resolve():
         return  # plain `pytest` inside a subfolder means that folder's tests

@@ -176,7 +176,7 @@ def test_unknown_requirement_makes_the_contract_invalid(toy: ToyProject) -> None
     result.stdout.fnmatch_lines(["contracts/req.yaml:*: PV100 FALSIFY-REQ-001: requires: unknown requirement 'tpu'*"])
 
 
-def test_contracts_are_added_when_testpaths_names_only_tests(toy: ToyProject) -> None:
+def test_contracts_are_added_when_selecting_falsifiers_and_testpaths_names_only_tests(toy: ToyProject) -> None:
     toy.pytester.makepyprojecttoml(
         """
         [tool.pytest.ini_options]
@@ -188,8 +188,12 @@ def test_contracts_are_added_when_testpaths_names_only_tests(toy: ToyProject) ->
         """
     )
     toy.write("tests/test_unit.py", "def test_unit():\n    pass\n")
-    toy.contract("alpha", [falsifier("FALSIFY-ALPHA-001", check=MEASURE, expect="value == 1.0")])
-    toy.pytester.runpytest().assert_outcomes(passed=2)
+    toy.contract("alpha", [falsifier("FALSIFY-ALPHA-001", check=MEASURE, expect="value == 1.0", ship_blocking=True)])
+    # plain pytest keeps to testpaths: falsifiers run only when asked for
+    toy.pytester.runpytest().assert_outcomes(passed=1)
+    toy.pytester.runpytest("-m", "ship_blocking").assert_outcomes(passed=1)
+    assert set(toy.verdicts()) == {"alpha::FALSIFY-ALPHA-001"}
+    toy.pytester.runpytest("-k", "FALSIFY-ALPHA-001").assert_outcomes(passed=1)
     # explicit paths are respected: only what was named runs
     toy.pytester.runpytest("tests").assert_outcomes(passed=1)
 
