@@ -11,6 +11,7 @@ COMMAND_MODULES: list[str] = [
     "pv.commands.validate",
     "pv.commands.lint",
     "pv.commands.evidence",
+    "pv.commands.everyday",
 ]
 
 
