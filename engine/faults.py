@@ -41,3 +41,4 @@ FAULTS.register("base_copied_per_adapter", "each adapter gets its own copy of th
 FAULTS.register("adapter_save_stale", "adapter checkpoint written from the untrained initial weights")
 FAULTS.register("memory_class_override_ignored", "the PV_GPU_MEMORY_CLASS override is ignored")
 FAULTS.register("nvml_missing_raises", "a machine without NVML raises instead of answering 'no GPU'")
+FAULTS.register("sampling_global_rng", "seeded sampling draws from the global RNG instead of its own generator")

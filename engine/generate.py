@@ -131,7 +131,9 @@ def choose_next(
         return logits.argmax(-1)
     logits = filter_logits(logits / temperature, top_k, top_p)
     probs = logits.softmax(-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    # The planted defect draws from the global RNG: the call's seed no longer decides the draw.
+    draw_from = None if FAULTS.active("sampling_global_rng") else generator
+    return torch.multinomial(probs, 1, generator=draw_from).squeeze(-1)
 
 
 def generate(

@@ -116,3 +116,54 @@ def greedy_deterministic(
         else:
             mismatched += int((other != first).sum())
     return {"mismatched_tokens": mismatched, "tokens_compared": first.numel() * (runs - 1)}
+
+
+@checker(
+    observes=["mismatched_tokens", "tokens_compared", "global_rng_changed", "seeds_differ"],
+    ids=["FALSIFY-GEN-005"],
+)
+def seeded_sampling(
+    engine_tokenizer: EngineTokenizer,
+    tiny_model_factory: Any,
+    max_new_tokens: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Sample twice with the same ``seed``, moving the global RNG in between; once with ``seed + 1``.
+
+    ``mismatched_tokens`` counts tokens where the two same-seed runs differ, ``global_rng_changed``
+    whether a sampled call left torch's global generator in a different state, and ``seeds_differ``
+    whether another seed changes the sample at all (else the comparison could not fail).
+    """
+    model = tiny_model_factory(seed, std=WEIGHT_STD)
+    input_ids, mask = _batch(engine_tokenizer, len(PROMPTS))
+
+    def sample(call_seed: int) -> torch.Tensor:
+        return generate(
+            model,
+            input_ids,
+            mask,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=call_seed,
+            eos_token_id=NO_EOS,
+        ).sequences
+
+    state = torch.get_rng_state()
+    first = sample(seed)
+    changed = not torch.equal(state, torch.get_rng_state())
+    torch.manual_seed(seed + 12345)  # a caller that uses the global RNG between two calls
+    second = sample(seed)
+    other = sample(seed + 1)
+    mismatched = int((first != second).sum()) if first.shape == second.shape else max(first.numel(), second.numel())
+    differ = first.shape != other.shape or bool((first != other).any())
+    return {
+        "mismatched_tokens": mismatched,
+        "tokens_compared": first.numel(),
+        "global_rng_changed": int(changed),
+        "seeds_differ": int(differ),
+    }
