@@ -1,0 +1,118 @@
+"""QLoRA memory: NF4 weight bytes against fp16, the training footprint, and measured process memory.
+
+What is counted (FALSIFY-QMEM-001): the linear layers the engine sets out to quantize, i.e. every
+``nn.Linear`` of the bare model except those ``NF4Config.skip`` names (``lm_head``) and those the
+engine reports in ``model.nf4_kept_full_precision`` (on CPU, layers whose input width is not a
+multiple of the blocksize).  Each is charged the bytes it really holds after
+``engine.quant.quantize_model`` (packed codes, absmax and the double-quantization constants for a
+4-bit layer; the weight tensor for a layer left as it was) against 2 bytes per weight in fp16.
+Biases and the layers left out are the same in both setups and are not counted.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.config import preset as engine_preset
+from engine.lora import LoraSettings, prepare_qlora
+from engine.memory import linear_shapes, measure_method, nf4_bytes
+from engine.model import build_model
+from engine.quant import NF4_BLOCKSIZE, NF4AlignmentWarning, NF4Config, is_nf4_linear, quantize_model
+from engine.train import TrainConfig, make_optimizer, trainable_named_parameters
+from pv.checkers import checker
+
+FP16_BYTES = 2
+
+
+def _layer_bytes(module: nn.Module) -> int:
+    """Bytes a (possibly 4-bit) linear layer holds for its weight."""
+    if is_nf4_linear(module):
+        weight: Any = module.weight
+        state = weight.quant_state
+        total = weight.data.numel() * weight.data.element_size() + state.absmax.numel() * state.absmax.element_size()
+        if state.nested:
+            total += state.state2.absmax.numel() * state.state2.absmax.element_size()
+            total += state.state2.code.numel() * state.state2.code.element_size()
+            total += state.offset.numel() * state.offset.element_size()
+        return int(total)
+    lin: Any = module
+    return int(lin.weight.numel() * lin.weight.element_size())
+
+
+@checker(
+    observes=["weight_ratio_measured", "weight_ratio_analytic", "counted_layers", "nf4_counted_layers",
+              "kept_full_precision_layers"],
+    ids=["FALSIFY-QMEM-001"],
+)
+def weight_ratio(preset: str, analytic_preset: str, double_quant: bool = True) -> dict[str, Any]:
+    """Measured (``preset``, quantized by the engine) and analytic (``analytic_preset``, on meta)
+    NF4 bytes / fp16 bytes over the linear weights the engine quantizes."""
+    config = NF4Config(double_quant=double_quant)
+    model = build_model(engine_preset(preset))
+    shapes = {s.name: s for s in linear_shapes(model)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NF4AlignmentWarning)
+        quantize_model(model, config)
+    kept = set(getattr(model, "nf4_kept_full_precision", ()))
+    counted = [n for n in shapes if n.rsplit(".", 1)[-1] not in config.skip and n not in kept]
+    modules = dict(model.named_modules())
+    measured = sum(_layer_bytes(modules[n]) for n in counted)
+    fp16 = sum(shapes[n].out_features * shapes[n].in_features * FP16_BYTES for n in counted)
+
+    meta = build_model(engine_preset(analytic_preset), device="meta")
+    targets = [s for s in linear_shapes(meta) if s.name.rsplit(".", 1)[-1] not in config.skip]
+    nf4_total = sum(nf4_bytes(s.out_features * s.in_features, NF4_BLOCKSIZE, double_quant) for s in targets)
+    fp16_total = sum(s.out_features * s.in_features * FP16_BYTES for s in targets)
+    return {
+        "weight_ratio_measured": measured / fp16 if fp16 else float("nan"),
+        "weight_ratio_analytic": nf4_total / fp16_total,
+        "counted_layers": len(counted),
+        "nf4_counted_layers": sum(1 for n in counted if is_nf4_linear(modules[n])),
+        "kept_full_precision_layers": len(kept),
+    }
+
+
+@checker(observes=["lora_params", "grad_params", "optimizer_state_params"], ids=["FALSIFY-QMEM-002"])
+def training_footprint(preset: str, rank: int, steps: int, seed: int = 0) -> dict[str, Any]:
+    """Run ``steps`` QLoRA updates with the engine's optimizer over the parameters the engine's
+    training loop would train, then count parameter elements with a gradient and elements held in
+    AdamW's state (``exp_avg`` and ``exp_avg_sq``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NF4AlignmentWarning)
+        model: Any = prepare_qlora(build_model(engine_preset(preset)), LoraSettings(r=rank, alpha=2.0 * rank))
+    params = [p for _, p in trainable_named_parameters(model)]
+    optimizer = make_optimizer(params, TrainConfig(steps=steps, lr=1e-3, seed=seed))
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(steps):
+        ids = torch.randint(0, model.config.vocab_size, (2, 16), generator=gen)
+        optimizer.zero_grad(set_to_none=True)
+        model(ids, labels=ids).loss.backward()
+        optimizer.step()
+    lora = sum(p.numel() for n, p in model.named_parameters() if ".lora_A." in n or ".lora_B." in n)
+    grads = sum(p.numel() for p in model.parameters() if p.grad is not None)
+    state = sum(
+        t.numel()
+        for entry in optimizer.state.values()
+        for key, t in entry.items()
+        if key in ("exp_avg", "exp_avg_sq") and isinstance(t, torch.Tensor)
+    )
+    return {"lora_params": lora, "grad_params": grads, "optimizer_state_params": state}
+
+
+@checker(observes=["qlora_rss_bytes", "lora_rss_bytes"], ids=["FALSIFY-QMEM-003"])
+def rss_comparison(preset: str, rank: int, steps: int, seed: int = 0) -> dict[str, Any]:
+    """Process RSS growth (building the model plus ``steps`` training steps), each setup measured by
+    ``engine.memory.measure_method`` in a fresh interpreter: QLoRA on NF4 against LoRA on fp16."""
+    config = engine_preset(preset)
+    settings = LoraSettings(r=rank, alpha=2.0 * rank)
+    out = {}
+    for method in ("qlora", "lora"):
+        m = measure_method(config, method, lora=settings, steps=steps, seed=seed, base_dtype=torch.float16,
+                           fresh_process=True)
+        out[f"{method}_rss_bytes"] = m.model_bytes + m.training_bytes
+    return out
