@@ -29,6 +29,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from engine import distributed
 from engine.errors import EngineError
 from engine.faults import FAULTS
 
@@ -252,10 +253,15 @@ def run_training(
     manifest: Mapping[str, Any] | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> TrainResult:
-    """Train ``task.model`` for ``cfg.steps`` updates; checkpoints and ``log.jsonl`` go to ``out_dir``."""
+    """Train ``task.model`` for ``cfg.steps`` updates; checkpoints and ``log.jsonl`` go to ``out_dir``.
+
+    Under ``torchrun`` (engine.distributed) each rank trains on its shard of every global batch of
+    ``cfg.batch_size`` through DDP, and only rank 0 writes the log and checkpoints.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     device = next(task.model.parameters()).device
+    ctx = distributed.setup(device)
     named = trainable_named_parameters(task.model)
     names = [n for n, _ in named]
     optimizer = make_optimizer([p for _, p in named], cfg)
@@ -276,9 +282,13 @@ def run_training(
         last_good = folder
     else:
         torch.manual_seed(cfg.seed)
-    log = JsonlLog(out / LOG_NAME, append=resume)
+    wrapped = ctx.wrap(task.model)
+    unsharded = distributed.shard_task(task, ctx)
+    log = JsonlLog(out / LOG_NAME, append=resume) if ctx.is_main else None
 
     def emit(record: dict[str, Any]) -> None:
+        if log is None:
+            return
         log.write(record)
         if on_record is not None:
             on_record(record)
@@ -293,10 +303,11 @@ def run_training(
     t0 = time.perf_counter()
     try:
         for step in range(start, cfg.steps):
-            loss, tokens = task.loss(step)
+            with ctx.forward_through(task, wrapped):
+                loss, tokens = task.loss(step)
             if FAULTS.active("nan_in_step") and step == nan_fault_step(cfg):
                 loss = loss * float("nan")
-            value = float(loss.detach())
+            loss, value, tokens = ctx.global_loss(loss, tokens)
             if step == 0:
                 step0 = value
                 emit({"kind": "step0", "step": 0, "loss": value})
@@ -331,10 +342,18 @@ def run_training(
                 val_losses[done] = val
                 emit({"kind": "val", "step": done, "val_loss": val})
             if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
-                last_good = save_training_checkpoint(task, out, done, cfg, optimizer, scheduler, names, manifest)
+                if ctx.is_main:
+                    last_good = save_training_checkpoint(task, out, done, cfg, optimizer, scheduler, names, manifest)
+                else:
+                    last_good = out / f"step-{done:06d}"
+                ctx.barrier()  # no rank goes on before the checkpoint exists
                 emit({"kind": "checkpoint", "step": done, "path": str(last_good)})
     finally:
-        log.close()
+        if log is not None:
+            log.close()
+        if ctx.active:
+            task.data = unsharded
+        ctx.close()
     seconds = time.perf_counter() - t0
     return TrainResult(out, step0, losses, val_losses, last_good, tokens_total, seconds, start)
 
@@ -454,7 +473,7 @@ def pretrain(
     from engine.model import build_model
     from engine.tokenizer import cached_tokenizer
 
-    dev = resolve_device(device)
+    dev = distributed.rank_device(resolve_device(device))
     torch.manual_seed(cfg.seed)
     init_path = None
     if init is not None:
@@ -550,7 +569,7 @@ def finetune(
 
     if method not in ("full", "lora", "qlora"):
         raise ValueError(f"unknown fine-tuning method {method!r}; expected full, lora or qlora")
-    dev = resolve_device(device)
+    dev = distributed.rank_device(resolve_device(device))
     torch.manual_seed(cfg.seed)
     loaded = load_checkpoint(Path(base), device=dev)
     if data is None:
