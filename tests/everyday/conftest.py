@@ -74,7 +74,10 @@ class Result:
     killed: bool | None = True  # None: mutants not run
 
 
-def write_bundle(root: Path, cid: str, results: list[Result], started: str = "2026-03-01T10:00:00.000001+00:00") -> Path:
+STARTED = "2026-03-01T10:00:00.000001+00:00"
+
+
+def write_bundle(root: Path, cid: str, results: list[Result], started: str = STARTED) -> Path:
     """Record one run of contract ``cid`` (its file as it is now) with the evidence writer."""
     rel = f"contracts/{cid}.yaml"
     data = (root / rel).read_bytes()
