@@ -250,6 +250,12 @@ def shard_task(task: Any, ctx: DistContext) -> Any:
     return original
 
 
+def unshard_task(task: Any, original: Any, ctx: DistContext) -> None:
+    """Undo :func:`shard_task`: the task keeps its whole data set after the run."""
+    if ctx.active:
+        task.data = original
+
+
 __all__ = [
     "DistContext",
     "DistributedError",
@@ -261,4 +267,5 @@ __all__ = [
     "setup",
     "shard_rows",
     "shard_task",
+    "unshard_task",
 ]

@@ -351,8 +351,7 @@ def run_training(
     finally:
         if log is not None:
             log.close()
-        if ctx.active:
-            task.data = unsharded
+        distributed.unshard_task(task, unsharded, ctx)
         ctx.close()
     seconds = time.perf_counter() - t0
     return TrainResult(out, step0, losses, val_losses, last_good, tokens_total, seconds, start)
