@@ -152,6 +152,12 @@ class HypothesisSettings(Strict):
     deadline_ms: int | None = None
 
 
+class Launch(Strict):
+    """Run the checker under ``torchrun --standalone --nproc_per_node=<nproc>`` (pv.launch)."""
+
+    nproc: int = Field(ge=1, le=1024, description="processes (ranks) on this machine; rank 0 reports")
+
+
 class FalsificationTest(Strict):
     # --- the Rust dialect ---
     id: str
@@ -171,6 +177,7 @@ class FalsificationTest(Strict):
     slow: bool = False
     hypothesis: HypothesisSettings | None = None
     examples: list[dict[str, Any]] = Field(default_factory=list)
+    launch: Launch | None = None  # run under torchrun; None: in the pytest process
 
     @field_validator("requires", mode="before")
     @classmethod
