@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                                "torch_threads": torch.get_num_threads()}
 
     # --- 1. pretraining -----------------------------------------------------------------------
-    hf = LlamaForCausalLM(LlamaConfig(**to_hf_config(config))).to(dev)
+    hf: Any = LlamaForCausalLM(LlamaConfig(**to_hf_config(config)))
+    hf = hf.to(dev)
     hf.load_state_dict({k: v.to(dev) for k, v in hf_state_dict(engine_model).items()}, strict=True)
     eng_pre = copy.deepcopy(engine_model).train()
     hf.train()
