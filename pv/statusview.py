@@ -4,7 +4,8 @@ The evidence is judged by :mod:`pv.evidence.status` (the newest bundle that veri
 to the contract as it stands) and nothing else.  Each declared falsifier lands in one bucket:
 
 - its verdict in that bundle (``survived``, ``falsified``, ``error``, ``skipped`` with a reason)
-  when it was selected in that run;
+  when it was selected in that run, else in the newest older current bundle that ran it (a run
+  may select only some falsifiers);
 - ``stale`` when no current bundle ran it but an intact bundle of an earlier edit of the
   contract did: it was measured, against a claim that has since changed;
 - ``never_run`` otherwise: no evidence for it at all.
@@ -15,16 +16,17 @@ to the contract as it stands) and nothing else.  Each declared falsifier lands i
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pv.config import PvConfig
-from pv.evidence.bundle import Bundle
-from pv.evidence.status import RANK, assess
-from pv.loader import LoadedContract, find_contract_files, load_contract_file
-from pv.model import Status
+from pv.evidence.bundle import Bundle, FalsifierEntry
+from pv.evidence.status import RANK, Assessment, assess
+from pv.evidence.verify import find_bundles, verify_bundle
+from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
+from pv.model import FalsificationTest, Status
 
 BUCKETS = ("survived", "falsified", "error", "skipped", "stale", "never_run")
 
@@ -134,6 +136,8 @@ def select_contracts(config: PvConfig, names: Sequence[str] | None) -> list[Path
     out: list[Path] = []
     for name in names:
         as_path = Path(name)
+        if as_path.is_file() and not name.endswith(CONTRACT_SUFFIXES):
+            raise SelectionError(f"{name} is not a contract file (*.yaml, *.yml)")
         if as_path.exists():
             found = find_contract_files([as_path])
             if not found:
@@ -151,32 +155,60 @@ def select_contracts(config: PvConfig, names: Sequence[str] | None) -> list[Path
 
 def _stem(path: Path) -> str:
     name = path.name
-    return name.rsplit(".", 1)[0] if name.endswith((".yaml", ".yml")) else name
+    return name.rsplit(".", 1)[0] if name.endswith(CONTRACT_SUFFIXES) else name
 
 
 # --- the view -----------------------------------------------------------------------------------
 
 
+def _ran(bundle: Bundle, falsify_id: str) -> FalsifierEntry | None:
+    entry = bundle.falsifier(falsify_id)
+    return entry if entry is not None and entry.selected and entry.verdict != "not_run" else None
+
+
+def _other_bundles(config: PvConfig, path: Path, cid: str, found: Assessment) -> Iterator[tuple[Bundle, bool]]:
+    """Intact bundles other than the backing one, newest first, each with whether it is current.
+
+    Those ``assess`` already verified are not verified again; the rest only as they are asked for.
+    """
+    known = {r.path: r for r in found.rejected}
+    for bundle_path in reversed(find_bundles(config.evidence / cid)):
+        if bundle_path == found.bundle_path:
+            continue
+        report = known.get(bundle_path) or verify_bundle(bundle_path, config.root, contract_file=path)
+        if report.bundle is not None and report.intact:
+            yield report.bundle, report.ok
+
+
+def _place(state: FalsifierState, entry: FalsifierEntry) -> None:
+    state.bucket = entry.verdict
+    state.skip_reason = entry.skip_reason if entry.verdict == "skipped" else None
+    state.mutant_killed = entry.mutant.killed
+
+
 def _evidence_buckets(
-    falsifiers: Iterable[Any], current: Bundle | None, stale: Sequence[Bundle]
+    falsifiers: Iterable[FalsificationTest], found: Assessment, others: Iterator[tuple[Bundle, bool]]
 ) -> list[FalsifierState]:
-    out: list[FalsifierState] = []
-    for f in falsifiers:
-        state = FalsifierState(f.id, f.ship_blocking, "never_run", f.obligation, f.mutant)
-        entry = current.falsifier(f.id) if current is not None else None
-        if entry is not None and entry.selected and entry.verdict != "not_run":
-            state.bucket = entry.verdict
-            state.skip_reason = entry.skip_reason if entry.verdict == "skipped" else None
-            state.mutant_killed = entry.mutant.killed
+    """Each falsifier's verdict in the newest current bundle that ran it (the backing bundle
+    first), else ``stale`` when only bundles of an earlier edit ran it, else ``never_run``."""
+    states = [FalsifierState(f.id, f.ship_blocking, "never_run", f.obligation, f.mutant) for f in falsifiers]
+    open_states: list[FalsifierState] = []
+    for state in states:
+        entry = _ran(found.bundle, state.id) if found.bundle is not None else None
+        if entry is not None:
+            _place(state, entry)
         else:
-            old = next(
-                (e for b in stale if (e := b.falsifier(f.id)) is not None and e.selected and e.verdict != "not_run"),
-                None,
-            )
-            if old is not None:
-                state.bucket = "stale"
-        out.append(state)
-    return out
+            open_states.append(state)
+    if not open_states:
+        return states
+    seen = list(others)  # only read when some falsifier is not in the backing bundle
+    for state in open_states:
+        current = next((e for b, ok in seen if ok and (e := _ran(b, state.id)) is not None), None)
+        if current is not None:
+            _place(state, current)
+        elif any(not ok and _ran(b, state.id) is not None for b, ok in seen):
+            state.bucket = "stale"
+    return states
 
 
 def contract_view(config: PvConfig, path: Path, loaded: LoadedContract | None = None) -> ContractView:
@@ -199,8 +231,8 @@ def contract_view(config: PvConfig, path: Path, loaded: LoadedContract | None = 
     view.backing = found.status
     view.bundle = config.relpath(found.bundle_path) if found.bundle_path is not None else None
     view.reasons = list(found.reasons)
-    stale = [r.bundle for r in found.rejected if r.intact and r.bundle is not None]
-    view.falsifiers = _evidence_buckets(contract.falsification_tests, found.bundle, stale)
+    others = _other_bundles(config, path, loaded.id, found)
+    view.falsifiers = _evidence_buckets(contract.falsification_tests, found, others)
     return view
 
 

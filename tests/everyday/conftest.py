@@ -42,17 +42,18 @@ Invoke = Callable[..., tuple[int, str]]
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Invoke:
-    """``cli(*args, cwd=path)`` runs ``pv`` in ``cwd``; returns (exit code, stdout + stderr)."""
+    """``cli(*args, cwd=path)`` runs ``pv`` in ``cwd``; returns (exit code, stdout + stderr), or
+    only stdout with ``stdout_only=True`` (machine-readable output must parse on its own)."""
     runner = CliRunner()
 
-    def invoke(*args: str, cwd: Path) -> tuple[int, str]:
+    def invoke(*args: str, cwd: Path, stdout_only: bool = False) -> tuple[int, str]:
         with monkeypatch.context() as m:
             m.chdir(cwd)
             m.setattr(sys, "path", list(sys.path))  # ensure_importable must not leak between tests
             result = runner.invoke(app, list(args))
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise result.exception
-        return result.exit_code, result.output
+        return result.exit_code, result.stdout if stdout_only else result.output
 
     return invoke
 
