@@ -106,7 +106,8 @@ def test_falsifiers_sharing_a_checker_get_one_stub(cli: Invoke, project: Path) -
     fn = _function(project / "scafchecks" / "shared.py", "measure")
     shown = ", ".join(ast.unparse(a) for a in fn.args.kwonlyargs)
     assert shown == "n: float, k: str | None"
-    assert ast.unparse(fn.args.kw_defaults[1]) == "None"
+    default = fn.args.kw_defaults[1]
+    assert default is not None and ast.unparse(default) == "None"
 
 
 EXISTING = '''"""Checkers someone already wrote."""
@@ -269,9 +270,9 @@ def test_a_scaffolded_checker_is_an_error_until_written(cli: Invoke, pytester: p
     )
     assert "FALSIFIED" not in result.stdout.str()
 
-    module = pytester.path / "scafchecks" / "theta.py"
-    text = module.read_text()
+    stub = pytester.path / "scafchecks" / "theta.py"
+    text = stub.read_text()
     body = text[text.index("    raise RuntimeError(") :]
-    module.write_text(text.replace(body, "    return {'level': n}\n"))
+    stub.write_text(text.replace(body, "    return {'level': n}\n"))
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
