@@ -32,6 +32,11 @@ def _config(command: str) -> PvConfig:
         raise _fail(command, f"configuration error: {exc}") from None
 
 
+def _examples(*lines: str) -> str:
+    # one paragraph per example: the help formatter joins lines within a paragraph
+    return "Examples:\n\n" + "\n\n".join(f"  $ {line}" for line in lines)
+
+
 def _json_out(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
@@ -40,10 +45,10 @@ def _json_out(data: Any) -> None:
 
 
 @app.command(
-    epilog=(
-        "Examples: pv scaffold contracts/qlora-compose-v1.yaml | "
-        "pv scaffold contracts/qlora-compose-v1.yaml --falsifier FALSIFY-QLORA-002 | "
-        "pv scaffold --new my-claim-v1"
+    epilog=_examples(
+        "pv scaffold contracts/qlora-compose-v1.yaml",
+        "pv scaffold contracts/qlora-compose-v1.yaml --falsifier FALSIFY-QLORA-002",
+        "pv scaffold --new my-claim-v1",
     )
 )
 def scaffold(
@@ -100,7 +105,7 @@ def scaffold(
 # --- status ------------------------------------------------------------------------------------
 
 
-@app.command(epilog="Examples: pv status | pv status nf4-quantization-v1 contracts/generation-v1.yaml --json")
+@app.command(epilog=_examples("pv status", "pv status nf4-quantization-v1 contracts/generation-v1.yaml --json"))
 def status(
     contracts: Annotated[
         list[str] | None, typer.Argument(help="Contract files, folders or ids (default: every contract).")
@@ -131,9 +136,10 @@ def status(
 
 
 @app.command(
-    epilog=(
-        "Examples: pv diff old/qlora-compose-v1.yaml contracts/qlora-compose-v1.yaml | "
-        "pv diff --git origin/main | pv diff --git HEAD~3 contracts/nf4-quantization-v1.yaml"
+    epilog=_examples(
+        "pv diff old/qlora-compose-v1.yaml contracts/qlora-compose-v1.yaml",
+        "pv diff --git origin/main",
+        "pv diff --git HEAD~3 contracts/nf4-quantization-v1.yaml",
     )
 )
 def diff(
@@ -235,7 +241,7 @@ class GraphFormat(StrEnum):
     JSON = "json"
 
 
-@app.command(epilog="Examples: pv graph | pv graph --format dot | dot -Tsvg > deps.svg | pv graph --format mermaid")
+@app.command(epilog=_examples("pv graph", "pv graph --format dot | dot -Tsvg > deps.svg", "pv graph --format mermaid"))
 def graph(
     output_format: Annotated[GraphFormat, typer.Option("--format", help="Output format.")] = GraphFormat.TEXT,
 ) -> None:
@@ -261,7 +267,7 @@ def graph(
 # --- coverage -----------------------------------------------------------------------------------
 
 
-@app.command(epilog="Examples: pv coverage | pv coverage nf4-quantization-v1 --json")
+@app.command(epilog=_examples("pv coverage", "pv coverage nf4-quantization-v1 --json"))
 def coverage(
     contracts: Annotated[
         list[str] | None, typer.Argument(help="Contract files, folders or ids (default: every contract).")
