@@ -155,7 +155,8 @@ def check_pair(teacher: nn.Module, student: nn.Module, *, allow_same: bool) -> N
     s_vocab = getattr(getattr(student, "config", None), "vocab_size", None)
     if t_vocab is not None and s_vocab is not None and t_vocab != s_vocab:
         raise DistillationRefused(f"teacher vocab_size {t_vocab} != student vocab_size {s_vocab}")
-    if not allow_same and weights_fingerprint(teacher) == weights_fingerprint(student):
+    check_identity = not allow_same and not FAULTS.active("distill_identity_check_off")  # the fault skips it
+    if check_identity and weights_fingerprint(teacher) == weights_fingerprint(student):
         raise DistillationRefused(
             "teacher and student hold identical weights: distillation would teach nothing "
             "(pass allow_same=True / --allow-same to run anyway)")

@@ -12,6 +12,7 @@ next step is the scheduler's choice:
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import shutil
@@ -108,6 +109,9 @@ def build_multi_adapter_model(
     if len(set(names)) != len(names):
         raise ValueError(f"adapter names must be unique: {names}")
     torch.manual_seed(seed)
+    # The fault's defect: every further adapter is given its own (frozen) copy of the base.
+    copies = [copy.deepcopy(base).requires_grad_(False) for _ in jobs[1:]] if FAULTS.active(
+        "base_copied_per_adapter") else []
     first = jobs[0]
     model = prepare_qlora(base, first.settings, nf4, first.name) if quantize else apply_lora(base, first.settings,
                                                                                              first.name)
@@ -119,6 +123,8 @@ def build_multi_adapter_model(
     for n, p in model.named_parameters():
         if ".lora_" in n and p.is_floating_point():
             p.data = p.data.float()
+    if copies:
+        model.add_module("base_copies", nn.ModuleList(copies))
     return model
 
 
@@ -195,6 +201,8 @@ def train_adapters(
         raise ValueError(f"unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
     device = next(base.parameters()).device
     model = build_multi_adapter_model(base, jobs, quantize=quantize, nf4=nf4, seed=cfg.seed)
+    # The fault's defect: checkpoints are written from a copy taken before training (stale weights).
+    saved_from = copy.deepcopy(model) if FAULTS.active("adapter_save_stale") else model
     states: dict[str, AdapterState] = {}
     for job in jobs:
         job.out_dir.mkdir(parents=True, exist_ok=True)
@@ -230,7 +238,7 @@ def train_adapters(
                     st.val_losses[done] = _val(model, st, cfg, device)
                     st.log.write({"kind": "val", "step": done, "val_loss": st.val_losses[done]})
                 if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
-                    st.checkpoint = _save(model, st, cfg)
+                    st.checkpoint = _save(saved_from, st, cfg)
                     st.log.write({"kind": "checkpoint", "step": done, "path": str(st.checkpoint)})
     finally:
         for st in states.values():

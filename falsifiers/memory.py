@@ -4,8 +4,9 @@ What is counted (FALSIFY-QMEM-001): the linear layers the engine sets out to qua
 ``nn.Linear`` of the bare model except those ``NF4Config.skip`` names (``lm_head``) and those the
 engine reports in ``model.nf4_kept_full_precision`` (on CPU, layers whose input width is not a
 multiple of the blocksize).  Each is charged the bytes it really holds after
-``engine.quant.quantize_model`` (packed codes, absmax and the double-quantization constants for a
-4-bit layer; the weight tensor for a layer left as it was) against 2 bytes per weight in fp16.
+``engine.quant.quantize_model`` (packed codes, absmax, the double-quantization constants and the
+code tables for a 4-bit layer; the weight tensor for a layer left as it was) against 2 bytes per
+weight in fp16.
 Biases and the layers left out are the same in both setups and are not counted.
 """
 
@@ -23,22 +24,32 @@ from engine.memory import linear_shapes, measure_method, nf4_bytes
 from engine.model import build_model
 from engine.quant import NF4_BLOCKSIZE, NF4AlignmentWarning, NF4Config, is_nf4_linear, quantize_model
 from engine.train import TrainConfig, make_optimizer, trainable_named_parameters
+from falsifiers.training import unique_bytes
 from pv.checkers import checker
 
 FP16_BYTES = 2
 
 
-def _layer_bytes(module: nn.Module) -> int:
+def nf4_weight_tensors(layer: Any, *, tables: bool = True) -> list[torch.Tensor]:
+    """What a bitsandbytes 4-bit layer stores for its weight: packed codes and block absmax (8-bit
+    plus their own fp32 absmax under double quantization), and with ``tables`` the per-layer
+    constants that do not grow with the layer (the 16-entry NF4 code, the 256-entry code book of
+    the nested quantization and its offset)."""
+    state = layer.weight.quant_state
+    out = [layer.weight.data, state.absmax]
+    if state.nested:
+        out.append(state.state2.absmax)
+    if tables:
+        out.append(state.code)
+        if state.nested:
+            out += [state.state2.code, state.offset]
+    return out
+
+
+def linear_weight_bytes(module: nn.Module, *, tables: bool = True) -> int:
     """Bytes a (possibly 4-bit) linear layer holds for its weight."""
     if is_nf4_linear(module):
-        weight: Any = module.weight
-        state = weight.quant_state
-        total = weight.data.numel() * weight.data.element_size() + state.absmax.numel() * state.absmax.element_size()
-        if state.nested:
-            total += state.state2.absmax.numel() * state.state2.absmax.element_size()
-            total += state.state2.code.numel() * state.state2.code.element_size()
-            total += state.offset.numel() * state.offset.element_size()
-        return int(total)
+        return unique_bytes(nf4_weight_tensors(module, tables=tables))
     lin: Any = module
     return int(lin.weight.numel() * lin.weight.element_size())
 
@@ -60,7 +71,7 @@ def weight_ratio(preset: str, analytic_preset: str, double_quant: bool = True) -
     kept = set(getattr(model, "nf4_kept_full_precision", ()))
     counted = [n for n in shapes if n.rsplit(".", 1)[-1] not in config.skip and n not in kept]
     modules = dict(model.named_modules())
-    measured = sum(_layer_bytes(modules[n]) for n in counted)
+    measured = sum(linear_weight_bytes(modules[n]) for n in counted)
     fp16 = sum(shapes[n].out_features * shapes[n].in_features * FP16_BYTES for n in counted)
 
     meta = build_model(engine_preset(analytic_preset), device="meta")

@@ -147,3 +147,35 @@ def epoch_trains(
         "nonfinite_steps": run.nonfinite_steps,
         "steps_run": len(losses),
     }
+
+
+@checker(observes=["swap_max_abs_diff", "adapters"], ids=["FALSIFY-QLORA-005"])
+def adapter_swap(
+    pretrained_init: Path,
+    instruction_data: InstructionData,
+    tmp_path: Path,
+    rank: int,
+    steps: int,
+    lr: float,
+    eval_rows: int,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Train adapters ``a`` and ``b`` on one NF4 base (``engine.multi_adapter.train_adapters`` with
+    ``quantize=True``), then compare the logits with ``a`` active and with ``b`` active."""
+    from engine.lora import swap_adapter
+    from engine.multi_adapter import AdapterJob, train_adapters
+
+    out = fresh_dir(tmp_path, "swap-")
+    settings = LoraSettings(r=rank, alpha=2.0 * rank)
+    jobs = [AdapterJob(name, instruction_data, out / name, settings) for name in ("a", "b")]
+    cfg = TrainConfig(steps=steps, batch_size=8, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(2, steps), eval_batches=1,
+                      seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NF4AlignmentWarning)
+        result = train_adapters(load_checkpoint(pretrained_init, device="cpu").model, jobs, cfg, quantize=True)
+    ids = instruction_data.val_input_ids[:eval_rows]
+    swap_adapter(result.model, "a")
+    with_a = _logits(result.model, ids)
+    swap_adapter(result.model, "b")
+    with_b = _logits(result.model, ids)
+    return {"swap_max_abs_diff": float((with_a - with_b).abs().max()), "adapters": len(jobs)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,20 @@ def changed_tensors(before: Mapping[str, torch.Tensor], after: Mapping[str, torc
         if a.shape != b.shape or a.dtype != b.dtype or not torch.equal(_bits(a), _bits(b)):
             changed.append(name)
     return changed
+
+
+def unique_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes of the distinct storages behind ``tensors``: views and shared tensors count once."""
+    seen: dict[tuple[str, int], int] = {}
+    for t in tensors:
+        storage = t.untyped_storage()
+        seen[(str(t.device), storage.data_ptr())] = storage.nbytes()
+    return sum(seen.values())
+
+
+def module_tensors(model: nn.Module) -> list[torch.Tensor]:
+    """Every parameter and buffer of ``model`` (shared ones repeated; :func:`unique_bytes` dedupes)."""
+    return [p.data for p in model.parameters()] + list(model.buffers())
 
 
 def write_loss_evidence(

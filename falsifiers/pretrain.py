@@ -1,0 +1,136 @@
+"""Pretraining from an init checkpoint: a clean CLI exit, a step-0 loss that proves the init's
+weights flowed through, a valid checkpoint, validation loss that beats scratch, and wall time.
+
+The init is the session's ``pretrained_init``; each checker runs the engine's pretraining (its
+CLI or ``engine.train.pretrain``) from it inside its own call.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.checkpoint import CheckpointError, load_checkpoint, read_header
+from engine.config import ARCHITECTURE_KEYS, ModelConfig
+from engine.data import TokenData
+from engine.tokenizer import EngineTokenizer
+from engine.train import TrainConfig, TrainResult, pretrain
+from falsifiers.training import Run, fresh_dir, plot_losses
+from pv.checkers import checker
+
+BATCH, SEQ_LEN, EVAL_BATCHES = 8, 64, 4
+CLI_TIMEOUT_S = 300
+
+
+def _cfg(steps: int, seed: int) -> TrainConfig:
+    return TrainConfig(steps=steps, batch_size=BATCH, seq_len=SEQ_LEN, lr=1e-3, warmup_steps=min(2, steps),
+                       eval_batches=EVAL_BATCHES, seed=seed)
+
+
+def _from_init(pretrained_init: Path, data: TokenData, out: Path, cfg: TrainConfig) -> tuple[TrainResult, Run]:
+    records: list[dict[str, Any]] = []
+    result = pretrain(out, cfg, init=pretrained_init, data=data, device="cpu", on_record=records.append)
+    return result, Run(result, records)
+
+
+def _from_scratch(
+    config: ModelConfig, tokenizer: EngineTokenizer, data: TokenData, out: Path, cfg: TrainConfig
+) -> tuple[TrainResult, Run]:
+    records: list[dict[str, Any]] = []
+    result = pretrain(out, cfg, config=config, tokenizer=tokenizer, data=data, device="cpu", on_record=records.append)
+    return result, Run(result, records)
+
+
+@checker(observes=["exit_code"], ids=["FALSIFY-PINIT-001"])
+def cli_exit(pretrained_init: Path, tmp_path: Path, pv_artifacts: Path, steps: int, seed: int = 0) -> dict[str, Any]:
+    """Run ``python -m engine pretrain OUT --init CKPT`` for ``steps`` steps in a child process
+    (a mutant's fault reaches it through ``PV_FAULTS``); its output is kept as evidence."""
+    out = fresh_dir(tmp_path, "cli-")
+    cmd = [
+        sys.executable, "-m", "engine", "pretrain", str(out / "run"), "--init", str(pretrained_init),
+        "--steps", str(steps), "--batch-size", str(BATCH), "--seq-len", str(SEQ_LEN), "--warmup", "1",
+        "--eval-every", "0", "--save-every", "0", "--seed", str(seed), "--device", "cpu",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False,
+                          env={**os.environ, "NO_COLOR": "1"})
+    (pv_artifacts / "cli.log").write_text(
+        f"$ {' '.join(cmd[1:])}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}",
+        encoding="utf-8",
+    )
+    return {"exit_code": proc.returncode}
+
+
+@checker(observes=["step0_loss_init", "step0_loss_scratch", "vocab_size"], ids=["FALSIFY-PINIT-002"])
+def step0_losses(
+    pretrained_init: Path, engine_tokenizer: EngineTokenizer, pretrain_data: TokenData, tmp_path: Path, seed: int = 0
+) -> dict[str, Any]:
+    """Step-0 training loss of a one-step run from the init and of one from scratch (same batch)."""
+    cfg = _cfg(1, seed)
+    init_result, _ = _from_init(pretrained_init, pretrain_data, fresh_dir(tmp_path, "init-"), cfg)
+    config: ModelConfig = init_result.extra["model"].config
+    scratch_result, _ = _from_scratch(config, engine_tokenizer, pretrain_data, fresh_dir(tmp_path, "scratch-"), cfg)
+    return {
+        "step0_loss_init": init_result.step0_loss,
+        "step0_loss_scratch": scratch_result.step0_loss,
+        "vocab_size": config.vocab_size,
+    }
+
+
+@checker(observes=["checkpoint_loads", "missing_arch_keys"], ids=["FALSIFY-PINIT-003"])
+def checkpoint_valid(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int,
+                     seed: int = 0) -> dict[str, Any]:
+    """Pretrain from the init for ``steps`` steps; read the final checkpoint's header and load it."""
+    result, _ = _from_init(pretrained_init, pretrain_data, fresh_dir(tmp_path), _cfg(steps, seed))
+    if result.checkpoint is None:
+        return {"checkpoint_loads": 0, "missing_arch_keys": len(ARCHITECTURE_KEYS)}
+    path = result.checkpoint / "model.safetensors"
+    try:
+        _, meta = read_header(path)
+        missing = sum(1 for key in ARCHITECTURE_KEYS if key not in meta)
+    except CheckpointError:
+        missing = len(ARCHITECTURE_KEYS)
+    try:
+        load_checkpoint(path, device="cpu")
+        loads = 1
+    except CheckpointError:
+        loads = 0
+    return {"checkpoint_loads": loads, "missing_arch_keys": missing}
+
+
+@checker(observes=["val_loss_init", "val_loss_scratch"], ids=["FALSIFY-PINIT-004"])
+def val_vs_scratch(
+    pretrained_init: Path,
+    engine_tokenizer: EngineTokenizer,
+    pretrain_data: TokenData,
+    tmp_path: Path,
+    pv_artifacts: Path,
+    steps: int,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Validation loss (the first 4 validation batches) after ``steps`` steps from the init and
+    from scratch, same data, seed and schedule."""
+    cfg = _cfg(steps, seed)
+    init_result, init_run = _from_init(pretrained_init, pretrain_data, fresh_dir(tmp_path, "init-"), cfg)
+    config: ModelConfig = init_result.extra["model"].config
+    scratch_result, scratch_run = _from_scratch(config, engine_tokenizer, pretrain_data,
+                                                fresh_dir(tmp_path, "scratch-"), cfg)
+    plot_losses(pv_artifacts / "loss.png", {"from init": init_run.losses, "from scratch": scratch_run.losses},
+                f"pretraining, {steps} steps")
+    return {
+        "val_loss_init": init_result.val_losses.get(steps, math.nan),
+        "val_loss_scratch": scratch_result.val_losses.get(steps, math.nan),
+    }
+
+
+@checker(observes=["wall_s"], ids=["FALSIFY-PINIT-005"])
+def wall_time(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int,
+              seed: int = 0) -> dict[str, Any]:
+    """Wall-clock seconds of ``engine.train.pretrain`` from the init, loading and saving included."""
+    start = time.perf_counter()
+    _from_init(pretrained_init, pretrain_data, fresh_dir(tmp_path), _cfg(steps, seed))
+    return {"wall_s": time.perf_counter() - start}
