@@ -132,7 +132,20 @@ def settings_of(config: pytest.Config) -> PvSettings:
     return config.stash[_SETTINGS_KEY]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # The earliest hook a plugin gets: an xdist worker is pinned to its GPU before any conftest
+    # can import torch and initialise CUDA (which reads CUDA_VISIBLE_DEVICES once).
+    from pv.devices import pin_this_worker
+
+    pin_this_worker()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        from pv.devices import pin_this_worker
+
+        pin_this_worker()  # idempotent; covers a plugin loaded after the conftests (-p pv.plugin)
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     settings = PvSettings.from_config(config)
@@ -220,8 +233,10 @@ def run_item(item: Any) -> None:
     """Run a :class:`pv.collect.FalsifierItem`; raise the pytest outcome that matches its verdict."""
     from pv.checkers import CheckerBindingError, resolve
     from pv.collect import CheckerError, Falsified, VacuousFalsifier
+    from pv.devices import current_pinning, device_label, gpu_gate
     from pv.hypothesis_support import PropertyRunner
-    from pv.requirements import needs_gpu, unmet
+    from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
+    from pv.requirements import current_machine, needs_gpu, unmet
     from pv.run_checker import BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
 
     settings = settings_of(item.config)
@@ -229,18 +244,32 @@ def run_item(item: Any) -> None:
     result: FalsifierResult = item.new_result()
     item.pv_result = result
 
+    gpu = needs_gpu(f.requires)
+    pinning = current_pinning()
+    gate = gpu_gate(gpu, pinning)
+    if gate:
+        _skip(result, gate)
     reasons = unmet(f.requires)
     if reasons:
         _skip(result, "; ".join(reasons))
     if f.check is None:
         _skip(result, "not bound: the falsifier has no `check:` (documentation only)")
-    if needs_gpu(f.requires):
-        result.device = "cuda"
+    launch = f.launch
+    if launch is not None:
+        gate = launch_gate(launch.nproc, gpu, lambda: current_machine().gpu_count)
+        if gate:
+            _skip(result, gate)
+    if gpu:
+        result.device = device_label(gpu, pinning)
 
     getfixture = item._request.getfixturevalue
     try:
         spec = resolve(f.check, settings.checker_packages)
-        kwargs = bind_arguments(spec.func, f.params, getfixture)
+        if launch is None:
+            kwargs = bind_arguments(spec.func, f.params, getfixture)
+        else:  # the ranks get params and pv_artifacts; the folder also receives every rank's log
+            kwargs = {"pv_artifacts": new_artifact_dir(item, getfixture("tmp_path_factory"))}
+            launch_arguments(spec.func, f.params, kwargs["pv_artifacts"])
     except (CheckerBindingError, BindingError) as exc:
         _error(result, f"ERROR {item.label}: cannot bind checker {f.check}: {exc}")
     except Exception as exc:  # a fixture that failed to set up is a harness defect, not a finding
@@ -251,6 +280,11 @@ def run_item(item: Any) -> None:
     expect = f.expect or ""
 
     def evaluate(arguments: dict[str, Any]) -> Any:
+        if launch is not None:
+            request = LaunchRequest(item.path, f.id, launch.nproc, settings.checker_packages, item.seed,
+                                    item.contract.sha256 or None, item.config.rootpath)
+            return evaluate_launched(request, artifacts=arguments["pv_artifacts"], observes=spec.observes,
+                                     expect=expect, params=f.params, text=text, timeout_s=timeout)
         return evaluate_call(
             spec.func,
             arguments,
@@ -290,7 +324,8 @@ def run_item(item: Any) -> None:
             "pv_hypothesis": _property_runner(item),
         }
         try:
-            mutant_kwargs = bind_arguments(spec.func, f.params, getfixture, overrides)
+            mutant_kwargs = (bind_arguments(spec.func, f.params, getfixture, overrides) if launch is None
+                             else {"pv_artifacts": overrides["pv_artifacts"]})
             result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs))
         except Exception as exc:  # the harness could not run the mutant: not a kill
             message = f"mutant {f.mutant} could not be run: {type(exc).__name__}: {exc}"
