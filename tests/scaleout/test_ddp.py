@@ -39,7 +39,7 @@ from engine.distributed import (
     shard_rows,
 )
 from engine.model import build_model
-from engine.tokenizer import cached_tokenizer
+from engine.tokenizer import EngineTokenizer, cached_tokenizer
 from engine.train import LOG_NAME, FinetuneTask, TrainConfig, pretrain, read_log, run_training
 
 LOSS_ATOL = 1e-4
@@ -158,21 +158,21 @@ def _masked_pairs(seed: int = 0, rows: int = 16, seq: int = 24) -> InstructionDa
     return InstructionData(ids, labels, ids[:2], labels[:2], digest="synthetic")
 
 
-def _finetune(out: Path) -> dict[str, Any]:
+def _finetune(out: Path, tokenizer: EngineTokenizer) -> dict[str, Any]:
     torch.manual_seed(0)
     model = build_model(preset("tiny"), device="cpu")
     cfg = TrainConfig(steps=6, batch_size=4, seq_len=24, lr=LR, warmup_steps=1, eval_every=0, eval_batches=1,
                       save_every=0, seed=0)
-    task = FinetuneTask(model, cached_tokenizer(512), _masked_pairs(), cfg, "full", None)
+    task = FinetuneTask(model, tokenizer, _masked_pairs(), cfg, "full", None)
     result = run_training(task, cfg, out)
     return {"losses": result.losses, "tokens": result.tokens}
 
 
-def _rank_main(rank: int, port: int, out: str, results: str) -> None:
+def _rank_main(rank: int, port: int, out: str, results: str, tokenizer_json: str) -> None:
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     torch.set_num_threads(1)
-    got = _finetune(Path(out))
+    got = _finetune(Path(out), EngineTokenizer.from_json(tokenizer_json))
     Path(results, f"rank-{rank}.json").write_text(json.dumps(got))
 
 
@@ -188,9 +188,11 @@ def test_masked_fine_tuning_weights_ranks_by_their_tokens(tmp_path: Path) -> Non
     per_rank = [int((rows[r::2, 1:] != -100).sum()) for r in range(2)]
     assert per_rank[0] != per_rank[1]  # the case an unweighted mean of rank means gets wrong
 
-    single = _finetune(tmp_path / "one")
+    tokenizer = cached_tokenizer(512)
+    single = _finetune(tmp_path / "one", tokenizer)
     (tmp_path / "res").mkdir()
-    mp.spawn(_rank_main, args=(_free_port(), str(tmp_path / "two"), str(tmp_path / "res")), nprocs=2, join=True)
+    mp.spawn(_rank_main, args=(_free_port(), str(tmp_path / "two"), str(tmp_path / "res"), tokenizer.to_json()),
+             nprocs=2, join=True)
     ranks = [json.loads((tmp_path / "res" / f"rank-{r}.json").read_text()) for r in range(2)]
     assert ranks[0] == ranks[1]  # every rank agrees on the global loss
     assert ranks[0]["tokens"] == single["tokens"]
