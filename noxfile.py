@@ -49,10 +49,11 @@ def interop(session: nox.Session) -> None:
         "pytest",
         "tests/engine/test_gguf.py",
         "-k",
-        "llama_cpp",
+        "llama_cpp_greedy",
         "-p",
         "no:cacheprovider",
         "-v",
         "-rs",
         *session.posargs,
+        env={"PV_INTEROP": "1"},
     )

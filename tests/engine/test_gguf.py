@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -212,7 +213,9 @@ def _train_briefly(config, tok: EngineTokenizer, steps: int = 150) -> torch.nn.M
 
 @pytest.mark.parametrize("config", [tiny_config(), qwen2_tiny_config()], ids=["llama", "qwen2"])
 def test_llama_cpp_greedy_tokens_match_engine(tmp_path: Path, tok: EngineTokenizer, config) -> None:  # type: ignore[no-untyped-def]
-    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `nox -s interop` only")
+    if not os.environ.get("PV_INTEROP"):
+        pytest.skip("llama.cpp interop runs in `nox -s interop` (PV_INTEROP=1)")
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `nox -s interop`")
     from engine.generate import generate
 
     model = _train_briefly(config, tok)
@@ -228,7 +231,7 @@ def test_llama_cpp_greedy_tokens_match_engine(tmp_path: Path, tok: EngineTokeniz
     with torch.no_grad():
         ours = model(torch.tensor([prompt])).logits[0].numpy()
     theirs = np.asarray(llm.scores[: len(prompt)])
-    assert np.abs(ours - theirs).max() < 1e-2, np.abs(ours - theirs).max()
+    assert np.abs(ours - theirs).max() < 5e-3, np.abs(ours - theirs).max()
     cpp_tokens = []
     for _ in range(n_new):
         nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
