@@ -30,7 +30,9 @@ DEVICES_ENV = "PV_DEVICES"
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 ORDER_ENV = "CUDA_DEVICE_ORDER"
 PINNED_ENV = "PV_PINNED_DEVICE"  # what the worker got: "cuda:<id>" or "cpu"
+PINNED_FOR_ENV = "PV_PINNED_FOR"  # "<testrunuid>:<worker>": a nested pytest run pins its own workers
 WORKER_ENV = "PYTEST_XDIST_WORKER"
+RUN_ENV = "PYTEST_XDIST_TESTRUNUID"
 CPU = "cpu"
 _NO_DEVICES = frozenset({"", "none", "cpu", "-1"})
 _WORKER_RE = re.compile(r"^gw(\d+)$")
@@ -125,6 +127,10 @@ class Pinning:
         return self.device is not None
 
 
+def _pinned_for(environ: Mapping[str, str], worker_id: str) -> str:
+    return f"{environ.get(RUN_ENV, '')}:{worker_id}"
+
+
 def plan(worker_id: str, listing: DeviceList, environ: Mapping[str, str] | None = None) -> Pinning | None:
     """The pinning for ``worker_id``, or None when the device list is unknown (leave the worker as it is)."""
     if listing.devices is None:
@@ -136,6 +142,7 @@ def plan(worker_id: str, listing: DeviceList, environ: Mapping[str, str] | None 
         changes[ORDER_ENV] = "PCI_BUS_ID"  # NVML's order; CUDA's default is fastest-first
     pinning = Pinning(worker_id, device)
     changes[PINNED_ENV] = pinning.label
+    changes[PINNED_FOR_ENV] = _pinned_for(env, worker_id)
     return Pinning(worker_id, device, changes)
 
 
@@ -155,7 +162,7 @@ def pin_this_worker(
     worker = env.get(WORKER_ENV)
     if not worker or _WORKER_RE.match(worker) is None:
         return None
-    if PINNED_ENV in env:
+    if env.get(PINNED_FOR_ENV) == _pinned_for(env, worker):
         return current_pinning(env)
     pinning = plan(worker, available_devices(env, count), env)
     if pinning is not None:
