@@ -3,5 +3,5 @@
 from pv.checkers import checker
 from pv.faults import FaultRegistry
 
-__all__ = ["checker", "FaultRegistry", "__version__"]
+__all__ = ["FaultRegistry", "__version__", "checker"]
 __version__ = "0.1.0"

@@ -70,7 +70,7 @@ def collection_diagnostics(loaded: LoadedContract, packages: Sequence[str]) -> l
     need every contract, and collection of one file must not depend on the others.  Within one
     file a repeated FALSIFY id would give two items one node id, so it is checked here.
     """
-    from pv.rules import DUPLICATE_FALSIFIER, SCHEMA
+    from pv.rules import DUPLICATE_FALSIFIER
     from pv.validate import check_file
 
     found = check_file(loaded, packages)
@@ -86,12 +86,6 @@ def collection_diagnostics(loaded: LoadedContract, packages: Sequence[str]) -> l
                 )
             )
         seen.add(f.id)
-        if f.check is not None and f.expect is None:
-            found.append(
-                loaded.diagnostic(
-                    SCHEMA, ("falsification_tests", i, "check"), f"{f.id} binds a checker but has no `expect`"
-                )
-            )
     return found
 
 

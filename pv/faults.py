@@ -13,7 +13,7 @@ import importlib
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -31,7 +31,7 @@ class Fault:
 class FaultRegistryLike(Protocol):
     def names(self) -> list[str]: ...
 
-    def enabled(self, name: str) -> "contextmanager[None]": ...  # type: ignore[valid-type]
+    def enabled(self, name: str) -> AbstractContextManager[None]: ...
 
     def active(self, name: str) -> bool: ...
 

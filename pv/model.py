@@ -10,7 +10,7 @@ falsifiers vanish silently.
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -27,7 +27,7 @@ CONTRACT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 REF_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """DESIGN.md's status ladder; only `pv promote` moves a contract up it."""
 
     DRAFT = "DRAFT"
@@ -36,7 +36,7 @@ class Status(str, Enum):
     RETIRED = "RETIRED"
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     KERNEL = "kernel"
     REGISTRY = "registry"
     MODEL_FAMILY = "model-family"
@@ -51,7 +51,7 @@ class Kind(str, Enum):
     BENCHMARK = "benchmark"
 
 
-class ObligationType(str, Enum):
+class ObligationType(StrEnum):
     """The 26 obligation types of the Rust dialect plus `safety` and `liveness`."""
 
     INVARIANT = "invariant"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     SURVIVED = "survived"  # the prediction held: the only verdict that is evidence for a claim
     FALSIFIED = "falsified"  # the prediction failed
     ERROR = "error"  # the checker crashed, hung or returned malformed observations

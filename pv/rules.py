@@ -294,6 +294,15 @@ CHECK_OUTSIDE = _r(
     "contract can never make the harness import or call arbitrary code. Nothing was imported.",
     "Move the checker into a checker package, or add its package to the configuration.",
 )
+NO_EXPECT = _r(
+    "PV112",
+    "no-expect",
+    E,
+    "A falsifier binds a checker but states no `expect` predicate.",
+    "A checker only measures; the claim is the `expect` predicate in the contract. A bound falsifier "
+    "without one has nothing its observations could contradict, so the plugin refuses to run it.",
+    "Add `expect:` with the prediction as an expression over the observations and params.",
+)
 DUPLICATE_CONTRACT = _r(
     "PV120",
     "duplicate-contract-id",

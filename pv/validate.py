@@ -302,12 +302,7 @@ def _check_falsifier(
     expect = f.get("expect")
     if expect is None and isinstance(f.get("check"), str):
         # the plugin refuses to run a bound checker with nothing to judge its observations by
-        yield loaded.diagnostic(
-            rules.SCHEMA,
-            (*base, "check"),
-            f"{label} binds a checker but has no `expect`",
-            hint="add `expect:` with the predicate the observations must satisfy",
-        )
+        yield loaded.diagnostic(rules.NO_EXPECT, (*base, "check"), f"{label} binds a checker but has no `expect`")
     if isinstance(expect, str):
         try:
             expr.parse(expect)

@@ -76,15 +76,6 @@ EXPECT_UNPARSABLE = _r(
     "The predicate must be valid in pv's safe expression language; see PV109.",
     "Fix the expression at the reported column.",
 )
-EXPECT_MISSING = _r(
-    "PVL303",
-    "no-expect",
-    E,
-    "A falsifier binds a checker but states no expect predicate.",
-    "A checker only measures; the claim is the `expect` predicate in the contract. A bound falsifier "
-    "without one has nothing that its observations could contradict.",
-    "Add `expect:` with the prediction as an expression over the observations and params.",
-)
 # --- falsifiability -----------------------------------------------------------------------------
 MUTANT_MISSING = _r(
     "PVL401",

@@ -104,7 +104,7 @@ def test_sarif_results_carry_rule_location_fingerprint_and_baseline_state(tree_c
     jsonschema.Draft7Validator(SARIF_SCHEMA).validate(data)
     run = data["runs"][0]
     rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
-    assert rules == ["PVL301", "PVL303"]
+    assert rules == ["PV112", "PVL301"]
     first = run["results"][0]
     assert first["ruleId"] == "PVL301" and rules[first["ruleIndex"]] == "PVL301"
     assert first["level"] == "error" and first["baselineState"] == "unchanged"

@@ -111,7 +111,7 @@ PER_FILE_CASES = [
     (("mutant: engine.faults:some_fault", "mutant: some fault"), "PV110", 19, 13, "mutant `some fault`"),
     (("check: falsifiers.alpha:measure", "check: os:system"), "PV111", 17, 12, "outside the checker packages"),
     (("check: falsifiers.alpha:measure", "check: falsifiersx:f"), "PV111", 17, 12, "`falsifiersx`"),
-    (('    expect: "0 < x <= 1"\n', ""), "PV100", 17, 12, "binds a checker but has no `expect`"),
+    (('    expect: "0 < x <= 1"\n', ""), "PV112", 17, 12, "binds a checker but has no `expect`"),
     (("requires: [cpu]", "requires: [cpu, tpu]"), "PV100", 20, 21, "unknown requirement 'tpu'"),
     (("requires: [cpu]", "requires: cuda_mem_gib>=lots"), "PV100", 20, 15, "requires"),
     (

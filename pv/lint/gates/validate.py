@@ -17,6 +17,7 @@ from pv.lint.gates.base import GateContext, GateOutcome, plural
 # validate's rule code -> the lint gate that reports it
 ROUTES: dict[str, str] = {
     "PV111": "binding",  # checker-outside-packages
+    "PV112": "observations",  # no-expect
     "PV120": "duplicates",  # duplicate-contract-id
     "PV121": "duplicates",  # duplicate-falsify-id
     "PV122": "duplicates",  # duplicate-obligation-id
