@@ -38,6 +38,14 @@ class Method(StrEnum):
     qlora = "qlora"
 
 
+def _print_summary(summary: dict[str, Any]) -> None:
+    """The run's JSON summary, once: under torchrun only rank 0 prints it."""
+    from engine.distributed import rank_info
+
+    if rank_info().rank == 0:
+        _out.print(json.dumps(summary, indent=2, sort_keys=True))
+
+
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     _err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
     return typer.Exit(code=code)
@@ -56,8 +64,15 @@ def _guarded(fn: Callable[[], T]) -> T:
 
 @contextmanager
 def _training_progress(steps: int, label: str) -> Iterator[Callable[[dict[str, Any]], None]]:
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[status]}"), console=_err, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=_err,
+        transient=True,
+    ) as progress:
         task = progress.add_task(label, total=steps, status="")
 
         def on_record(record: dict[str, Any]) -> None:
@@ -91,11 +106,30 @@ def _preset(name: str) -> Any:
         raise _fail(str(exc)) from None
 
 
-def _train_config(steps: int, batch_size: int, seq_len: int, lr: float, warmup: int, eval_every: int,
-                  save_every: int, seed: int, grad_clip: float) -> TrainConfig:
-    return _guarded(lambda: TrainConfig(steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
-                                        warmup_steps=warmup, eval_every=eval_every, save_every=save_every,
-                                        seed=seed, grad_clip=grad_clip))
+def _train_config(
+    steps: int,
+    batch_size: int,
+    seq_len: int,
+    lr: float,
+    warmup: int,
+    eval_every: int,
+    save_every: int,
+    seed: int,
+    grad_clip: float,
+) -> TrainConfig:
+    return _guarded(
+        lambda: TrainConfig(
+            steps=steps,
+            batch_size=batch_size,
+            seq_len=seq_len,
+            lr=lr,
+            warmup_steps=warmup,
+            eval_every=eval_every,
+            save_every=save_every,
+            seed=seed,
+            grad_clip=grad_clip,
+        )
+    )
 
 
 Steps = Annotated[int, typer.Option(help="Optimizer updates.")]
@@ -114,8 +148,12 @@ Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N (default: $P
 @app.command()
 def pretrain(
     out: Annotated[Path, typer.Argument(help="Run folder: checkpoints, log.jsonl.")],
-    preset_name: Annotated[str | None, typer.Option(
-        "--preset", help=f"Model shape: {', '.join(PRESETS)} (default tiny; with --init, checked against it).")] = None,
+    preset_name: Annotated[
+        str | None,
+        typer.Option(
+            "--preset", help=f"Model shape: {', '.join(PRESETS)} (default tiny; with --init, checked against it)."
+        ),
+    ] = None,
     init: Annotated[Path | None, typer.Option(help="Start from this checkpoint's weights.")] = None,
     steps: Steps = 200,
     batch_size: BatchSize = 8,
@@ -135,9 +173,10 @@ def pretrain(
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
     config = _preset(preset_name or "tiny") if init is None or preset_name else None
     with _training_progress(steps, "pretrain") as on_record:
-        result = _guarded(lambda: run_pretrain(out, cfg, config=config, init=init, resume=resume, device=device,
-                                               on_record=on_record))
-    _out.print(json.dumps(_summary(result), indent=2, sort_keys=True))
+        result = _guarded(
+            lambda: run_pretrain(out, cfg, config=config, init=init, resume=resume, device=device, on_record=on_record)
+        )
+    _print_summary(_summary(result))
 
 
 @app.command()
@@ -149,7 +188,8 @@ def finetune(
     alpha: Annotated[float, typer.Option(help="LoRA alpha.")] = 16.0,
     dropout: Annotated[float, typer.Option(help="LoRA dropout.")] = 0.0,
     targets: Annotated[str, typer.Option(help=f"Comma-separated projections: {','.join(ALL_PROJECTIONS)}.")] = (
-        "q_proj,v_proj"),
+        "q_proj,v_proj"
+    ),
     double_quant: Annotated[bool, typer.Option("--double-quant/--no-double-quant")] = True,
     data: Annotated[Path | None, typer.Option(help="Instruction JSONL (default: stdlib docstring pairs).")] = None,
     steps: Steps = 100,
@@ -170,17 +210,31 @@ def finetune(
     from engine.train import finetune as run_finetune
 
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
-    settings = _guarded(lambda: LoraSettings(r=rank, alpha=alpha, dropout=dropout,
-                                             targets=tuple(t.strip() for t in targets.split(",") if t.strip())))
+    settings = _guarded(
+        lambda: LoraSettings(
+            r=rank, alpha=alpha, dropout=dropout, targets=tuple(t.strip() for t in targets.split(",") if t.strip())
+        )
+    )
     inst = None
     if data is not None:
         tokenizer = _guarded(lambda: load_checkpoint(base)).tokenizer
         inst = _guarded(lambda: tokenize_pairs(read_jsonl(data), tokenizer, seq_len))
     with _training_progress(steps, f"finetune ({method.value})") as on_record:
-        result = _guarded(lambda: run_finetune(base, out, cfg, method=method.value, lora=settings,
-                                               nf4=NF4Config(double_quant=double_quant), data=inst, resume=resume,
-                                               device=device, on_record=on_record))
-    _out.print(json.dumps({**_summary(result), "method": method.value}, indent=2, sort_keys=True))
+        result = _guarded(
+            lambda: run_finetune(
+                base,
+                out,
+                cfg,
+                method=method.value,
+                lora=settings,
+                nf4=NF4Config(double_quant=double_quant),
+                data=inst,
+                resume=resume,
+                device=device,
+                on_record=on_record,
+            )
+        )
+    _print_summary({**_summary(result), "method": method.value})
 
 
 @app.command()
@@ -213,11 +267,23 @@ def distill(
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
     student_config = _preset(student_preset) if student_preset else None
     with _training_progress(steps, "distill") as on_record:
-        result = _guarded(lambda: run_distill(teacher, out, cfg, student_config=student_config,
-                                              student_init=student_init, temperature=temperature, alpha=alpha,
-                                              quantize_teacher=nf4_teacher, allow_same=allow_same, resume=resume,
-                                              device=device, on_record=on_record))
-    _out.print(json.dumps(_summary(result), indent=2, sort_keys=True))
+        result = _guarded(
+            lambda: run_distill(
+                teacher,
+                out,
+                cfg,
+                student_config=student_config,
+                student_init=student_init,
+                temperature=temperature,
+                alpha=alpha,
+                quantize_teacher=nf4_teacher,
+                allow_same=allow_same,
+                resume=resume,
+                device=device,
+                on_record=on_record,
+            )
+        )
+    _print_summary(_summary(result))
 
 
 @app.command()
@@ -243,8 +309,16 @@ def bench(
         raise _fail(f"unknown brick(s) {', '.join(unknown)}; known: {', '.join(BRICKS)}, all")
     _preset(preset_name)
     dev = _guarded(lambda: resolve_device(device))
-    settings = BrickSettings(preset=preset_name, batch_size=batch_size, seq_len=seq_len, new_tokens=new_tokens,
-                             reps=reps, warmup=warmup, qlora=qlora, device=str(dev))
+    settings = BrickSettings(
+        preset=preset_name,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        new_tokens=new_tokens,
+        reps=reps,
+        warmup=warmup,
+        qlora=qlora,
+        device=str(dev),
+    )
     results = _guarded(lambda: run_bricks(names, settings))
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
