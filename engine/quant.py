@@ -70,12 +70,14 @@ def to_nf4_linear(linear: nn.Linear, config: NF4Config, device: torch.device | s
     bnb = import_bnb()
     quant_type = "fp4" if FAULTS.active("nf4_as_fp4") else "nf4"
     kwargs = {"quant_type": quant_type} if quant_type == "nf4" else {}  # the fault keeps bnb's fp4 default
+    # The planted defect drops the request for double quantization: the absmax stays fp32.
+    double_quant = config.double_quant and not FAULTS.active("double_quant_ignored")
     layer: Any = bnb.nn.Linear4bit(
         linear.in_features,
         linear.out_features,
         bias=linear.bias is not None,
         compute_dtype=config.compute_dtype,
-        compress_statistics=config.double_quant,
+        compress_statistics=double_quant,
         device="meta",
         **kwargs,
     )
@@ -84,7 +86,7 @@ def to_nf4_linear(linear: nn.Linear, config: NF4Config, device: torch.device | s
         weight.clone(),
         requires_grad=False,
         blocksize=config.blocksize,
-        compress_statistics=config.double_quant,
+        compress_statistics=double_quant,
         module=layer,
         **kwargs,
     )
@@ -124,6 +126,8 @@ def quantize_model(model: M, config: NF4Config | None = None, device: torch.devi
                 kept.append(f"{parent_name}.{name}" if parent_name else name)
                 continue
             replacements.append((parent, name, child))
+    if FAULTS.active("nf4_skipped"):
+        replacements = []  # the defect: nothing is swapped, yet the model is still flagged 4-bit below
     for parent, name, child in replacements:
         setattr(parent, name, to_nf4_linear(child, cfg, target))
     if kept:
