@@ -47,8 +47,17 @@ def worker(args: argparse.Namespace) -> None:
     tok = cached_tokenizer(config.vocab_size)
     data = tokenize_corpus(tok)
     steps = args.warmup + args.steps
-    cfg = TrainConfig(steps=steps, batch_size=args.batch_size, seq_len=args.seq_len, lr=1e-3, warmup_steps=2,
-                      eval_every=0, eval_batches=1, save_every=0, seed=0)
+    cfg = TrainConfig(
+        steps=steps,
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+        lr=1e-3,
+        warmup_steps=2,
+        eval_every=0,
+        eval_batches=1,
+        save_every=0,
+        seed=0,
+    )
     marks: dict[int, tuple[float, int]] = {}
 
     def on_record(record: dict[str, Any]) -> None:
@@ -62,19 +71,43 @@ def worker(args: argparse.Namespace) -> None:
     first, last = args.warmup - 1, steps - 1
     tokens = sum(marks[s][1] for s in range(args.warmup, steps))
     seconds = marks[last][0] - marks[first][0]
-    Path(args.result).write_text(json.dumps({
-        "tokens_per_s": tokens / seconds, "seconds": seconds, "tokens": tokens,
-        "threads": torch.get_num_threads(), "world_size": rank_info().world_size,
-    }))
+    Path(args.result).write_text(
+        json.dumps(
+            {
+                "tokens_per_s": tokens / seconds,
+                "seconds": seconds,
+                "tokens": tokens,
+                "threads": torch.get_num_threads(),
+                "world_size": rank_info().world_size,
+            }
+        )
+    )
 
 
 def measure(nproc: int, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="pv-ddp-bench-") as tmp:
         result = Path(tmp) / "result.json"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-               str(Path(__file__).resolve()), "--worker", "--result", str(result), "--preset", args.preset,
-               "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch-size", str(args.batch_size),
-               "--seq-len", str(args.seq_len)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={nproc}",
+            str(Path(__file__).resolve()),
+            "--worker",
+            "--result",
+            str(result),
+            "--preset",
+            args.preset,
+            "--steps",
+            str(args.steps),
+            "--warmup",
+            str(args.warmup),
+            "--batch-size",
+            str(args.batch_size),
+            "--seq-len",
+            str(args.seq_len),
+        ]
         if args.device:
             cmd += ["--device", args.device]
         env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -96,9 +129,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="global batch (same for every process count)")
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: $PV_DEVICE, else auto)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="intra-op threads per rank for every run (default: torchrun's: all for 1 process, "
-                        "1 per rank for more)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="intra-op threads per rank for every run (default: torchrun's: all for 1 process, 1 per rank for more)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
@@ -113,8 +149,10 @@ def main() -> None:
         sys.exit(f"--batch-size {args.batch_size} must divide over every process count {counts}")
     rows = [(n, measure(n, args)) for n in counts]
     base = rows[0][1]["tokens_per_s"]
-    print(f"DDP scaling, preset {args.preset}, global batch {args.batch_size} x {args.seq_len} tokens, "
-          f"{args.steps} timed steps after {args.warmup} warm-up, {os.cpu_count()} CPUs")
+    print(
+        f"DDP scaling, preset {args.preset}, global batch {args.batch_size} x {args.seq_len} tokens, "
+        f"{args.steps} timed steps after {args.warmup} warm-up, {os.cpu_count()} CPUs"
+    )
     print(f"{'processes':>9}  {'threads/rank':>12}  {'tokens/s':>10}  {'ratio':>6}")
     for n, r in rows:
         print(f"{n:>9}  {r['threads']:>12}  {r['tokens_per_s']:>10.0f}  {r['tokens_per_s'] / base:>6.2f}")

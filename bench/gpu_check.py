@@ -40,8 +40,9 @@ def qlora_check(preset_name: str, steps: int, device: torch.device) -> dict[str,
 
     torch.manual_seed(0)
     config = preset(preset_name)
-    model = prepare_qlora(build_model(config, device=device), LoraSettings(r=8, targets=("q_proj", "v_proj")),
-                          device=device)
+    model = prepare_qlora(
+        build_model(config, device=device), LoraSettings(r=8, targets=("q_proj", "v_proj")), device=device
+    )
     base_before = base_parameters(model)
     layers = list(nf4_layers(model))
     params = [p for p in model.parameters() if p.requires_grad]
@@ -103,8 +104,9 @@ def distill_check(preset_name: str, steps: int, device: torch.device) -> dict[st
         cfg = TrainConfig(steps=steps, batch_size=8, seq_len=128, lr=1e-3, warmup_steps=2, eval_batches=2)
         torch.cuda.reset_peak_memory_stats(device)
         t0 = time.perf_counter()
-        result = distill(teacher_path, Path(folder) / "run", cfg, student_config=student_config,
-                         quantize_teacher=True, device=device)
+        result = distill(
+            teacher_path, Path(folder) / "run", cfg, student_config=student_config, quantize_teacher=True, device=device
+        )
         _sync()
         seconds = time.perf_counter() - t0
     t = result.extra["teacher"]

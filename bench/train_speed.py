@@ -115,12 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     engine_model = build_model(config, device=dev)
     gen = torch.Generator().manual_seed(1)
-    batches = [torch.randint(3, config.vocab_size, (args.batch, args.seq_len), generator=gen).to(dev)
-               for _ in range(args.steps)]
+    batches = [
+        torch.randint(3, config.vocab_size, (args.batch, args.seq_len), generator=gen).to(dev)
+        for _ in range(args.steps)
+    ]
     tokens = args.steps * args.batch * args.seq_len
-    figures: dict[str, Any] = {"preset": args.preset, "config": config.to_dict(), "device": str(dev),
-                               "batch": args.batch, "seq_len": args.seq_len, "steps": args.steps,
-                               "torch_threads": torch.get_num_threads()}
+    figures: dict[str, Any] = {
+        "preset": args.preset,
+        "config": config.to_dict(),
+        "device": str(dev),
+        "batch": args.batch,
+        "seq_len": args.seq_len,
+        "steps": args.steps,
+        "torch_threads": torch.get_num_threads(),
+    }
 
     # --- 1. pretraining -----------------------------------------------------------------------
     hf: Any = LlamaForCausalLM(LlamaConfig(**to_hf_config(config)))
@@ -144,12 +152,18 @@ def main(argv: list[str] | None = None) -> int:
     figures["pretrain"] = pre
     del hf, eng_pre
     print(f"pretraining ({args.preset}, batch {args.batch} x {args.seq_len}, {args.steps} steps/run, {dev}):")
-    print(f"  engine       {pre['engine_tokens_per_s_wall']:9.0f} tokens/s wall  "
-          f"{pre['engine_tokens_per_s_cpu']:9.0f} tokens/s cpu")
-    print(f"  transformers {pre['hf_tokens_per_s_wall']:9.0f} tokens/s wall  "
-          f"{pre['hf_tokens_per_s_cpu']:9.0f} tokens/s cpu")
-    print(f"  ratio engine/transformers: {pre['ratio_wall']:.2f}x wall, {pre['ratio_cpu']:.2f}x cpu"
-          f"   (first-step loss {loss_e[0]:.6f} vs {loss_h[0]:.6f})")
+    print(
+        f"  engine       {pre['engine_tokens_per_s_wall']:9.0f} tokens/s wall  "
+        f"{pre['engine_tokens_per_s_cpu']:9.0f} tokens/s cpu"
+    )
+    print(
+        f"  transformers {pre['hf_tokens_per_s_wall']:9.0f} tokens/s wall  "
+        f"{pre['hf_tokens_per_s_cpu']:9.0f} tokens/s cpu"
+    )
+    print(
+        f"  ratio engine/transformers: {pre['ratio_wall']:.2f}x wall, {pre['ratio_cpu']:.2f}x cpu"
+        f"   (first-step loss {loss_e[0]:.6f} vs {loss_h[0]:.6f})"
+    )
 
     # --- 2. QLoRA -------------------------------------------------------------------------------
     settings = LoraSettings(r=args.rank, alpha=2 * args.rank, targets=("q_proj", "v_proj"))
@@ -157,12 +171,21 @@ def main(argv: list[str] | None = None) -> int:
     tok = cached_tokenizer(min(config.vocab_size, 2048))
     with tempfile.TemporaryDirectory() as folder:
         export_hf(engine_model, tok, folder)
-        bnb_cfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                     bnb_4bit_compute_dtype=torch.float32)
-        hf_q = AutoModelForCausalLM.from_pretrained(folder, quantization_config=bnb_cfg, dtype=torch.float32,
-                                                    device_map={"": str(dev)})
-    peft_q: Any = get_peft_model(hf_q, LoraConfig(r=settings.r, lora_alpha=int(settings.alpha), lora_dropout=0.0,
-                                                   target_modules=list(settings.targets))).train()
+        bnb_cfg = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.float32,
+        )
+        hf_q = AutoModelForCausalLM.from_pretrained(
+            folder, quantization_config=bnb_cfg, dtype=torch.float32, device_map={"": str(dev)}
+        )
+    peft_q: Any = get_peft_model(
+        hf_q,
+        LoraConfig(
+            r=settings.r, lora_alpha=int(settings.alpha), lora_dropout=0.0, target_modules=list(settings.targets)
+        ),
+    ).train()
     run_e, loss_e = loop(eng_q, batches, "input_ids")
     run_h, loss_h = loop(peft_q, batches, "input_ids")
     best = interleaved({"engine": run_e, "peft+bnb": run_h}, args.repeats)
@@ -181,28 +204,51 @@ def main(argv: list[str] | None = None) -> int:
     print(f"QLoRA step (NF4 + double quant, LoRA r={settings.r} on q_proj,v_proj):")
     print(f"  engine     {q['engine_step_s_wall'] * 1e3:8.1f} ms wall  {q['engine_step_s_cpu'] * 1e3:8.1f} ms cpu")
     print(f"  peft+bnb   {q['hf_step_s_wall'] * 1e3:8.1f} ms wall  {q['hf_step_s_cpu'] * 1e3:8.1f} ms cpu")
-    print(f"  speed-up engine vs peft+bnb: {q['speedup_wall']:.2f}x wall, {q['speedup_cpu']:.2f}x cpu"
-          f"   (first-step loss {loss_e[0]:.6f} vs {loss_h[0]:.6f})")
+    print(
+        f"  speed-up engine vs peft+bnb: {q['speedup_wall']:.2f}x wall, {q['speedup_cpu']:.2f}x cpu"
+        f"   (first-step loss {loss_e[0]:.6f} vs {loss_h[0]:.6f})"
+    )
 
     # --- 3. memory --------------------------------------------------------------------------------
     rows = compare_lora_qlora(config, settings)
     measured: dict[str, int] | None = None
     if not args.skip_measured_memory:
-        lora_m = measure_method(config, "lora", lora=settings, base_dtype=torch.float16, device=str(dev),
-                                batch_size=args.batch, seq_len=args.seq_len, fresh_process=True)
-        qlora_m = measure_method(config, "qlora", lora=settings, device=str(dev), batch_size=args.batch,
-                                 seq_len=args.seq_len, fresh_process=True)
-        measured = {rows[0].label: lora_m.model_bytes + lora_m.training_bytes,
-                    rows[1].label: qlora_m.model_bytes + qlora_m.training_bytes}
+        lora_m = measure_method(
+            config,
+            "lora",
+            lora=settings,
+            base_dtype=torch.float16,
+            device=str(dev),
+            batch_size=args.batch,
+            seq_len=args.seq_len,
+            fresh_process=True,
+        )
+        qlora_m = measure_method(
+            config,
+            "qlora",
+            lora=settings,
+            device=str(dev),
+            batch_size=args.batch,
+            seq_len=args.seq_len,
+            fresh_process=True,
+        )
+        measured = {
+            rows[0].label: lora_m.model_bytes + lora_m.training_bytes,
+            rows[1].label: qlora_m.model_bytes + qlora_m.training_bytes,
+        }
         figures["memory_measured"] = {"lora_fp16": lora_m.to_dict(), "qlora_nf4": qlora_m.to_dict()}
-    print(f"\nmemory, {args.preset} (measured = model + training-step growth, "
-          f"{'RSS' if dev.type == 'cpu' else 'CUDA allocator'}):")
+    print(
+        f"\nmemory, {args.preset} (measured = model + training-step growth, "
+        f"{'RSS' if dev.type == 'cpu' else 'CUDA allocator'}):"
+    )
     print(memory_table(rows, measured))
     report = seven_b_report(r=16)
     figures["memory_7b"] = report
-    print(f"\nQwen2.5-7B shape, LoRA r=16 on q_proj,v_proj: {report['lora_params_square_formula']:,} params by "
-          f"the layers*2*r*hidden*2 formula, {report['lora_params_real']:,} as PEFT builds them "
-          f"(v_proj is 3584->512 under GQA)")
+    print(
+        f"\nQwen2.5-7B shape, LoRA r=16 on q_proj,v_proj: {report['lora_params_square_formula']:,} params by "
+        f"the layers*2*r*hidden*2 formula, {report['lora_params_real']:,} as PEFT builds them "
+        f"(v_proj is 3584->512 under GQA)"
+    )
     from engine.memory import MemoryEstimate
 
     seven = [MemoryEstimate(**{k: v for k, v in row.items() if k != "total_bytes"}) for row in report["rows"]]

@@ -66,7 +66,13 @@ def tiny_model_factory() -> TinyModelFactory:
 # run that pretraining themselves.
 INIT_PRESET = "tiny"
 INIT_TRAIN: dict[str, Any] = {
-    "steps": 150, "batch_size": 32, "seq_len": 64, "lr": 5e-3, "warmup_steps": 5, "eval_batches": 4, "seed": 0,
+    "steps": 150,
+    "batch_size": 32,
+    "seq_len": 64,
+    "lr": 5e-3,
+    "warmup_steps": 5,
+    "eval_batches": 4,
+    "seed": 0,
 }
 INSTRUCTION_PAIRS = 256
 INSTRUCTION_SEQ_LEN = 64
@@ -88,8 +94,14 @@ def pretrained_init(
     from engine.train import TrainConfig, pretrain
 
     out = tmp_path_factory.mktemp("pretrained-init")
-    result = pretrain(out, TrainConfig(**INIT_TRAIN), config=preset(INIT_PRESET), tokenizer=engine_tokenizer,
-                      data=pretrain_data, device="cpu")
+    result = pretrain(
+        out,
+        TrainConfig(**INIT_TRAIN),
+        config=preset(INIT_PRESET),
+        tokenizer=engine_tokenizer,
+        data=pretrain_data,
+        device="cpu",
+    )
     assert result.checkpoint is not None
     return result.checkpoint / "model.safetensors"
 

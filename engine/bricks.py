@@ -84,8 +84,14 @@ def time_call(fn: Callable[[], object], *, warmup: int, reps: int, device: torch
     return times
 
 
-def summarize(name: str, times: Sequence[float], warmup: int, per_call_items: float | None = None,
-              unit: str | None = None, **extra: Any) -> BrickResult:
+def summarize(
+    name: str,
+    times: Sequence[float],
+    warmup: int,
+    per_call_items: float | None = None,
+    unit: str | None = None,
+    **extra: Any,
+) -> BrickResult:
     mean = statistics.fmean(times)
     median = statistics.median(times)
     cv = statistics.stdev(times) / mean if len(times) > 1 and mean > 0 else 0.0
@@ -123,8 +129,13 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
     cfg = _config(s)
     ids = _ids(s, cfg, s.batch_size, s.seq_len)
     tokens = ids.numel()
-    common = {"preset": s.preset, "device": str(device), "batch_size": s.batch_size, "seq_len": s.seq_len,
-              "qlora": s.qlora}
+    common = {
+        "preset": s.preset,
+        "device": str(device),
+        "batch_size": s.batch_size,
+        "seq_len": s.seq_len,
+        "qlora": s.qlora,
+    }
     if name == "lora_forward":
         model = _model(s, cfg, lora=True).eval()
 
@@ -136,8 +147,12 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
         return summarize(name, times, s.warmup, tokens, "tokens/s", **common)
     if name == "loss":
         logits = torch.randn(s.batch_size, s.seq_len, cfg.vocab_size, device=device)
-        times = time_call(lambda: F.cross_entropy(logits[:, :-1].reshape(-1, cfg.vocab_size), ids[:, 1:].reshape(-1)),
-                          warmup=s.warmup, reps=s.reps, device=device)
+        times = time_call(
+            lambda: F.cross_entropy(logits[:, :-1].reshape(-1, cfg.vocab_size), ids[:, 1:].reshape(-1)),
+            warmup=s.warmup,
+            reps=s.reps,
+            device=device,
+        )
         return summarize(name, times, s.warmup, tokens, "tokens/s", vocab_size=cfg.vocab_size, **common)
     if name in ("optimizer", "train_step"):
         model = _model(s, cfg, lora=True).train()
@@ -159,14 +174,20 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
 
     lm: Any = _model(s, cfg, lora=False).eval()
     if name == "ttft":
-        times = time_call(lambda: generate(lm, ids, max_new_tokens=1, eos_token_id=[]),
-                          warmup=s.warmup, reps=s.reps, device=device)
+        times = time_call(
+            lambda: generate(lm, ids, max_new_tokens=1, eos_token_id=[]), warmup=s.warmup, reps=s.reps, device=device
+        )
         return summarize(name, times, s.warmup, None, None, prompt_tokens=s.seq_len, **common)
     if name == "throughput":
-        times = time_call(lambda: generate(lm, ids, max_new_tokens=s.new_tokens, eos_token_id=[]),
-                          warmup=s.warmup, reps=s.reps, device=device)
-        return summarize(name, times, s.warmup, s.batch_size * s.new_tokens, "new tokens/s",
-                         new_tokens=s.new_tokens, **common)
+        times = time_call(
+            lambda: generate(lm, ids, max_new_tokens=s.new_tokens, eos_token_id=[]),
+            warmup=s.warmup,
+            reps=s.reps,
+            device=device,
+        )
+        return summarize(
+            name, times, s.warmup, s.batch_size * s.new_tokens, "new tokens/s", new_tokens=s.new_tokens, **common
+        )
     by_batch: dict[str, dict[str, float]] = {}
     all_times: list[float] = []
     for b in s.batch_sizes:
@@ -177,12 +198,23 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
 
         t = time_call(decode, warmup=s.warmup, reps=s.reps, device=device)
         median = statistics.median(t)
-        by_batch[str(b)] = {"median_s": median, "tokens_per_s": b * s.new_tokens / median,
-                            "cv": statistics.stdev(t) / statistics.fmean(t)}
+        by_batch[str(b)] = {
+            "median_s": median,
+            "tokens_per_s": b * s.new_tokens / median,
+            "cv": statistics.stdev(t) / statistics.fmean(t),
+        }
         all_times = t
     largest = max(s.batch_sizes)
-    return summarize(name, all_times, s.warmup, largest * s.new_tokens, "new tokens/s",
-                     by_batch=by_batch, new_tokens=s.new_tokens, **{**common, "batch_size": largest})
+    return summarize(
+        name,
+        all_times,
+        s.warmup,
+        largest * s.new_tokens,
+        "new tokens/s",
+        by_batch=by_batch,
+        new_tokens=s.new_tokens,
+        **{**common, "batch_size": largest},
+    )
 
 
 def run_bricks(names: Sequence[str] | None = None, s: BrickSettings | None = None) -> list[BrickResult]:
@@ -195,8 +227,16 @@ def results_json(results: Sequence[BrickResult]) -> str:
 
 def results_table(results: Sequence[BrickResult]) -> str:
     head = ["brick", "min ms", "median ms", "cv %", "rate"]
-    rows = [[r.name, f"{r.min_s * 1e3:.3f}", f"{r.median_s * 1e3:.3f}", f"{r.cv * 100:.1f}",
-             f"{r.rate:,.0f} {r.rate_unit}" if r.rate is not None else "-"] for r in results]
+    rows = [
+        [
+            r.name,
+            f"{r.min_s * 1e3:.3f}",
+            f"{r.median_s * 1e3:.3f}",
+            f"{r.cv * 100:.1f}",
+            f"{r.rate:,.0f} {r.rate_unit}" if r.rate is not None else "-",
+        ]
+        for r in results
+    ]
     widths = [max(len(c) for c in col) for col in zip(head, *rows, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)), *(fmt.format(*r) for r in rows)])

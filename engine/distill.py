@@ -78,7 +78,8 @@ def distillation_loss(
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
     if student_logits.size(-1) != teacher_logits.size(-1):
         raise DistillationRefused(
-            f"teacher vocabulary {teacher_logits.size(-1)} != student vocabulary {student_logits.size(-1)}")
+            f"teacher vocabulary {teacher_logits.size(-1)} != student vocabulary {student_logits.size(-1)}"
+        )
     s = student_logits[:, :-1].float()
     t = teacher_logits[:, :-1].float()
     target = labels[:, 1:]
@@ -94,8 +95,16 @@ def distillation_loss(
 class DistillTask:
     """Plugs distillation into :func:`engine.train.run_training`."""
 
-    def __init__(self, student: nn.Module, teacher: nn.Module, tokenizer: Any, data: Any, cfg: TrainConfig,
-                 temperature: float, alpha: float) -> None:
+    def __init__(
+        self,
+        student: nn.Module,
+        teacher: nn.Module,
+        tokenizer: Any,
+        data: Any,
+        cfg: TrainConfig,
+        temperature: float,
+        alpha: float,
+    ) -> None:
         self.model, self.teacher, self.tokenizer, self.data, self.cfg = student, teacher, tokenizer, data, cfg
         self.temperature, self.alpha = temperature, alpha
         self.device = next(student.parameters()).device
@@ -127,16 +136,20 @@ class DistillTask:
         if hasattr(self.data, "labels"):
             batches = self.data.val_batches(self.cfg.batch_size, self.cfg.eval_batches)
         else:
-            batches = [(b, b) for b in self.data.val_batches(self.cfg.batch_size, self.cfg.seq_len,
-                                                              self.cfg.eval_batches)]
+            batches = [
+                (b, b) for b in self.data.val_batches(self.cfg.batch_size, self.cfg.seq_len, self.cfg.eval_batches)
+            ]
         return mean_loss(self.model, batches, self.device)
 
     def save(self, folder: Path, manifest: dict[str, Any]) -> None:
         from engine.checkpoint import save_checkpoint
 
-        save_checkpoint(folder / "model.safetensors", self.model, self.tokenizer,  # type: ignore[arg-type]
-                        {**manifest, "data_digest": self.data.digest, "temperature": self.temperature,
-                         "alpha": self.alpha})
+        save_checkpoint(
+            folder / "model.safetensors",
+            self.model,  # type: ignore[arg-type]
+            self.tokenizer,
+            {**manifest, "data_digest": self.data.digest, "temperature": self.temperature, "alpha": self.alpha},
+        )
 
     def load(self, folder: Path) -> None:
         from engine.checkpoint import load_state
@@ -159,7 +172,8 @@ def check_pair(teacher: nn.Module, student: nn.Module, *, allow_same: bool) -> N
     if check_identity and weights_fingerprint(teacher) == weights_fingerprint(student):
         raise DistillationRefused(
             "teacher and student hold identical weights: distillation would teach nothing "
-            "(pass allow_same=True / --allow-same to run anyway)")
+            "(pass allow_same=True / --allow-same to run anyway)"
+        )
 
 
 def distill(
@@ -200,7 +214,13 @@ def distill(
     student.train()
     data = data if data is not None else tokenize_corpus(teacher_ckpt.tokenizer)
     task = DistillTask(student, teacher, teacher_ckpt.tokenizer, data, cfg, temperature, alpha)
-    result = run_training(task, cfg, out_dir, resume=resume, on_record=on_record, manifest={
-        "kind": "distill", "teacher": str(teacher_path), "teacher_nf4": quantize_teacher})
+    result = run_training(
+        task,
+        cfg,
+        out_dir,
+        resume=resume,
+        on_record=on_record,
+        manifest={"kind": "distill", "teacher": str(teacher_path), "teacher_nf4": quantize_teacher},
+    )
     result.extra.update({"model": student, "teacher": teacher, "kl": task.last_kl, "ce": task.last_ce})
     return result

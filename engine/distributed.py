@@ -166,8 +166,7 @@ class DistContext:
         """
         if not self.active:
             return loss, float(loss.detach()), tokens
-        stats = torch.tensor([float(loss.detach()) * tokens, float(tokens)], dtype=torch.float64,
-                             device=self.device)
+        stats = torch.tensor([float(loss.detach()) * tokens, float(tokens)], dtype=torch.float64, device=self.device)
         dist.all_reduce(stats)
         total_tokens = int(stats[1].item())
         if total_tokens <= 0:

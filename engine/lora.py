@@ -159,8 +159,11 @@ def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: s
     tmp = _temp_sibling(final)
     try:
         state = get_peft_model_state_dict(model, adapter_name=adapter_name)
-        save_file({k: v.detach().contiguous().cpu() for k, v in state.items()}, str(tmp / ADAPTER_WEIGHTS),
-                  metadata={"format": "pt", "adapter_name": adapter_name})
+        save_file(
+            {k: v.detach().contiguous().cpu() for k, v in state.items()},
+            str(tmp / ADAPTER_WEIGHTS),
+            metadata={"format": "pt", "adapter_name": adapter_name},
+        )
         model.peft_config[adapter_name].save_pretrained(str(tmp))
         if final.exists():
             shutil.rmtree(final)

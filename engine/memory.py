@@ -172,7 +172,13 @@ def estimate(
     lora_bytes = n_lora * 4
     storage = "nf4" if method == "qlora" else base
     return MemoryEstimate(
-        label or f"{method} on {storage} base", method, storage, base_bytes, n_lora, lora_bytes, lora_bytes,
+        label or f"{method} on {storage} base",
+        method,
+        storage,
+        base_bytes,
+        n_lora,
+        lora_bytes,
+        lora_bytes,
         ADAMW_STATES * lora_bytes,
     )
 
@@ -184,8 +190,14 @@ def compare_lora_qlora(
     model = build_model(config, device="meta")
     return [
         estimate(model, "lora", base_dtype=torch.float16, lora=lora, label="LoRA, fp16 base"),
-        estimate(model, "qlora", base_dtype=torch.float16, lora=lora, double_quant=double_quant,
-                 label="QLoRA, NF4 base" + (" + DQ" if double_quant else "")),
+        estimate(
+            model,
+            "qlora",
+            base_dtype=torch.float16,
+            lora=lora,
+            double_quant=double_quant,
+            label="QLoRA, NF4 base" + (" + DQ" if double_quant else ""),
+        ),
     ]
 
 
@@ -221,9 +233,14 @@ def memory_table(rows: Iterable[MemoryEstimate], measured: dict[str, int] | None
         head.append("measured")
     lines = []
     for r in rows:
-        cells = [r.label, format_bytes(r.base_weight_bytes),
-                 f"{format_bytes(r.trainable_weight_bytes)} ({r.trainable_params:,} p)",
-                 format_bytes(r.gradient_bytes), format_bytes(r.optimizer_bytes), format_bytes(r.total_bytes)]
+        cells = [
+            r.label,
+            format_bytes(r.base_weight_bytes),
+            f"{format_bytes(r.trainable_weight_bytes)} ({r.trainable_params:,} p)",
+            format_bytes(r.gradient_bytes),
+            format_bytes(r.optimizer_bytes),
+            format_bytes(r.total_bytes),
+        ]
         if measured is not None:
             cells.append(format_bytes(measured[r.label]) if r.label in measured else "-")
         lines.append(cells)
@@ -324,8 +341,9 @@ def _warm_up(method: Method, lora: LoraSettings, device: str, base_dtype: torch.
     caches, bitsandbytes' code books) then do not land in the measured step."""
     tiny = preset("tiny", intermediate_size=192)
     ids = torch.randint(0, tiny.vocab_size, (1, 8)).to(device)
-    measure_training(lambda: _method_model(tiny, method, lora, device, 0, base_dtype), lambda: (ids, ids),
-                     steps=2, device=device)
+    measure_training(
+        lambda: _method_model(tiny, method, lora, device, 0, base_dtype), lambda: (ids, ids), steps=2, device=device
+    )
 
 
 def _measure_worker(request: dict[str, Any]) -> MeasuredMemory:
@@ -375,17 +393,26 @@ def measure_method(
     is the dtype of the full/LoRA base (QLoRA's base is NF4 whatever it says).
     """
     request = {
-        "config": config.to_dict(), "method": method, "lora": asdict(lora or LoraSettings()), "steps": steps,
-        "batch_size": batch_size, "seq_len": seq_len, "device": device, "seed": seed,
+        "config": config.to_dict(),
+        "method": method,
+        "lora": asdict(lora or LoraSettings()),
+        "steps": steps,
+        "batch_size": batch_size,
+        "seq_len": seq_len,
+        "device": device,
+        "seed": seed,
         "base_dtype": dtype_name(base_dtype),
     }
     if not fresh_process:
         return _measure_worker(request)
     proc = subprocess.run(
         [sys.executable, "-c", "from engine.memory import _child_main; _child_main()"],
-        input=json.dumps(request), capture_output=True, text=True, check=False,
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"memory measurement child failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return MeasuredMemory(**json.loads(lines[-1][len(RESULT_MARK):]))
+    return MeasuredMemory(**json.loads(lines[-1][len(RESULT_MARK) :]))

@@ -99,7 +99,11 @@ def _share_with_first(model: PeftModel, first: str, name: str) -> None:
 
 
 def build_multi_adapter_model(
-    base: nn.Module, jobs: Sequence[AdapterJob], *, quantize: bool = False, nf4: NF4Config | None = None,
+    base: nn.Module,
+    jobs: Sequence[AdapterJob],
+    *,
+    quantize: bool = False,
+    nf4: NF4Config | None = None,
     seed: int = 0,
 ) -> PeftModel:
     """Wrap ``base`` once and add one adapter per job (NF4 first when ``quantize``)."""
@@ -110,11 +114,17 @@ def build_multi_adapter_model(
         raise ValueError(f"adapter names must be unique: {names}")
     torch.manual_seed(seed)
     # The fault's defect: every further adapter is given its own (frozen) copy of the base.
-    copies = [copy.deepcopy(base).requires_grad_(False) for _ in jobs[1:]] if FAULTS.active(
-        "base_copied_per_adapter") else []
+    copies = (
+        [copy.deepcopy(base).requires_grad_(False) for _ in jobs[1:]]
+        if FAULTS.active("base_copied_per_adapter")
+        else []
+    )
     first = jobs[0]
-    model = prepare_qlora(base, first.settings, nf4, first.name) if quantize else apply_lora(base, first.settings,
-                                                                                             first.name)
+    model = (
+        prepare_qlora(base, first.settings, nf4, first.name)
+        if quantize
+        else apply_lora(base, first.settings, first.name)
+    )
     for i, job in enumerate(jobs[1:], start=1):
         torch.manual_seed(seed + i)
         model.add_adapter(job.name, job.settings.peft_config())
@@ -144,8 +154,14 @@ def _save(model: PeftModel, state: AdapterState, cfg: TrainConfig) -> Path:
         save_adapter(model, tmp / "adapter", state.job.name)
         tensors, meta = state_to_files(state.optimizer, state.scheduler, state.names)
         save_file(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
-        meta.update({"step": state.step, "config": cfg.to_dict(), "adapter": state.job.name,
-                     "data_digest": state.job.data.digest})
+        meta.update(
+            {
+                "step": state.step,
+                "config": cfg.to_dict(),
+                "adapter": state.job.name,
+                "data_digest": state.job.data.digest,
+            }
+        )
         write_json_atomic(tmp / STATE_JSON, meta)
         if final.exists():
             shutil.rmtree(final)

@@ -91,8 +91,9 @@ def to_nf4_linear(linear: nn.Linear, config: NF4Config, device: torch.device | s
         **kwargs,
     )
     if linear.bias is not None:
-        layer.bias = nn.Parameter(linear.bias.detach().to(device=weight.device, dtype=torch.float32).clone(),
-                                  requires_grad=False)
+        layer.bias = nn.Parameter(
+            linear.bias.detach().to(device=weight.device, dtype=torch.float32).clone(), requires_grad=False
+        )
     layer = layer.to(weight.device)  # Params4bit quantizes on its first move
     set_cpu_repack(layer, enabled=FAULTS.active("bf16_repack_left_on"))
     return layer

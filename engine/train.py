@@ -138,8 +138,9 @@ def trainable_named_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter
 def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig) -> torch.optim.AdamW:
     if not params:
         raise ValueError("nothing to train: the model has no parameter with requires_grad")
-    return torch.optim.AdamW(params, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-                             weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(
+        params, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, weight_decay=cfg.weight_decay
+    )
 
 
 # --- train state (de)serialisation: safetensors + JSON -----------------------------------------
@@ -297,8 +298,15 @@ def run_training(
     val_losses: dict[int, float] = {}
     tokens_total = 0
     step0 = float("nan")
-    emit({"kind": "start", "step": start, "resume": resume, "config": cfg.to_dict(),
-          "trainable_params": sum(p.numel() for _, p in named)})
+    emit(
+        {
+            "kind": "start",
+            "step": start,
+            "resume": resume,
+            "config": cfg.to_dict(),
+            "trainable_params": sum(p.numel() for _, p in named),
+        }
+    )
     task.model.train()
     t0 = time.perf_counter()
     try:
@@ -312,20 +320,37 @@ def run_training(
                 step0 = value
                 emit({"kind": "step0", "step": 0, "loss": value})
             if not math.isfinite(value):
-                emit({"kind": "nonfinite", "step": step, "what": "loss", "value": str(value),
-                      "last_checkpoint": str(last_good) if last_good else None})
+                emit(
+                    {
+                        "kind": "nonfinite",
+                        "step": step,
+                        "what": "loss",
+                        "value": str(value),
+                        "last_checkpoint": str(last_good) if last_good else None,
+                    }
+                )
                 raise NonFiniteLossError(step, "the loss", value, last_good)
             loss.backward()
             params = [p for _, p in named]
             if cfg.grad_clip > 0:
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
             else:
-                grad_norm = float(torch.linalg.vector_norm(
-                    torch.stack([p.grad.detach().float().norm() for p in params if p.grad is not None])))
+                grad_norm = float(
+                    torch.linalg.vector_norm(
+                        torch.stack([p.grad.detach().float().norm() for p in params if p.grad is not None])
+                    )
+                )
             if not math.isfinite(grad_norm):
                 optimizer.zero_grad(set_to_none=True)
-                emit({"kind": "nonfinite", "step": step, "what": "grad_norm", "value": str(grad_norm),
-                      "last_checkpoint": str(last_good) if last_good else None})
+                emit(
+                    {
+                        "kind": "nonfinite",
+                        "step": step,
+                        "what": "grad_norm",
+                        "value": str(grad_norm),
+                        "last_checkpoint": str(last_good) if last_good else None,
+                    }
+                )
                 raise NonFiniteLossError(step, "the gradient norm", grad_norm, last_good)
             lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
@@ -334,8 +359,17 @@ def run_training(
             losses.append(value)
             tokens_total += tokens
             done = step + 1
-            emit({"kind": "train", "step": step, "loss": value, "lr": lr, "grad_norm": grad_norm, "tokens": tokens,
-                  "elapsed_s": round(time.perf_counter() - t0, 4)})
+            emit(
+                {
+                    "kind": "train",
+                    "step": step,
+                    "loss": value,
+                    "lr": lr,
+                    "grad_norm": grad_norm,
+                    "tokens": tokens,
+                    "elapsed_s": round(time.perf_counter() - t0, 4),
+                }
+            )
             if (cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps:
                 val = task.val_loss()
                 task.model.train()
@@ -376,8 +410,13 @@ def save_training_checkpoint(
         task.save(tmp, info)
         tensors, meta = state_to_files(optimizer, scheduler, names)
         save_file(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
-        meta.update({"step": step, "config": cfg.to_dict(), "data_position": {"seed": cfg.seed, "step": step,
-                                                                              "samples": step * cfg.batch_size}})
+        meta.update(
+            {
+                "step": step,
+                "config": cfg.to_dict(),
+                "data_position": {"seed": cfg.seed, "step": step, "samples": step * cfg.batch_size},
+            }
+        )
         write_json_atomic(tmp / STATE_JSON, meta)
         if final.exists():
             shutil.rmtree(final)
@@ -436,8 +475,12 @@ class PretrainTask:
     def save(self, folder: Path, manifest: dict[str, Any]) -> None:
         from engine.checkpoint import save_checkpoint
 
-        save_checkpoint(folder / "model.safetensors", self.model, self.tokenizer,  # type: ignore[arg-type]
-                        {**manifest, "data_digest": self.data.digest})
+        save_checkpoint(
+            folder / "model.safetensors",
+            self.model,  # type: ignore[arg-type]
+            self.tokenizer,
+            {**manifest, "data_digest": self.data.digest},
+        )
 
     def load(self, folder: Path) -> None:
         from engine.checkpoint import load_state
@@ -480,8 +523,9 @@ def pretrain(
         if config is not None:
             diffs = architecture_differences(loaded.config, config)
             if diffs:
-                raise IncompatibleInitError(f"--init {init} does not match the requested architecture: "
-                                            + "; ".join(diffs))
+                raise IncompatibleInitError(
+                    f"--init {init} does not match the requested architecture: " + "; ".join(diffs)
+                )
         config = loaded.config
         tokenizer = tokenizer or loaded.tokenizer
         # The fault's defect: the architecture is taken from the checkpoint, its weights are not.
@@ -497,8 +541,9 @@ def pretrain(
     data = data if data is not None else tokenize_corpus(tokenizer)
     model.train()
     task = PretrainTask(model, tokenizer, data, cfg)
-    result = run_training(task, cfg, out_dir, resume=resume, on_record=on_record,
-                          manifest={"kind": "pretrain", "init": init_path})
+    result = run_training(
+        task, cfg, out_dir, resume=resume, on_record=on_record, manifest={"kind": "pretrain", "init": init_path}
+    )
     result.extra["model"] = model
     return result
 
@@ -506,8 +551,9 @@ def pretrain(
 class FinetuneTask:
     """Supervised fine-tuning on instruction pairs: full weights or a (Q)LoRA adapter."""
 
-    def __init__(self, model: nn.Module, tokenizer: Any, data: Any, cfg: TrainConfig, method: str,
-                 base_path: str | None) -> None:
+    def __init__(
+        self, model: nn.Module, tokenizer: Any, data: Any, cfg: TrainConfig, method: str, base_path: str | None
+    ) -> None:
         self.model, self.tokenizer, self.data, self.cfg = model, tokenizer, data, cfg
         self.method, self.base_path = method, base_path
         self.device = next(p for p in model.parameters()).device
@@ -582,7 +628,13 @@ def finetune(
         model = prepare_qlora(model, lora or LoraSettings(), nf4, device=dev)
     model.train()
     task = FinetuneTask(model, loaded.tokenizer, data, cfg, method, str(base))
-    result = run_training(task, cfg, out_dir, resume=resume, on_record=on_record,
-                          manifest={"kind": "finetune", "method": method, "base": str(base)})
+    result = run_training(
+        task,
+        cfg,
+        out_dir,
+        resume=resume,
+        on_record=on_record,
+        manifest={"kind": "finetune", "method": method, "base": str(base)},
+    )
     result.extra["model"] = model
     return result

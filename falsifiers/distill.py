@@ -27,8 +27,9 @@ BATCH, SEQ_LEN = 8, 64
 
 
 def _cfg(steps: int, seed: int) -> TrainConfig:
-    return TrainConfig(steps=steps, batch_size=BATCH, seq_len=SEQ_LEN, lr=3e-3, warmup_steps=min(2, steps),
-                       eval_batches=1, seed=seed)
+    return TrainConfig(
+        steps=steps, batch_size=BATCH, seq_len=SEQ_LEN, lr=3e-3, warmup_steps=min(2, steps), eval_batches=1, seed=seed
+    )
 
 
 def _distill(
@@ -50,17 +51,25 @@ def _distill(
 def identical_refused(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, seed: int = 0) -> dict[str, Any]:
     """Distil the init into a student loaded from the same checkpoint (identical weights)."""
     try:
-        _distill(pretrained_init, pretrain_data, fresh_dir(tmp_path), _cfg(1, seed), student_config=None,
-                 student_init=pretrained_init)
+        _distill(
+            pretrained_init,
+            pretrain_data,
+            fresh_dir(tmp_path),
+            _cfg(1, seed),
+            student_config=None,
+            student_init=pretrained_init,
+        )
     except DistillationRefused as exc:
         return {"refused": 1, "refusal_names_identity": int("identical" in str(exc))}
     return {"refused": 0, "refusal_names_identity": 0}
 
 
-@checker(observes=["teacher_params_with_grad", "teacher_tensors_changed", "teacher_tensors"],
-         ids=["FALSIFY-DISTILL-002"])
-def teacher_frozen(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int,
-                   seed: int = 0) -> dict[str, Any]:
+@checker(
+    observes=["teacher_params_with_grad", "teacher_tensors_changed", "teacher_tensors"], ids=["FALSIFY-DISTILL-002"]
+)
+def teacher_frozen(
+    pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int, seed: int = 0
+) -> dict[str, Any]:
     """After ``steps`` distillation steps: teacher parameters that require or hold a gradient, and
     teacher tensors that differ in any bit from the checkpoint's."""
     before = base_state(load_checkpoint(pretrained_init, device="cpu").model)
@@ -78,12 +87,17 @@ def teacher_frozen(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Pa
 
 
 @checker(
-    observes=["teacher_4bit_layers", "teacher_full_precision_linears", "teacher_linear_bytes_per_param",
-              "teacher_linear_bytes_per_param_with_tables"],
+    observes=[
+        "teacher_4bit_layers",
+        "teacher_full_precision_linears",
+        "teacher_linear_bytes_per_param",
+        "teacher_linear_bytes_per_param_with_tables",
+    ],
     ids=["FALSIFY-DISTILL-003"],
 )
-def teacher_stays_quantized(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int,
-                            seed: int = 0) -> dict[str, Any]:
+def teacher_stays_quantized(
+    pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int, seed: int = 0
+) -> dict[str, Any]:
     """Distil from an NF4 teacher, then inspect the teacher the run used.
 
     Counted: every linear layer except ``lm_head`` (NF4Config.skip) and those the engine reports
@@ -92,15 +106,17 @@ def teacher_stays_quantized(pretrained_init: Path, pretrain_data: TokenData, tmp
     constant code tables (about 1.1 KB a layer, which on the tiny preset's 2k–11k-weight layers is
     a visible share and on real layers is not).
     """
-    result, run = _distill(pretrained_init, pretrain_data, fresh_dir(tmp_path), _cfg(steps, seed),
-                           quantize_teacher=True)
+    result, run = _distill(
+        pretrained_init, pretrain_data, fresh_dir(tmp_path), _cfg(steps, seed), quantize_teacher=True
+    )
     if result is None:
         raise RuntimeError(f"distillation stopped early: {run.stopped}")
     teacher: nn.Module = result.extra["teacher"]
     skip = NF4Config().skip
     kept = set(getattr(teacher, "nf4_kept_full_precision", ()))
     counted = [
-        (name, m) for name, m in teacher.named_modules()
+        (name, m)
+        for name, m in teacher.named_modules()
         if (is_nf4_linear(m) or type(m) is nn.Linear) and name.rsplit(".", 1)[-1] not in skip and name not in kept
     ]
     params = sum(int(m.in_features) * int(m.out_features) for _, m in counted)

@@ -55,8 +55,13 @@ def linear_weight_bytes(module: nn.Module, *, tables: bool = True) -> int:
 
 
 @checker(
-    observes=["weight_ratio_measured", "weight_ratio_analytic", "counted_layers", "nf4_counted_layers",
-              "kept_full_precision_layers"],
+    observes=[
+        "weight_ratio_measured",
+        "weight_ratio_analytic",
+        "counted_layers",
+        "nf4_counted_layers",
+        "kept_full_precision_layers",
+    ],
     ids=["FALSIFY-QMEM-001"],
 )
 def weight_ratio(preset: str, analytic_preset: str, double_quant: bool = True) -> dict[str, Any]:
@@ -123,7 +128,8 @@ def rss_comparison(preset: str, rank: int, steps: int, seed: int = 0) -> dict[st
     settings = LoraSettings(r=rank, alpha=2.0 * rank)
     out = {}
     for method in ("qlora", "lora"):
-        m = measure_method(config, method, lora=settings, steps=steps, seed=seed, base_dtype=torch.float16,
-                           fresh_process=True)
+        m = measure_method(
+            config, method, lora=settings, steps=steps, seed=seed, base_dtype=torch.float16, fresh_process=True
+        )
         out[f"{method}_rss_bytes"] = m.model_bytes + m.training_bytes
     return out

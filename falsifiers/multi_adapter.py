@@ -113,8 +113,9 @@ def checkpoint_reload(
     each one's logits, then load every adapter's final checkpoint onto a freshly loaded base (all
     on one model, under their own names) and compare."""
     jobs = _jobs(n_adapters, rank, instruction_data, fresh_dir(tmp_path))
-    cfg = TrainConfig(steps=steps, batch_size=BATCH, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(2, steps),
-                      eval_batches=1, seed=seed)
+    cfg = TrainConfig(
+        steps=steps, batch_size=BATCH, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(2, steps), eval_batches=1, seed=seed
+    )
     result = train_adapters(_base(pretrained_init), jobs, cfg, schedule="round_robin")
     ids = instruction_data.val_input_ids[:EVAL_ROWS]
     expected = {}

@@ -28,8 +28,15 @@ CLI_TIMEOUT_S = 300
 
 
 def _cfg(steps: int, seed: int) -> TrainConfig:
-    return TrainConfig(steps=steps, batch_size=BATCH, seq_len=SEQ_LEN, lr=1e-3, warmup_steps=min(2, steps),
-                       eval_batches=EVAL_BATCHES, seed=seed)
+    return TrainConfig(
+        steps=steps,
+        batch_size=BATCH,
+        seq_len=SEQ_LEN,
+        lr=1e-3,
+        warmup_steps=min(2, steps),
+        eval_batches=EVAL_BATCHES,
+        seed=seed,
+    )
 
 
 def _from_init(pretrained_init: Path, data: TokenData, out: Path, cfg: TrainConfig) -> tuple[TrainResult, Run]:
@@ -52,12 +59,33 @@ def cli_exit(pretrained_init: Path, tmp_path: Path, pv_artifacts: Path, steps: i
     (a mutant's fault reaches it through ``PV_FAULTS``); its output is kept as evidence."""
     out = fresh_dir(tmp_path, "cli-")
     cmd = [
-        sys.executable, "-m", "engine", "pretrain", str(out / "run"), "--init", str(pretrained_init),
-        "--steps", str(steps), "--batch-size", str(BATCH), "--seq-len", str(SEQ_LEN), "--warmup", "1",
-        "--eval-every", "0", "--save-every", "0", "--seed", str(seed), "--device", "cpu",
+        sys.executable,
+        "-m",
+        "engine",
+        "pretrain",
+        str(out / "run"),
+        "--init",
+        str(pretrained_init),
+        "--steps",
+        str(steps),
+        "--batch-size",
+        str(BATCH),
+        "--seq-len",
+        str(SEQ_LEN),
+        "--warmup",
+        "1",
+        "--eval-every",
+        "0",
+        "--save-every",
+        "0",
+        "--seed",
+        str(seed),
+        "--device",
+        "cpu",
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False,
-                          env={**os.environ, "NO_COLOR": "1"})
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False, env={**os.environ, "NO_COLOR": "1"}
+    )
     (pv_artifacts / "cli.log").write_text(
         f"$ {' '.join(cmd[1:])}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}",
         encoding="utf-8",
@@ -82,8 +110,9 @@ def step0_losses(
 
 
 @checker(observes=["checkpoint_loads", "missing_arch_keys"], ids=["FALSIFY-PINIT-003"])
-def checkpoint_valid(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int,
-                     seed: int = 0) -> dict[str, Any]:
+def checkpoint_valid(
+    pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int, seed: int = 0
+) -> dict[str, Any]:
     """Pretrain from the init for ``steps`` steps; read the final checkpoint's header and load it."""
     result, _ = _from_init(pretrained_init, pretrain_data, fresh_dir(tmp_path), _cfg(steps, seed))
     if result.checkpoint is None:
@@ -117,10 +146,14 @@ def val_vs_scratch(
     cfg = _cfg(steps, seed)
     init_result, init_run = _from_init(pretrained_init, pretrain_data, fresh_dir(tmp_path, "init-"), cfg)
     config: ModelConfig = init_result.extra["model"].config
-    scratch_result, scratch_run = _from_scratch(config, engine_tokenizer, pretrain_data,
-                                                fresh_dir(tmp_path, "scratch-"), cfg)
-    plot_losses(pv_artifacts / "loss.png", {"from init": init_run.losses, "from scratch": scratch_run.losses},
-                f"pretraining, {steps} steps")
+    scratch_result, scratch_run = _from_scratch(
+        config, engine_tokenizer, pretrain_data, fresh_dir(tmp_path, "scratch-"), cfg
+    )
+    plot_losses(
+        pv_artifacts / "loss.png",
+        {"from init": init_run.losses, "from scratch": scratch_run.losses},
+        f"pretraining, {steps} steps",
+    )
     return {
         "val_loss_init": init_result.val_losses.get(steps, math.nan),
         "val_loss_scratch": scratch_result.val_losses.get(steps, math.nan),
@@ -128,8 +161,9 @@ def val_vs_scratch(
 
 
 @checker(observes=["wall_s"], ids=["FALSIFY-PINIT-005"])
-def wall_time(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int,
-              seed: int = 0) -> dict[str, Any]:
+def wall_time(
+    pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int, seed: int = 0
+) -> dict[str, Any]:
     """Wall-clock seconds of ``engine.train.pretrain`` from the init, loading and saving included."""
     start = time.perf_counter()
     _from_init(pretrained_init, pretrain_data, fresh_dir(tmp_path), _cfg(steps, seed))

@@ -51,9 +51,7 @@ def wrap_order(preset: str, rank: int) -> dict[str, Any]:
     model = _qlora_model(preset, rank)
     layers: list[Any] = [m for m in model.modules() if isinstance(m, LoraLayer)]
     on_4bit = [m for m in layers if _is_peft_4bit_lora(m) and is_nf4_linear(m.get_base_layer())]
-    adapters_4bit = sum(
-        1 for m in layers for d in (m.lora_A, m.lora_B) for sub in d.values() if is_nf4_linear(sub)
-    )
+    adapters_4bit = sum(1 for m in layers for d in (m.lora_A, m.lora_B) for sub in d.values() if is_nf4_linear(sub))
     return {"lora_layers": len(layers), "lora_layers_on_4bit": len(on_4bit), "adapter_matrices_4bit": adapters_4bit}
 
 
@@ -91,10 +89,12 @@ def logit_agreement(
     ``eval_rows`` validation prompts.
     """
     settings = LoraSettings(r=rank, alpha=2.0 * rank)
-    cfg = TrainConfig(steps=steps, batch_size=8, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(3, steps), eval_batches=1,
-                      seed=seed)
-    run = run_finetune(pretrained_init, fresh_dir(tmp_path, "adapter-"), cfg, method="lora", lora=settings,
-                       data=instruction_data)
+    cfg = TrainConfig(
+        steps=steps, batch_size=8, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(3, steps), eval_batches=1, seed=seed
+    )
+    run = run_finetune(
+        pretrained_init, fresh_dir(tmp_path, "adapter-"), cfg, method="lora", lora=settings, data=instruction_data
+    )
     if run.result is None or run.result.checkpoint is None:
         raise RuntimeError(f"training the adapter stopped early: {run.stopped}")
     adapter = run.result.checkpoint / "adapter"
@@ -131,15 +131,29 @@ def epoch_trains(
     it is counted, not raised.
     """
     steps = math.ceil(instruction_data.input_ids.size(0) / batch_size)
-    cfg = TrainConfig(steps=steps, batch_size=batch_size, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(3, steps),
-                      eval_batches=2, seed=seed)
+    cfg = TrainConfig(
+        steps=steps,
+        batch_size=batch_size,
+        seq_len=SEQ_LEN,
+        lr=lr,
+        warmup_steps=min(3, steps),
+        eval_batches=2,
+        seed=seed,
+    )
     out = fresh_dir(tmp_path, "qlora-")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NF4AlignmentWarning)
-        run = run_finetune(pretrained_init, out, cfg, method="qlora", lora=LoraSettings(r=rank, alpha=2.0 * rank),
-                           data=instruction_data)
-    write_loss_evidence(pv_artifacts, {"qlora": run}, f"QLoRA r={rank}, one epoch ({steps} steps)",
-                        log_dirs={"qlora": out})
+        run = run_finetune(
+            pretrained_init,
+            out,
+            cfg,
+            method="qlora",
+            lora=LoraSettings(r=rank, alpha=2.0 * rank),
+            data=instruction_data,
+        )
+    write_loss_evidence(
+        pv_artifacts, {"qlora": run}, f"QLoRA r={rank}, one epoch ({steps} steps)", log_dirs={"qlora": out}
+    )
     losses = run.losses
     return {
         "loss_first": window_mean(losses, window, last=False),
@@ -168,8 +182,9 @@ def adapter_swap(
     out = fresh_dir(tmp_path, "swap-")
     settings = LoraSettings(r=rank, alpha=2.0 * rank)
     jobs = [AdapterJob(name, instruction_data, out / name, settings) for name in ("a", "b")]
-    cfg = TrainConfig(steps=steps, batch_size=8, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(2, steps), eval_batches=1,
-                      seed=seed)
+    cfg = TrainConfig(
+        steps=steps, batch_size=8, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(2, steps), eval_batches=1, seed=seed
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NF4AlignmentWarning)
         result = train_adapters(load_checkpoint(pretrained_init, device="cpu").model, jobs, cfg, quantize=True)

@@ -129,8 +129,15 @@ def launch_gate(nproc: int, needs_gpu: bool, gpu_count: Callable[[], int]) -> st
 def torchrun_command(req: LaunchRequest) -> list[str]:
     # torch.distributed.run is torchrun's module: the same interpreter as pytest, whatever PATH says.
     return [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={req.nproc}",
-        "-m", "pv.launch", str(req.contract), req.falsify_id,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={req.nproc}",
+        "-m",
+        "pv.launch",
+        str(req.contract),
+        req.falsify_id,
     ]
 
 
@@ -140,13 +147,15 @@ def _child_env(req: LaunchRequest, artifacts: Path, result_path: Path) -> dict[s
     paths = [p for p in sys.path if p]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
-    env.update({
-        "PYTHONPATH": os.pathsep.join(paths),
-        RESULT_ENV: str(result_path),
-        ARTIFACTS_ENV: str(artifacts),
-        PACKAGES_ENV: ",".join(req.checker_packages),
-        SEED_ENV: str(req.seed),
-    })
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(paths),
+            RESULT_ENV: str(result_path),
+            ARTIFACTS_ENV: str(artifacts),
+            PACKAGES_ENV: ",".join(req.checker_packages),
+            SEED_ENV: str(req.seed),
+        }
+    )
     if req.sha256:
         env[SHA256_ENV] = req.sha256
     else:
@@ -186,8 +195,13 @@ def run_launched(req: LaunchRequest, artifacts: Path, timeout_s: float | None) -
         with open(logs_dir / TORCHRUN_LOG, "wb") as agent_log:
             # A session of its own: at the deadline the whole tree (agent and ranks) is killed.
             proc = subprocess.Popen(
-                torchrun_command(req), cwd=req.cwd, env=_child_env(req, artifacts, result_path),
-                stdin=subprocess.DEVNULL, stdout=agent_log, stderr=subprocess.STDOUT, start_new_session=True,
+                torchrun_command(req),
+                cwd=req.cwd,
+                env=_child_env(req, artifacts, result_path),
+                stdin=subprocess.DEVNULL,
+                stdout=agent_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
             timed_out = False
             try:
@@ -246,8 +260,9 @@ def evaluate_launched(
     d = out.duration_s
     where = f"under torchrun --nproc_per_node={req.nproc}"
     if out.timed_out:
-        message = (f"ERROR {text.label}: checker timed out after {timeout_s:g} s {where} "
-                   "(torchrun and every rank were killed)")
+        message = (
+            f"ERROR {text.label}: checker timed out after {timeout_s:g} s {where} (torchrun and every rank were killed)"
+        )
         tails = _failed_logs(out.logs, agent_fallback=False)  # the agent only logs being killed
         return Evaluation(Verdict.ERROR, message=message + ("\n" + tails if tails else ""), duration_s=d)
     report = out.report or {}
@@ -258,20 +273,35 @@ def evaluate_launched(
     if status == "error":
         # Rank 0's error may only echo another rank's (a collective whose peer died): show theirs too.
         others = _failed_logs([p for p in out.logs if p.name != rank_log(artifacts, 0).name], agent_fallback=False)
-        return Evaluation(Verdict.ERROR, duration_s=d, message=(
-            f"ERROR {text.label}: the checker raised on rank 0 {where} (an error, not a falsification)\n"
-            + str(report.get("error", "")).rstrip() + ("\n" + others if others else "")))
+        return Evaluation(
+            Verdict.ERROR,
+            duration_s=d,
+            message=(
+                f"ERROR {text.label}: the checker raised on rank 0 {where} (an error, not a falsification)\n"
+                + str(report.get("error", "")).rstrip()
+                + ("\n" + others if others else "")
+            ),
+        )
     if out.returncode != 0 or status != "ok":
         why = f"exited with status {out.returncode}" if out.returncode != 0 else "rank 0 reported nothing"
         tails = _failed_logs(out.logs)
-        return Evaluation(Verdict.ERROR, duration_s=d, message=(
-            f"ERROR {text.label}: torchrun {why} {where} (an error, not a falsification)"
-            + ("\n" + tails if tails else "")))
+        return Evaluation(
+            Verdict.ERROR,
+            duration_s=d,
+            message=(
+                f"ERROR {text.label}: torchrun {why} {where} (an error, not a falsification)"
+                + ("\n" + tails if tails else "")
+            ),
+        )
     obs, problems = normalise_observations(report.get("observations"), observes)
     problems = [*report.get("problems", []), *problems]
     if problems:
-        return Evaluation(Verdict.ERROR, observations=obs, duration_s=d,
-                          message=f"ERROR {text.label}: malformed observations: " + "; ".join(problems))
+        return Evaluation(
+            Verdict.ERROR,
+            observations=obs,
+            duration_s=d,
+            message=f"ERROR {text.label}: malformed observations: " + "; ".join(problems),
+        )
     verdict, message = judge(expect, {**params, **obs}, text, obs)
     return Evaluation(verdict, observations=obs, message=message, duration_s=d)
 

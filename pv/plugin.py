@@ -281,10 +281,24 @@ def run_item(item: Any) -> None:
 
     def evaluate(arguments: dict[str, Any]) -> Any:
         if launch is not None:
-            request = LaunchRequest(item.path, f.id, launch.nproc, settings.checker_packages, item.seed,
-                                    item.contract.sha256 or None, item.config.rootpath)
-            return evaluate_launched(request, artifacts=arguments["pv_artifacts"], observes=spec.observes,
-                                     expect=expect, params=f.params, text=text, timeout_s=timeout)
+            request = LaunchRequest(
+                item.path,
+                f.id,
+                launch.nproc,
+                settings.checker_packages,
+                item.seed,
+                item.contract.sha256 or None,
+                item.config.rootpath,
+            )
+            return evaluate_launched(
+                request,
+                artifacts=arguments["pv_artifacts"],
+                observes=spec.observes,
+                expect=expect,
+                params=f.params,
+                text=text,
+                timeout_s=timeout,
+            )
         return evaluate_call(
             spec.func,
             arguments,
@@ -324,8 +338,11 @@ def run_item(item: Any) -> None:
             "pv_hypothesis": _property_runner(item),
         }
         try:
-            mutant_kwargs = (bind_arguments(spec.func, f.params, getfixture, overrides) if launch is None
-                             else {"pv_artifacts": overrides["pv_artifacts"]})
+            mutant_kwargs = (
+                bind_arguments(spec.func, f.params, getfixture, overrides)
+                if launch is None
+                else {"pv_artifacts": overrides["pv_artifacts"]}
+            )
             result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs))
         except Exception as exc:  # the harness could not run the mutant: not a kill
             message = f"mutant {f.mutant} could not be run: {type(exc).__name__}: {exc}"

@@ -60,8 +60,7 @@ def parse_requirement(text: str) -> Requirement:
     if m:
         return Requirement("cpu_flag", m.group(1), entry)
     raise RequirementError(
-        f"unknown requirement {text!r}; expected cpu, cuda, cuda_mem_gib>=N, gpus>=N, package:NAME "
-        "or cpu_flag:NAME"
+        f"unknown requirement {text!r}; expected cpu, cuda, cuda_mem_gib>=N, gpus>=N, package:NAME or cpu_flag:NAME"
     )
 
 

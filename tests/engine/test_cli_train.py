@@ -17,8 +17,9 @@ SMALL = ["--batch-size", "2", "--seq-len", "32", "--warmup", "1"]
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cli") / "pre"
-    result = runner.invoke(app, ["pretrain", str(out), "--steps", "3", "--save-every", "3", "--eval-every", "0",
-                                 *SMALL])
+    result = runner.invoke(
+        app, ["pretrain", str(out), "--steps", "3", "--save-every", "3", "--eval-every", "0", *SMALL]
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["steps_run"] == 3 and summary["step0_loss"] > summary["final_loss"] - 1.0
@@ -36,16 +37,32 @@ def test_pretrain_nan_stops_with_clear_error(tmp_path: Path) -> None:
 
 
 def test_pretrain_init_mismatch_lists_differences(tmp_path: Path, pretrained: Path) -> None:
-    result = runner.invoke(app, ["pretrain", str(tmp_path), "--init", str(pretrained), "--preset", "small",
-                                 "--steps", "1", *SMALL])
+    result = runner.invoke(
+        app, ["pretrain", str(tmp_path), "--init", str(pretrained), "--preset", "small", "--steps", "1", *SMALL]
+    )
     assert result.exit_code == 2
     assert "vocab_size: 512 != 2048" in result.stderr and "hidden_size: 64 != 256" in result.stderr
 
 
 @pytest.mark.parametrize("method", ["lora", "qlora"])
 def test_finetune(tmp_path: Path, pretrained: Path, method: str) -> None:
-    result = runner.invoke(app, ["finetune", str(pretrained), str(tmp_path), "--method", method, "--steps", "2",
-                                 "--rank", "4", "--targets", "q_proj,v_proj,up_proj", *SMALL])
+    result = runner.invoke(
+        app,
+        [
+            "finetune",
+            str(pretrained),
+            str(tmp_path),
+            "--method",
+            method,
+            "--steps",
+            "2",
+            "--rank",
+            "4",
+            "--targets",
+            "q_proj,v_proj,up_proj",
+            *SMALL,
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["method"] == method
@@ -58,22 +75,62 @@ def test_finetune_bad_target_is_refused(tmp_path: Path, pretrained: Path) -> Non
 
 
 def test_distill_refusals_and_run(tmp_path: Path, pretrained: Path) -> None:
-    same = runner.invoke(app, ["distill", str(pretrained), str(tmp_path / "a"), "--student-init", str(pretrained),
-                               "--steps", "1", *SMALL])
+    same = runner.invoke(
+        app,
+        ["distill", str(pretrained), str(tmp_path / "a"), "--student-init", str(pretrained), "--steps", "1", *SMALL],
+    )
     assert same.exit_code == 2 and "identical weights" in same.stderr
-    both = runner.invoke(app, ["distill", str(pretrained), str(tmp_path / "b"), "--student-init", str(pretrained),
-                               "--student-preset", "tiny"])
+    both = runner.invoke(
+        app,
+        [
+            "distill",
+            str(pretrained),
+            str(tmp_path / "b"),
+            "--student-init",
+            str(pretrained),
+            "--student-preset",
+            "tiny",
+        ],
+    )
     assert both.exit_code == 2 and "exactly one" in both.stderr
-    ok = runner.invoke(app, ["distill", str(pretrained), str(tmp_path / "c"), "--student-preset", "tiny",
-                             "--nf4-teacher", "--steps", "2", *SMALL])
+    ok = runner.invoke(
+        app,
+        [
+            "distill",
+            str(pretrained),
+            str(tmp_path / "c"),
+            "--student-preset",
+            "tiny",
+            "--nf4-teacher",
+            "--steps",
+            "2",
+            *SMALL,
+        ],
+    )
     assert ok.exit_code == 0, ok.stderr
     assert json.loads(ok.stdout)["steps_run"] == 2
 
 
 def test_bench(tmp_path: Path) -> None:
     out = tmp_path / "bricks.json"
-    result = runner.invoke(app, ["bench", "--brick", "loss", "--brick", "optimizer", "--reps", "2", "--warmup", "1",
-                                 "--seq-len", "16", "--json", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "--brick",
+            "loss",
+            "--brick",
+            "optimizer",
+            "--reps",
+            "2",
+            "--warmup",
+            "1",
+            "--seq-len",
+            "16",
+            "--json",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     assert "loss" in result.stdout and "median ms" in result.stdout
     assert [r["name"] for r in json.loads(out.read_text())] == ["loss", "optimizer"]

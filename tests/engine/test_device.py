@@ -27,12 +27,18 @@ maybe_bool = st.one_of(st.none(), st.booleans())
     framebuffer=maybe_bool,
 )
 def test_classification_is_total_and_consistent(
-    gpu_present: bool, override: str | None, is_integrated: bool | None, addressing_mode: int | None,
+    gpu_present: bool,
+    override: str | None,
+    is_integrated: bool | None,
+    addressing_mode: int | None,
     framebuffer: bool | None,
 ) -> None:
     d = classify_memory_class(
-        gpu_present=gpu_present, override=override, is_integrated=is_integrated,
-        addressing_mode=addressing_mode, framebuffer_reported=framebuffer,
+        gpu_present=gpu_present,
+        override=override,
+        is_integrated=is_integrated,
+        addressing_mode=addressing_mode,
+        framebuffer_reported=framebuffer,
     )
     assert d.memory_class in ("integrated", "discrete", "none", "unknown")
     assert d.reason

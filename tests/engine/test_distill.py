@@ -32,8 +32,13 @@ def data(tok: EngineTokenizer) -> TokenData:
 
 @pytest.fixture(scope="module")
 def teacher_path(tmp_path_factory: pytest.TempPathFactory, tok: EngineTokenizer, data: TokenData) -> Path:
-    run = pretrain(tmp_path_factory.mktemp("teacher"), TrainConfig(steps=6, batch_size=4, seq_len=32, lr=5e-3,
-                   warmup_steps=1, eval_batches=1), config=TEACHER, tokenizer=tok, data=data)
+    run = pretrain(
+        tmp_path_factory.mktemp("teacher"),
+        TrainConfig(steps=6, batch_size=4, seq_len=32, lr=5e-3, warmup_steps=1, eval_batches=1),
+        config=TEACHER,
+        tokenizer=tok,
+        data=data,
+    )
     assert run.checkpoint is not None
     return run.checkpoint / "model.safetensors"
 
@@ -47,8 +52,14 @@ def test_loss_is_kl_at_temperature_scaled_by_t_squared() -> None:
     temp = 3.0
     loss, kl, ce = distillation_loss(s, t, labels, temperature=temp, alpha=0.25)
     mask = labels[:, 1:] != -100
-    ref_kl = F.kl_div(F.log_softmax(s[:, :-1] / temp, -1), F.log_softmax(t[:, :-1] / temp, -1), log_target=True,
-                      reduction="none").sum(-1)[mask].mean() * temp**2
+    ref_kl = (
+        F.kl_div(
+            F.log_softmax(s[:, :-1] / temp, -1), F.log_softmax(t[:, :-1] / temp, -1), log_target=True, reduction="none"
+        )
+        .sum(-1)[mask]
+        .mean()
+        * temp**2
+    )
     ref_ce = F.cross_entropy(s[:, :-1].reshape(-1, 11), labels[:, 1:].reshape(-1), ignore_index=-100)
     assert kl == pytest.approx(float(ref_kl), rel=1e-5)
     assert ce == pytest.approx(float(ref_ce), rel=1e-5)
@@ -93,8 +104,9 @@ def test_identical_weights_are_refused_unless_allowed(tmp_path: Path, teacher_pa
     with pytest.raises(DistillationRefused, match="identical weights"):
         distill(teacher_path, tmp_path / "a", CFG, student_init=teacher_path, data=data)
     short = TrainConfig(**{**CFG.to_dict(), "steps": 1})
-    allowed = distill(teacher_path, tmp_path / "b", short, student_init=teacher_path, data=data, allow_same=True,
-                      alpha=1.0)
+    allowed = distill(
+        teacher_path, tmp_path / "b", short, student_init=teacher_path, data=data, allow_same=True, alpha=1.0
+    )
     assert allowed.step0_loss == pytest.approx(0.0, abs=1e-5)  # KL of a model against itself
     with pytest.raises(DistillationRefused, match="vocab_size"):
         distill(teacher_path, tmp_path / "c", CFG, student_config=STUDENT.replace(vocab_size=600), data=data)

@@ -89,8 +89,9 @@ def test_measured_training_memory_matches_the_formulas() -> None:
     state = analytic.gradient_bytes + analytic.optimizer_bytes
     assert 0.9 * state <= full.training_bytes <= 2.5 * state
     with pytest.raises(ValueError, match="at least 2 steps"):
-        measure_training(lambda: build_model(preset("tiny")), lambda: (torch.zeros(1, 4, dtype=torch.long),) * 2,
-                         steps=1)
+        measure_training(
+            lambda: build_model(preset("tiny")), lambda: (torch.zeros(1, 4, dtype=torch.long),) * 2, steps=1
+        )
 
 
 def test_measured_qlora_base_is_smaller_than_fp16_lora_base() -> None:

@@ -84,8 +84,9 @@ def test_adapters_are_independent(tmp_path: Path, tok: EngineTokenizer, quantize
     assert ids_a.isdisjoint(id(p) for p in result.adapters["beta"].params)
     # each saved adapter reproduces itself on a fresh base
     reloaded = load_adapter(base(), tmp_path / "beta" / "step-000003" / "adapter", "beta")
-    assert torch.equal(adapter_weights(reloaded, "beta")[next(iter(adapter_weights(reloaded, "beta")))],
-                       b[next(iter(b))])
+    assert torch.equal(
+        adapter_weights(reloaded, "beta")[next(iter(adapter_weights(reloaded, "beta")))], b[next(iter(b))]
+    )
 
 
 def test_shared_state_fault_couples_adapters(tmp_path: Path, tok: EngineTokenizer) -> None:

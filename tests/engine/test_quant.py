@@ -64,10 +64,12 @@ def test_fp4_default_fault_changes_quant_type_and_error() -> None:
 
 def test_double_quant_storage_matches_its_layout() -> None:
     n = 1024 * 1024
-    single = nf4_storage_bytes(quantize_model(torch.nn.Sequential(torch.nn.Linear(1024, 1024, bias=False)),
-                                              NF4Config(double_quant=False)))
-    double = nf4_storage_bytes(quantize_model(torch.nn.Sequential(torch.nn.Linear(1024, 1024, bias=False)),
-                                              NF4Config(double_quant=True)))
+    single = nf4_storage_bytes(
+        quantize_model(torch.nn.Sequential(torch.nn.Linear(1024, 1024, bias=False)), NF4Config(double_quant=False))
+    )
+    double = nf4_storage_bytes(
+        quantize_model(torch.nn.Sequential(torch.nn.Linear(1024, 1024, bias=False)), NF4Config(double_quant=True))
+    )
     # codes at 4 bits + one fp32 absmax per 64 values
     assert single == n // 2 + (n // 64) * 4
     # codes + 8-bit absmax + fp32 absmax per 256 absmax + 256-entry fp32 code book + fp32 offset

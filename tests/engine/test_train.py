@@ -94,15 +94,12 @@ def test_resume_continues_the_same_trajectory(
     assert resumed.losses == base_run.losses[3:]  # bit for bit
     assert resumed.val_losses == base_run.val_losses
     with pytest.raises(ResumeError, match="lr"):
-        pretrain(run, TrainConfig(**{**CFG.to_dict(), "lr": 1e-3}), config=TINY, tokenizer=tok, data=data,
-                 resume=True)
+        pretrain(run, TrainConfig(**{**CFG.to_dict(), "lr": 1e-3}), config=TINY, tokenizer=tok, data=data, resume=True)
     with pytest.raises(ResumeError, match="no complete checkpoint"):
         pretrain(tmp_path / "empty", CFG, config=TINY, tokenizer=tok, data=data, resume=True)
 
 
-def test_nan_guard_stops_and_keeps_last_good_checkpoint(
-    tmp_path: Path, tok: EngineTokenizer, data: TokenData
-) -> None:
+def test_nan_guard_stops_and_keeps_last_good_checkpoint(tmp_path: Path, tok: EngineTokenizer, data: TokenData) -> None:
     cfg = TrainConfig(**{**CFG.to_dict(), "save_every": 2})
     assert nan_fault_step(cfg) == 3
     with FAULTS.enabled("nan_in_step"), pytest.raises(NonFiniteLossError, match="step 3: the loss is nan") as info:
@@ -143,7 +140,9 @@ def test_finetune_methods(tmp_path: Path, base_run: Any, inst: InstructionData, 
         assert load_checkpoint(folder / "model.safetensors").manifest["method"] == "full"
     else:
         assert sorted(p.name for p in (folder / "adapter").iterdir()) == [
-            "adapter_config.json", "adapter_model.safetensors"]
+            "adapter_config.json",
+            "adapter_model.safetensors",
+        ]
         assert json.loads((folder / "manifest.json").read_text())["base"] == str(base)
         # the frozen base is still bit for bit the checkpoint's
         model = result.extra["model"]
@@ -161,6 +160,7 @@ def test_lora_finetune_resumes_exactly(tmp_path: Path, base_run: Any, inst: Inst
     full = finetune(base, tmp_path / "a", cfg, method="qlora", lora=LoraSettings(r=4, dropout=0.1), data=inst)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     (tmp_path / "b" / LATEST_NAME).write_text(json.dumps({"folder": "step-000002", "step": 2}))
-    again = finetune(base, tmp_path / "b", cfg, method="qlora", lora=LoraSettings(r=4, dropout=0.1), data=inst,
-                     resume=True)
+    again = finetune(
+        base, tmp_path / "b", cfg, method="qlora", lora=LoraSettings(r=4, dropout=0.1), data=inst, resume=True
+    )
     assert again.losses == full.losses[2:]

@@ -26,8 +26,12 @@ from falsifiers.training import (
 def test_changed_tensors_compares_bits_not_values() -> None:
     nan = torch.tensor([float("nan"), 1.0])
     before = {"a": nan.clone(), "b": torch.tensor([0.0]), "c": torch.ones(2), "only_before": torch.zeros(1)}
-    after = {"a": nan.clone(), "b": torch.tensor([-0.0]), "c": torch.ones(2, dtype=torch.float64),
-             "only_after": torch.zeros(1)}
+    after = {
+        "a": nan.clone(),
+        "b": torch.tensor([-0.0]),
+        "c": torch.ones(2, dtype=torch.float64),
+        "only_after": torch.zeros(1),
+    }
     # NaN == NaN bitwise; -0.0 differs from 0.0 in its sign bit; a dtype change is a change.
     assert changed_tensors(before, after) == ["b", "c"]
 

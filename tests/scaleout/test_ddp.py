@@ -85,8 +85,12 @@ def test_sharding_sees_every_example_once_per_epoch() -> None:
         assert [s.shape[0] for s in shards] == [2, 2, 2]
         assert sorted(torch.cat(shards)[:, 0].tolist()) == sorted(full[:, 0].tolist())
     for epoch in range(2):
-        seen = [int(w) // seq for r in range(world) for step in range(epoch * 4, epoch * 4 + 4)
-                for w in ShardedData(data, r, world).batch(step, batch, seq, 0)[:, 0]]
+        seen = [
+            int(w) // seq
+            for r in range(world)
+            for step in range(epoch * 4, epoch * 4 + 4)
+            for w in ShardedData(data, r, world).batch(step, batch, seq, 0)[:, 0]
+        ]
         assert sorted(seen) == list(range(24))
     view = ShardedData(data, 1, world)
     assert view.digest == "d" and view.val_batches(2, seq, 1)[0].shape == (2, seq)  # validation is not sharded
@@ -114,15 +118,51 @@ def _losses(out: Path) -> list[float]:
 def test_torchrun_pretraining_follows_the_single_process_trajectory(tmp_path: Path) -> None:
     """``torchrun --nproc_per_node=2 -m engine pretrain`` (gloo) against ``pretrain`` in one process."""
     cached_tokenizer(512)  # both ranks read the cache instead of training a tokenizer twice
-    cfg = TrainConfig(steps=STEPS, batch_size=BATCH, seq_len=SEQ, lr=LR, warmup_steps=2, eval_every=0,
-                      save_every=4, seed=0, grad_clip=1.0)
+    cfg = TrainConfig(
+        steps=STEPS,
+        batch_size=BATCH,
+        seq_len=SEQ,
+        lr=LR,
+        warmup_steps=2,
+        eval_every=0,
+        save_every=4,
+        seed=0,
+        grad_clip=1.0,
+    )
     single = pretrain(tmp_path / "one", cfg, config=preset("tiny"), device="cpu")
 
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "engine", "pretrain", str(tmp_path / "two"), "--preset", "tiny", "--steps", str(STEPS),
-           "--batch-size", str(BATCH), "--seq-len", str(SEQ), "--lr", str(LR), "--warmup", "2",
-           "--eval-every", "0", "--save-every", "4", "--seed", "0", "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "engine",
+        "pretrain",
+        str(tmp_path / "two"),
+        "--preset",
+        "tiny",
+        "--steps",
+        str(STEPS),
+        "--batch-size",
+        str(BATCH),
+        "--seq-len",
+        str(SEQ),
+        "--lr",
+        str(LR),
+        "--warmup",
+        "2",
+        "--eval-every",
+        "0",
+        "--save-every",
+        "4",
+        "--seed",
+        "0",
+        "--device",
+        "cpu",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -161,16 +201,24 @@ def _masked_pairs(seed: int = 0, rows: int = 16, seq: int = 24) -> InstructionDa
 def _finetune(out: Path, tokenizer: EngineTokenizer) -> dict[str, Any]:
     torch.manual_seed(0)
     model = build_model(preset("tiny"), device="cpu")
-    cfg = TrainConfig(steps=6, batch_size=4, seq_len=24, lr=LR, warmup_steps=1, eval_every=0, eval_batches=1,
-                      save_every=0, seed=0)
+    cfg = TrainConfig(
+        steps=6, batch_size=4, seq_len=24, lr=LR, warmup_steps=1, eval_every=0, eval_batches=1, save_every=0, seed=0
+    )
     task = FinetuneTask(model, tokenizer, _masked_pairs(), cfg, "full", None)
     result = run_training(task, cfg, out)
     return {"losses": result.losses, "tokens": result.tokens}
 
 
 def _rank_main(rank: int, port: int, out: str, results: str, tokenizer_json: str) -> None:
-    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+    )
     torch.set_num_threads(1)
     got = _finetune(Path(out), EngineTokenizer.from_json(tokenizer_json))
     Path(results, f"rank-{rank}.json").write_text(json.dumps(got))
@@ -191,8 +239,12 @@ def test_masked_fine_tuning_weights_ranks_by_their_tokens(tmp_path: Path) -> Non
     tokenizer = cached_tokenizer(512)
     single = _finetune(tmp_path / "one", tokenizer)
     (tmp_path / "res").mkdir()
-    mp.spawn(_rank_main, args=(_free_port(), str(tmp_path / "two"), str(tmp_path / "res"), tokenizer.to_json()),
-             nprocs=2, join=True)
+    mp.spawn(
+        _rank_main,
+        args=(_free_port(), str(tmp_path / "two"), str(tmp_path / "res"), tokenizer.to_json()),
+        nprocs=2,
+        join=True,
+    )
     ranks = [json.loads((tmp_path / "res" / f"rank-{r}.json").read_text()) for r in range(2)]
     assert ranks[0] == ranks[1]  # every rank agrees on the global loss
     assert ranks[0]["tokens"] == single["tokens"]

@@ -46,7 +46,8 @@ def test_the_device_list_comes_from_pv_devices_then_visible_devices_then_nvml() 
         raise AssertionError("NVML must not be asked when the environment answers")
 
     assert available_devices({"PV_DEVICES": "1,2", "CUDA_VISIBLE_DEVICES": "0"}, never) == DeviceList(
-        ("1", "2"), "PV_DEVICES")
+        ("1", "2"), "PV_DEVICES"
+    )
     assert available_devices({"CUDA_VISIBLE_DEVICES": "4,6"}, never) == DeviceList(("4", "6"), "CUDA_VISIBLE_DEVICES")
     assert available_devices({}, lambda: 3) == DeviceList(("0", "1", "2"), "nvml")
     assert available_devices({}, lambda: 0) == DeviceList((), "nvml")
@@ -69,8 +70,12 @@ def test_plan_writes_one_visible_device_per_worker() -> None:
     env = {"PYTEST_XDIST_TESTRUNUID": "run1"}
     p = plan("gw3", DeviceList(("0", "1"), "nvml"), env)
     assert p is not None and p.label == "cuda:1" and p.has_gpu
-    assert p.env == {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-                     "PV_PINNED_DEVICE": "cuda:1", "PV_PINNED_FOR": "run1:gw3"}
+    assert p.env == {
+        "CUDA_VISIBLE_DEVICES": "1",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "PV_PINNED_DEVICE": "cuda:1",
+        "PV_PINNED_FOR": "run1:gw3",
+    }
     # The user's own order is kept, and a list from the environment is already in CUDA's numbering.
     own_order = plan("gw0", DeviceList(("0",), "nvml"), {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
     from_env = plan("gw0", DeviceList(("7",), "PV_DEVICES"), {})
@@ -120,10 +125,19 @@ if os.environ.get("PV_DEVICES"):
 
 
 def _device_contract(toy: ToyProject) -> None:
-    probes = [falsifier(f"FALSIFY-DEV-{n:03d}", check="toyfalsifiers.devices:visible", expect='pinned != "<unset>"')
-              for n in range(1, 7)]
-    gated = [falsifier(f"FALSIFY-DEV-{n:03d}", check="toyfalsifiers.devices:visible", expect='pinned != "<unset>"',
-                       requires=["cuda"]) for n in range(7, 11)]
+    probes = [
+        falsifier(f"FALSIFY-DEV-{n:03d}", check="toyfalsifiers.devices:visible", expect='pinned != "<unset>"')
+        for n in range(1, 7)
+    ]
+    gated = [
+        falsifier(
+            f"FALSIFY-DEV-{n:03d}",
+            check="toyfalsifiers.devices:visible",
+            expect='pinned != "<unset>"',
+            requires=["cuda"],
+        )
+        for n in range(7, 11)
+    ]
     toy.contract("dev", probes + gated)
     toy.write("fakegpu.py", FAKE_GPU)
 
@@ -133,8 +147,9 @@ def test_each_worker_sees_its_own_device_and_gpu_falsifiers_record_it(
 ) -> None:
     _device_contract(toy)
     monkeypatch.setenv("PV_DEVICES", "3,7")
-    result = toy.pytester.runpytest_subprocess(*LEAN, "-p", "fakegpu", "-p", "xdist", "-n", "2", "contracts",
-                                               "--pv-no-evidence")
+    result = toy.pytester.runpytest_subprocess(
+        *LEAN, "-p", "fakegpu", "-p", "xdist", "-n", "2", "contracts", "--pv-no-evidence"
+    )
     result.assert_outcomes(passed=10)
     expected = {"gw0": "3", "gw1": "7"}
     seen: dict[str, set[str]] = defaultdict(set)
@@ -152,8 +167,9 @@ def test_without_gpus_workers_run_on_cpu_and_skip_gpu_falsifiers_with_a_reason(
 ) -> None:
     _device_contract(toy)
     monkeypatch.setenv("PV_DEVICES", "")
-    result = toy.pytester.runpytest_subprocess(*LEAN, "-p", "fakegpu", "-p", "xdist", "-n", "2", "contracts",
-                                               "--pv-no-evidence")
+    result = toy.pytester.runpytest_subprocess(
+        *LEAN, "-p", "fakegpu", "-p", "xdist", "-n", "2", "contracts", "--pv-no-evidence"
+    )
     result.assert_outcomes(passed=6, skipped=4)
     for r in toy.run_record()["results"]:
         if r["falsify_id"] >= "FALSIFY-DEV-007":

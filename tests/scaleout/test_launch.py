@@ -21,10 +21,19 @@ def _by_id(toy: ToyProject) -> dict[str, dict]:
 
 
 def test_two_ranks_report_through_rank_0_and_every_rank_log_is_evidence(toy: ToyProject) -> None:
-    toy.contract("ddp", [
-        falsifier("FALSIFY-DDP-001", check=CHECK + "gather", launch=LAUNCH, ship_blocking=True,
-                  expect="world == 2 and rank_sum == 1 and value == 1.0", mutant="toysystem:off_by_one"),
-    ])
+    toy.contract(
+        "ddp",
+        [
+            falsifier(
+                "FALSIFY-DDP-001",
+                check=CHECK + "gather",
+                launch=LAUNCH,
+                ship_blocking=True,
+                expect="world == 2 and rank_sum == 1 and value == 1.0",
+                mutant="toysystem:off_by_one",
+            ),
+        ],
+    )
     result = toy.pytester.runpytest("contracts", "--pv-mutants", "--pv-evidence-dir", "evidence")
     result.assert_outcomes(passed=1)
     r = _by_id(toy)["FALSIFY-DDP-001"]
@@ -49,14 +58,23 @@ def test_two_ranks_report_through_rank_0_and_every_rank_log_is_evidence(toy: Toy
 
 
 def test_launch_failures_are_errors_and_skips_as_in_process(toy: ToyProject) -> None:
-    toy.contract("bad", [
-        falsifier("FALSIFY-BAD-001", check=CHECK + "rank1_crashes", launch=LAUNCH, expect="value == 1.0"),
-        falsifier("FALSIFY-BAD-002", check=CHECK + "sleeps", launch=LAUNCH, expect="value == 1.0",
-                  params={"seconds": 120}, timeout_s=12),
-        falsifier("FALSIFY-BAD-003", check=CHECK + "half_observed", launch=LAUNCH, expect="value == 1.0"),
-        falsifier("FALSIFY-BAD-004", check=CHECK + "skips_itself", launch=LAUNCH, expect="value == 1.0"),
-        falsifier("FALSIFY-BAD-005", check=CHECK + "wants_fixture", launch=LAUNCH, expect="value == 1.0"),
-    ])
+    toy.contract(
+        "bad",
+        [
+            falsifier("FALSIFY-BAD-001", check=CHECK + "rank1_crashes", launch=LAUNCH, expect="value == 1.0"),
+            falsifier(
+                "FALSIFY-BAD-002",
+                check=CHECK + "sleeps",
+                launch=LAUNCH,
+                expect="value == 1.0",
+                params={"seconds": 120},
+                timeout_s=12,
+            ),
+            falsifier("FALSIFY-BAD-003", check=CHECK + "half_observed", launch=LAUNCH, expect="value == 1.0"),
+            falsifier("FALSIFY-BAD-004", check=CHECK + "skips_itself", launch=LAUNCH, expect="value == 1.0"),
+            falsifier("FALSIFY-BAD-005", check=CHECK + "wants_fixture", launch=LAUNCH, expect="value == 1.0"),
+        ],
+    )
     result = toy.pytester.runpytest("contracts", "--pv-no-evidence")
     result.assert_outcomes(failed=4, skipped=1)
     r = _by_id(toy)
