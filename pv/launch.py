@@ -24,7 +24,6 @@ ranks through ``PV_FAULTS``, which the harness sets while a mutant runs.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import signal
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pv.results import Verdict
-from pv.run_checker import BindingError, Evaluation, FalsifierText, judge
+from pv.run_checker import BindingError, Evaluation, FalsifierText, bind_arguments, judge
 
 RESULT_ENV = "PV_LAUNCH_RESULT"
 ARTIFACTS_ENV = "PV_LAUNCH_ARTIFACTS"
@@ -78,42 +77,31 @@ def rank_artifacts(artifacts: Path, rank: int) -> Path:
     return artifacts if rank == 0 else artifacts / f"rank-{rank}"
 
 
-def launch_arguments(func: Callable[..., Any], params: Mapping[str, Any], artifacts: Path) -> dict[str, Any]:
-    """Check that ``func`` can run launched; the fixtures it gets (only ``pv_artifacts``).
+def child_arguments(func: Callable[..., Any], params: Mapping[str, Any], artifacts: Path) -> dict[str, Any]:
+    """The keyword arguments a rank calls the checker with: its params, plus ``pv_artifacts``.
 
-    Raises :class:`BindingError` for a parameter that is neither a param, a default, nor
-    ``pv_artifacts``, and for params the signature cannot take, as in-process binding does.
+    Binding is in-process binding (:func:`pv.run_checker.bind_arguments`) with one difference: the
+    only fixture that can reach a torchrun rank is ``pv_artifacts``; any other raises
+    :class:`BindingError`.
     """
-    sig = inspect.signature(func)
-    fixtures: dict[str, Any] = {}
-    takes_var_kw = False
-    for name, p in sig.parameters.items():
-        if p.kind is inspect.Parameter.VAR_KEYWORD:
-            takes_var_kw = True
-            continue
-        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
-            raise BindingError(f"checker parameter {name!r} cannot be passed by keyword")
-        if name in params or p.default is not inspect.Parameter.empty:
-            continue
+
+    def fixture(name: str) -> Any:
         if name not in LAUNCH_FIXTURES:
             raise BindingError(
                 f"checker parameter {name!r} is a pytest fixture, which cannot reach a torchrun rank; "
                 f"a launched checker takes its params and {', '.join(sorted(LAUNCH_FIXTURES))} only"
             )
-        fixtures[name] = artifacts
-    extra = sorted(k for k in params if k not in sig.parameters and k != "seed")
-    if extra and not takes_var_kw:
-        raise BindingError(f"checker does not accept param(s) {', '.join(extra)}")
-    return fixtures
+        return artifacts
+
+    return bind_arguments(func, params, fixture)
 
 
-def child_arguments(func: Callable[..., Any], params: Mapping[str, Any], artifacts: Path) -> dict[str, Any]:
-    """The keyword arguments a rank calls the checker with: its params, plus ``pv_artifacts``."""
-    sig = inspect.signature(func)
-    takes_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
-    kwargs = {k: v for k, v in params.items() if k in sig.parameters or takes_var_kw}
-    kwargs.update(launch_arguments(func, params, artifacts))
-    return kwargs
+def launch_arguments(func: Callable[..., Any], params: Mapping[str, Any], artifacts: Path) -> dict[str, Any]:
+    """Check that ``func`` can run launched; the fixtures it gets (only ``pv_artifacts``).
+
+    Raises :class:`BindingError` as :func:`child_arguments` does.
+    """
+    return {k: v for k, v in child_arguments(func, params, artifacts).items() if k not in params}
 
 
 def launch_gate(nproc: int, needs_gpu: bool, gpu_count: Callable[[], int]) -> str | None:
