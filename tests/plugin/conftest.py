@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,19 +210,26 @@ class ToyProject:
         return {f"{r['contract_id']}::{r['falsify_id']}": r["verdict"] for r in self.run_record()["results"]}
 
 
-@pytest.fixture
-def toy(pytester: pytest.Pytester) -> ToyProject:
+def build_toy(pytester: pytest.Pytester, *, addopts: str = "", checkers: Mapping[str, str] | None = None) -> ToyProject:
+    """The toy project: its system, recorder, conftest and checker package (plus ``checkers`` modules)."""
     pytester.makepyprojecttoml(
-        """
+        f"""
         [tool.pytest.ini_options]
         pv_contracts = "contracts"
         pv_checker_packages = "toyfalsifiers"
         pythonpath = "."
-        addopts = "--pv-no-evidence"
+        addopts = "{addopts}"
         """
     )
     pytester.makepyfile(toysystem=TOYSYSTEM, recorder=RECORDER, conftest=CONFTEST)
     pkg = pytester.mkpydir("toyfalsifiers")
     (pkg / "basic.py").write_text(TOYCHECKERS)
+    for module, text in (checkers or {}).items():
+        (pkg / f"{module}.py").write_text(text)
     pytester.syspathinsert()
     return ToyProject(pytester)
+
+
+@pytest.fixture
+def toy(pytester: pytest.Pytester) -> ToyProject:
+    return build_toy(pytester, addopts="--pv-no-evidence")

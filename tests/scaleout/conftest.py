@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin.conftest import CONFTEST, RECORDER, TOYCHECKERS, TOYSYSTEM, ToyProject
+from tests.plugin.conftest import ToyProject, build_toy
 
 LAUNCHED = """
 import os
@@ -74,19 +74,5 @@ def visible():
 
 @pytest.fixture
 def toy(pytester: pytest.Pytester) -> ToyProject:
-    """The plugin tests' toy project; evidence is off unless a test turns it on."""
-    pytester.makepyprojecttoml(
-        """
-        [tool.pytest.ini_options]
-        pv_contracts = "contracts"
-        pv_checker_packages = "toyfalsifiers"
-        pythonpath = "."
-        """
-    )
-    pytester.makepyfile(toysystem=TOYSYSTEM, recorder=RECORDER, conftest=CONFTEST)
-    pkg = pytester.mkpydir("toyfalsifiers")
-    (pkg / "basic.py").write_text(TOYCHECKERS)
-    (pkg / "launched.py").write_text(LAUNCHED)
-    (pkg / "devices.py").write_text(DEVICE_PROBE)
-    pytester.syspathinsert()
-    return ToyProject(pytester)
+    """The plugin tests' toy project with launched and device-probe checkers; evidence stays on."""
+    return build_toy(pytester, checkers={"launched": LAUNCHED, "devices": DEVICE_PROBE})
