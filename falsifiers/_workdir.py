@@ -1,7 +1,7 @@
-"""A fresh working directory per checker call.
+"""A fresh working directory per artefact of a checker call.
 
-pytest's ``tmp_path`` is the same directory for a falsifier's run and its mutant re-run, so a
-checker that writes files there would see the first run's leftovers; each call takes its own.
+A checker that writes several artefacts in one call (an init run and a scratch run, an HF and a
+GGUF export) gives each its own folder under ``tmp_path``, so none can read another's files.
 """
 
 from __future__ import annotations
@@ -12,4 +12,5 @@ from pathlib import Path
 
 def fresh_dir(base: Path, prefix: str = "run-") -> Path:
     """A new, empty directory under ``base`` that no earlier call returned."""
+    base.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=prefix, dir=base))

@@ -19,8 +19,9 @@ from engine.data import TokenData
 from engine.distill import DistillationRefused, distill
 from engine.quant import NF4AlignmentWarning, NF4Config, is_nf4_linear
 from engine.train import NonFiniteLossError, TrainConfig, TrainResult
+from falsifiers._workdir import fresh_dir
 from falsifiers.memory import linear_weight_bytes
-from falsifiers.training import Run, base_state, changed_tensors, fresh_dir, window_mean, write_loss_evidence
+from falsifiers.training import Run, base_state, changed_tensors, window_mean, write_loss_evidence
 from pv.checkers import checker
 
 BATCH, SEQ_LEN = 8, 64

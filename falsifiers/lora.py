@@ -20,10 +20,10 @@ from engine.memory import lora_param_count as shape_lora_param_count
 from engine.memory import lora_param_count_square
 from engine.model import build_model
 from engine.train import TrainConfig
+from falsifiers._workdir import fresh_dir
 from falsifiers.training import (
     base_state,
     changed_tensors,
-    fresh_dir,
     instruction_subset,
     run_finetune,
     write_loss_evidence,

@@ -20,7 +20,8 @@ from engine.config import ARCHITECTURE_KEYS, ModelConfig
 from engine.data import TokenData
 from engine.tokenizer import EngineTokenizer
 from engine.train import TrainConfig, TrainResult, pretrain
-from falsifiers.training import Run, fresh_dir, plot_losses
+from falsifiers._workdir import fresh_dir
+from falsifiers.training import Run, plot_losses
 from pv.checkers import checker
 
 BATCH, SEQ_LEN, EVAL_BATCHES = 8, 64, 4

@@ -23,7 +23,8 @@ from engine.lora import LoraSettings, load_adapter, prepare_qlora
 from engine.model import build_model
 from engine.quant import NF4AlignmentWarning, is_nf4_linear, nf4_layers, quantize_model
 from engine.train import TrainConfig
-from falsifiers.training import fresh_dir, run_finetune, window_mean, write_loss_evidence
+from falsifiers._workdir import fresh_dir
+from falsifiers.training import run_finetune, window_mean, write_loss_evidence
 from pv.checkers import checker
 
 SEQ_LEN = 64

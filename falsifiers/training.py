@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,12 +23,6 @@ from engine.lora import LoraSettings
 from engine.train import LOG_NAME, NonFiniteLossError, TrainConfig, TrainResult, finetune
 
 PEFT_PREFIX = "base_model.model."
-
-
-def fresh_dir(base: Path, prefix: str = "run-") -> Path:
-    """A new empty folder under ``base``: a falsifier's run and its mutant re-run share ``tmp_path``."""
-    base.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
 
 
 def instruction_subset(data: InstructionData, rows: int) -> InstructionData:

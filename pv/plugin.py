@@ -333,9 +333,11 @@ def run_item(item: Any) -> None:
 
     if settings.mutants and f.mutant:
         factory = getfixture("tmp_path_factory")
+        # Per-run fixtures are fresh for the mutant run, so it never sees the first run's files.
         overrides = {
             "pv_artifacts": new_artifact_dir(item, factory, "-mutant"),
             "pv_hypothesis": _property_runner(item),
+            "tmp_path": new_artifact_dir(item, factory, "-mutant-tmp"),
         }
         try:
             mutant_kwargs = (

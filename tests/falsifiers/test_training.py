@@ -10,11 +10,11 @@ import torch
 from torch import nn
 
 from engine.data import InstructionData
+from falsifiers._workdir import fresh_dir
 from falsifiers.training import (
     Run,
     base_state,
     changed_tensors,
-    fresh_dir,
     instruction_subset,
     strip_peft_name,
     unique_bytes,

@@ -174,3 +174,37 @@ def test_an_existing_pv_faults_value_is_restored(
     assert run_mutant(as_module, run).killed
     assert env_inside == ["other,broken"]
     assert os.environ[ENV_VAR] == "other"
+
+
+def test_the_mutant_run_gets_its_own_tmp_path(toy: ToyProject) -> None:
+    # The checker leaves a file in tmp_path; if the mutant run reused the first run's folder it
+    # would find it (leftovers = 1), the prediction would hold and the falsifier would be vacuous.
+    toy.write(
+        "toyfalsifiers/leftovers.py",
+        """
+        from pv.checkers import checker
+        from toysystem import system_value
+
+
+        @checker(observes=["value", "leftovers"])
+        def writes_tmp(tmp_path):
+            leftovers = len(list(tmp_path.iterdir()))
+            (tmp_path / "made-by-a-run").write_text("x")
+            return {"value": system_value(), "leftovers": leftovers}
+        """,
+    )
+    toy.contract(
+        "alpha",
+        [
+            falsifier(
+                "FALSIFY-ALPHA-001",
+                check="toyfalsifiers.leftovers:writes_tmp",
+                expect="leftovers == 0 and value == 1.0",
+                mutant=MUTANT,
+            )
+        ],
+    )
+    toy.pytester.runpytest("--pv-mutants").assert_outcomes(passed=1)
+    (entry,) = toy.run_record()["results"]
+    assert entry["mutant"]["verdict"] == "falsified"
+    assert entry["mutant"]["observations"] == {"value": 2.0, "leftovers": 0}
