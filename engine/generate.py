@@ -16,7 +16,7 @@ import torch
 
 from engine.errors import GenerationError
 from engine.faults import FAULTS
-from engine.model import DecoderLM, KVCache
+from engine.model import DecoderLM, KVCache, fused_layers
 
 
 @dataclass
@@ -195,10 +195,12 @@ def generate(
     model.eval()
     steps = 0
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), fused_layers(model):
             cache: KVCache | None = None
             if max_new_tokens > 0:
-                out = model(input_ids=seq[:, :width], attention_mask=mask[:, :width], use_cache=use_cache)
+                out = model(
+                    input_ids=seq[:, :width], attention_mask=mask[:, :width], use_cache=use_cache, logits_to_keep=1
+                )
                 cache = out.past_key_values
                 logits = out.logits[:, -1].float()
             for step in range(limit):
@@ -206,21 +208,20 @@ def generate(
                 if return_logits:
                     scores.append(logits)
                 nxt = choose_next(logits, temperature, top_k, top_p, generator)
-                nxt = torch.where(finished, torch.full_like(nxt, pad_token_id), nxt)
-                seq[:, pos] = nxt
                 steps = step + 1
                 if eos_ids:
+                    nxt = nxt.masked_fill(finished, pad_token_id)
                     hit = torch.isin(nxt, eos_tensor) & ~finished
                     lengths = torch.where(hit, torch.full_like(lengths, steps), lengths)
                     finished = finished | hit
-                    if bool(finished.all()):
-                        break
+                seq[:, pos] = nxt
+                if eos_ids and bool(finished.all()):
+                    break
                 if steps == limit:
                     break
                 if use_cache:
-                    out = model(
-                        input_ids=seq[:, pos : pos + 1], attention_mask=mask[:, : pos + 1], past_key_values=cache
-                    )
+                    # New tokens are real: the cache carries the prompt's padding and each row's position.
+                    out = model(input_ids=seq[:, pos : pos + 1], past_key_values=cache)
                 else:
                     out = model(input_ids=seq[:, : pos + 1], attention_mask=mask[:, : pos + 1])
                 logits = out.logits[:, -1].float()

@@ -7,6 +7,8 @@ without renaming, and PEFT targets the same module names in both.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -61,6 +63,32 @@ def rope_cos_sin(
     return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
 
 
+_ROPE_TABLES: dict[tuple[int, float, torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _rope_table(
+    length: int, head_dim: int, theta: float, device: torch.device, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sign-folded sin (first half negated) for positions 0..length-1 at least, [positions, head_dim].
+
+    Decoding looks one row up per step instead of recomputing cos/sin (several kernels); the
+    rows are computed exactly as :func:`rope_cos_sin` computes them.  The table grows
+    geometrically with the longest position asked for, not to the whole context window.
+    """
+    key = (head_dim, theta, device, dtype)
+    table = _ROPE_TABLES.get(key)
+    if table is None or table[0].shape[0] < length:
+        size = max(length, 64, 2 * (0 if table is None else table[0].shape[0]))
+        half = head_dim // 2
+        with torch.inference_mode(False):
+            cos, sin = rope_cos_sin(torch.arange(size, device=device)[None], head_dim, theta, dtype)
+            cos, sin = cos[0, 0], sin[0, 0]
+            # rotate_half(x) * sin == roll(x, half) * sin_folded: one kernel instead of three.
+            table = (cos, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1))
+        _ROPE_TABLES[key] = table
+    return table
+
+
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
@@ -72,9 +100,11 @@ class KVCache:
 
     keys: list[torch.Tensor | None]
     values: list[torch.Tensor | None]
-    attention_mask: torch.Tensor | None = None  # [batch, seq_so_far], 1 = real token
+    # [batch, seq_so_far], 1 = real token; None while no cached token is padding.
+    attention_mask: torch.Tensor | None = None
     length: int = 0
-    _next_positions: torch.Tensor | None = field(default=None, repr=False)
+    # [batch, 1]: the rotary position the next real token of each row takes.
+    next_positions: torch.Tensor | None = field(default=None, repr=False)
     # Preallocated per-layer storage that keys/values are views of (a cache is not for sharing
     # between diverging continuations: both would write into the same storage).
     _buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict, repr=False)
@@ -109,6 +139,14 @@ class KVCache:
         return k, v
 
 
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding of ``x`` [batch, heads, seq, head_dim] with a sign-folded sin (see _rope_table).
+
+    With the sign folded in, ``roll`` stands for ``rotate_half``: one kernel, not three.
+    """
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin_folded
+
+
 class Attention(nn.Module):
     def __init__(self, config: ModelConfig, layer_idx: int) -> None:
         super().__init__()
@@ -135,10 +173,13 @@ class Attention(nn.Module):
         q = self.q_proj(x).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, s, self.num_kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, s, self.num_kv_heads, self.head_dim).transpose(1, 2)
-        # ``sin`` arrives sign-folded (see DecoderLM.forward), so roll == rotate_half: one kernel, not three.
-        half = self.head_dim // 2
-        q = q * cos + q.roll(half, dims=-1) * sin
-        k = k * cos + k.roll(half, dims=-1) * sin
+        return self.o_proj(self.attend(rotate(q, cos, sin), rotate(k, cos, sin), v, mask, cache))
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, cache: KVCache | None
+    ) -> torch.Tensor:
+        """Rotated q [b, heads, s, d], k/v [b, kv_heads, s, d] -> attention output [b, s, heads * d]."""
+        b, _, s, _ = q.shape
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)
         groups = self.num_heads // self.num_kv_heads
@@ -151,7 +192,7 @@ class Attention(nn.Module):
                 k = k.repeat_interleave(groups, dim=1)
                 v = v.repeat_interleave(groups, dim=1)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
+        return out.transpose(1, 2).reshape(b, s, -1)
 
 
 class MLP(nn.Module):
@@ -165,6 +206,18 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
+@dataclass(frozen=True)
+class FusedLayer:
+    """One decoder layer's weights rearranged for decoding (see :func:`fused_layers`)."""
+
+    qkv_weight: torch.Tensor  # q, k and v rows stacked, input_layernorm's weight folded into the columns
+    qkv_bias: torch.Tensor | None
+    o_weight: torch.Tensor
+    gate_up_weight: torch.Tensor  # gate and up rows stacked, post_attention_layernorm's weight folded in
+    down_weight: torch.Tensor
+    eps: float
+
+
 class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig, layer_idx: int) -> None:
         super().__init__()
@@ -172,12 +225,88 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(config)
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        # Set only inside :func:`fused_layers`; a plain attribute, never in the state dict.
+        self.fused: FusedLayer | None = None
 
     def forward(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None, cache: KVCache | None
     ) -> torch.Tensor:
+        if self.fused is not None:
+            return self._forward_fused(self.fused, x, cos, sin, mask, cache)
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+    def _forward_fused(
+        self,
+        f: FusedLayer,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        mask: torch.Tensor | None,
+        cache: KVCache | None,
+    ) -> torch.Tensor:
+        """The same layer as :meth:`forward`'s modules compute, in 4 matmuls instead of 7 module calls."""
+        attn = self.self_attn
+        b, s, hidden = x.shape
+        heads, kv_heads = attn.num_heads, attn.num_kv_heads
+        h = F.rms_norm(x, (hidden,), None, f.eps)
+        qkv = F.linear(h, f.qkv_weight, f.qkv_bias).view(b, s, heads + 2 * kv_heads, attn.head_dim).transpose(1, 2)
+        qk = rotate(qkv[:, : heads + kv_heads], cos, sin)  # q and k rotated together
+        x = x + F.linear(attn.attend(qk[:, :heads], qk[:, heads:], qkv[:, heads + kv_heads :], mask, cache), f.o_weight)
+        gate, up = F.linear(F.rms_norm(x, (hidden,), None, f.eps), f.gate_up_weight).chunk(2, dim=-1)
+        return x + F.linear(F.silu(gate) * up, f.down_weight)
+
+    def fuse(self) -> FusedLayer | None:
+        """This layer's :class:`FusedLayer`, or None where fusing would change what it computes.
+
+        Only float32 layers of plain ``nn.Linear`` and :class:`RMSNorm` modules qualify: LoRA- or
+        4-bit-wrapped projections keep their own forward, and other dtypes take RMSNorm's upcasting
+        path, which the fused norm does not copy.
+        """
+        attn, mlp = self.self_attn, self.mlp
+        linears = (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj, mlp.down_proj)
+        norms = (self.input_layernorm, self.post_attention_layernorm)
+        if any(type(m) is not nn.Linear for m in linears) or any(type(n) is not RMSNorm for n in norms):
+            return None
+        q, k, v, o, gate, up, down = (m for m in linears if isinstance(m, nn.Linear))
+        weights = [m.weight for m in (q, k, v, o, gate, up, down)] + [n.weight for n in norms]
+        if any(w.dtype != torch.float32 for w in weights) or o.bias is not None:
+            return None
+        if gate.bias is not None or up.bias is not None or down.bias is not None:
+            return None
+        with torch.no_grad():
+            biases = [m.weight.new_zeros(m.out_features) if m.bias is None else m.bias for m in (q, k, v)]
+            qkv_bias = torch.cat(biases) if any(m.bias is not None for m in (q, k, v)) else None
+            return FusedLayer(
+                qkv_weight=torch.cat((q.weight, k.weight, v.weight)) * self.input_layernorm.weight,
+                qkv_bias=qkv_bias,
+                o_weight=o.weight.detach(),
+                gate_up_weight=torch.cat((gate.weight, up.weight)) * self.post_attention_layernorm.weight,
+                down_weight=down.weight.detach(),
+                eps=self.input_layernorm.eps,
+            )
+
+
+@contextmanager
+def fused_layers(model: nn.Module) -> Iterator[None]:
+    """Within the block, each eligible decoder layer runs as 4 matmuls on rearranged weights.
+
+    Decoding one token is a handful of matrix-vector products per layer, where the overhead of
+    each call is a large share of the time: q/k/v become one matmul, gate/up another, the norms'
+    weights are folded into the matmul that follows them, and the layer runs without module
+    calls (see :meth:`DecoderLayer.fuse` for which layers qualify).  The rearranged copies cost
+    memory equal to the q/k/v and gate/up weights; they are built on entry from the weights as
+    they are then, dropped on exit, and detached, so the block must run without autograd
+    (``generate`` holds ``inference_mode``).
+    """
+    layers = [m for m in model.modules() if isinstance(m, DecoderLayer)]
+    try:
+        for layer in layers:
+            layer.fused = layer.fuse()
+        yield
+    finally:
+        for layer in layers:
+            layer.fused = None
 
 
 class DecoderModel(nn.Module):
@@ -233,10 +362,13 @@ class DecoderLM(nn.Module):
         past_key_values: KVCache | None = None,
         use_cache: bool = False,
         labels: torch.Tensor | None = None,
+        logits_to_keep: int = 0,
     ) -> CausalLMOutput:
         """``attention_mask`` [batch, total_seq] marks real tokens (1) vs left padding (0).
 
-        With a cache, ``attention_mask`` covers the cached tokens plus the new ones.
+        With a cache, ``attention_mask`` covers the cached tokens plus the new ones; left out, the
+        new tokens are all real and the cached ones are as the cache recorded them (what a decode
+        step wants).  ``logits_to_keep`` > 0 computes logits for that many last positions only.
         """
         b, s = input_ids.shape
         cache = (
@@ -250,22 +382,48 @@ class DecoderLM(nn.Module):
                 f"sequence of {past + s} tokens exceeds the context window of "
                 f"{self.config.max_position_embeddings} (max_position_embeddings)"
             )
+        if logits_to_keep and labels is not None:
+            raise ValueError("logits_to_keep and labels together: the loss needs every position's logits")
         device = input_ids.device
-        if attention_mask is None:
-            attention_mask = torch.ones(b, past + s, dtype=torch.long, device=device)
-        # Positions count real tokens only, so left-padded rows rotate exactly like unpadded ones.
-        positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, past:]
+        if attention_mask is not None:
+            if tuple(attention_mask.shape) != (b, past + s):
+                raise ValueError(
+                    f"attention_mask has shape {list(attention_mask.shape)}; expected [{b}, {past + s}] "
+                    f"(the {past} cached tokens plus the {s} new ones)"
+                )
+            padded = not bool(attention_mask.bool().all())
+            # Positions count real tokens only, so left-padded rows rotate exactly like unpadded ones.
+            positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, past:]
+        else:
+            if cache is not None and cache.attention_mask is not None:
+                attention_mask = torch.cat((cache.attention_mask, cache.attention_mask.new_ones(b, s)), dim=1)
+            padded = attention_mask is not None
+            if cache is not None and cache.next_positions is not None:
+                # Decoding: no mask to scan each step, the cache knows where every row stands.
+                step = cache.next_positions
+                positions = step if s == 1 else step + torch.arange(s, device=device)
+            else:
+                positions = torch.arange(past, past + s, device=device).expand(b, s)
+        next_positions = positions[:, -1:] + 1 if cache is not None else None
         if cache is not None and past > 0 and FAULTS.active("kv_cache_off_by_one"):
             positions = positions + 1
         x = self.model.embed_tokens(input_ids)
-        cos, sin = rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta, x.dtype)
-        # rotate_half(x) * sin == roll(x, half) * sin_folded, with the first half of sin negated.
-        half = self.config.head_dim // 2
-        sin = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+        # cos and sign-folded sin rows, looked up rather than recomputed; + 1: the planted
+        # off-by-one fault shifts positions one past the sequence.
+        cos_table, sin_table = _rope_table(past + s + 1, self.config.head_dim, self.config.rope_theta, device, x.dtype)
+        cos, sin = F.embedding(positions, cos_table)[:, None], F.embedding(positions, sin_table)[:, None]
         mask: torch.Tensor | None = None
-        if (s > 1 and past > 0) or not bool(attention_mask.bool().all()):
+        if padded and attention_mask is not None and s == 1 and past > 0:
+            # One query row: it sees every real key, and always itself.
+            keep = attention_mask != 0
+            keep[:, -1] = True
+            mask = x.new_zeros(b, 1, 1, past + 1).masked_fill_(~keep[:, None, None, :], torch.finfo(x.dtype).min)
+        elif (s > 1 and past > 0) or padded:
+            full = (
+                torch.ones(b, past + s, dtype=torch.bool, device=device) if attention_mask is None else attention_mask
+            )
             causal = torch.ones(s, past + s, dtype=torch.bool, device=device).tril(diagonal=past)
-            keep = causal[None, None] & attention_mask.bool()[:, None, None, :]
+            keep = causal[None, None] & full.bool()[:, None, None, :]
             # A fully padded query row would be all -inf; let it see itself to keep softmax finite.
             diag = torch.zeros(s, past + s, dtype=torch.bool, device=device)
             diag[:, past:] = torch.eye(s, dtype=torch.bool, device=device)
@@ -273,10 +431,13 @@ class DecoderLM(nn.Module):
             mask = torch.zeros(keep.shape, dtype=x.dtype, device=device).masked_fill(~keep, torch.finfo(x.dtype).min)
         for layer in self.model.layers:
             x = layer(x, cos, sin, mask, cache)
+        if logits_to_keep:
+            x = x[:, -logits_to_keep:]
         logits = self.lm_head(self.model.norm(x))
         if cache is not None:
             cache.length = past + s
-            cache.attention_mask = attention_mask
+            cache.attention_mask = attention_mask if padded else None
+            cache.next_positions = next_positions
         loss = None
         if labels is not None:
             loss = F.cross_entropy(
