@@ -5,7 +5,7 @@ This module is the one place where bump rules live; ``pv diff`` prints them and 
 
 The rules: removing a falsifier, obligation or other declared item, loosening a bound, or making
 a ship-blocking falsifier advisory is **major**; adding one, tightening a bound, or changing what
-is measured (params, checker, mutant, requirements) is **minor**; rewording is **patch**.
+is measured or how it runs (params, checker, mutant, requirements, ``launch``) is **minor**; rewording is **patch**.
 ``metadata.status``, ``metadata.version`` and the changelog are never counted: ``pv promote``
 writes the first and the other two record the bump itself.
 
@@ -356,7 +356,7 @@ def bound_change(old: str, new: str, params: Mapping[str, Any] | None = None) ->
 # Falsifier fields and the bump a change to each one needs (expect, ship_blocking and mutant are
 # judged separately, by direction).
 _FALSIFIER_WORDING = ("rule", "prediction", "test", "if_fails")
-_FALSIFIER_MEASUREMENT = ("check", "requires", "obligation", "timeout_s", "slow", "hypothesis", "examples")
+_FALSIFIER_MEASUREMENT = ("check", "requires", "obligation", "timeout_s", "slow", "hypothesis", "examples", "launch")
 _METADATA_WORDING = ("description", "references", "author", "created", "tags", "registry")
 _METADATA_IGNORED = frozenset({"status", "version", "changelog"})
 

@@ -73,6 +73,7 @@ def _edited(**edits: object) -> Contract:
         ({"falsification_tests.0.mutant": "engine.faults:other"}, Bump.MINOR, "mutant engine.faults:bad_init ->"),
         ({"falsification_tests.1.expect": None}, Bump.MAJOR, "expect removed"),
         ({"falsification_tests.1.check": "falsifiers.loss:speed2"}, Bump.MINOR, "check:"),
+        ({"falsification_tests.1.launch": {"nproc": 2}}, Bump.MINOR, "launch: None -> {'nproc': 2}"),
         ({"proof_obligations.0.tolerance": 0.2}, Bump.MAJOR, "tolerance loosened: 0.1 -> 0.2"),
         ({"proof_obligations.0.tolerance": 0.05}, Bump.MINOR, "tolerance tightened"),
         ({"proof_obligations.0.property": "step-0 loss is close to chance"}, Bump.PATCH, "reworded: property"),
