@@ -20,6 +20,19 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _check_base(contracts: Path, ref: str) -> None:
+    """An explicit ``--base`` must name a commit: a typo must not quietly skip the bump check."""
+    from pv.diff import GitError, git_toplevel, verify_ref
+
+    top = git_toplevel(contracts)
+    if top is None:
+        raise _fail(f"--base {ref}: {contracts} is not inside a git repository")
+    try:
+        verify_ref(top, ref)
+    except GitError as exc:
+        raise _fail(f"--base {ref}: {exc}") from None
+
+
 @app.command()
 def lint(
     contracts_dir: Annotated[
@@ -47,6 +60,14 @@ def lint(
     ] = None,
     evidence: Annotated[Path | None, typer.Option("--evidence", help="Evidence directory.")] = None,
     no_state: Annotated[bool, typer.Option("--no-state", help="Neither read nor write .pv/.")] = False,
+    base: Annotated[
+        str,
+        typer.Option(
+            "--base",
+            help="Git ref the changelog gate checks version bumps against (in pull-request CI: the target "
+            "branch, e.g. origin/main).",
+        ),
+    ] = "HEAD",
 ) -> None:
     """Run the gates (validate, binding, observations, falsifiability, coverage, references, status,
     changelog, duplicates) and print what each counted, its findings and the result."""
@@ -73,6 +94,8 @@ def lint(
         raise _fail(str(exc)) from None
     if not config.contracts.is_dir():
         raise _fail(f"contracts directory {config.contracts} does not exist")
+    if base != "HEAD":
+        _check_base(config.contracts, base)
 
     from pv.lint import LintOptions
     from pv.lint import lint as run
@@ -85,6 +108,7 @@ def lint(
         baseline=baseline,
         write_baseline=write_baseline,
         use_state=not no_state,
+        base_ref=base,
     )
     try:
         report = run(config, options)

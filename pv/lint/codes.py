@@ -173,8 +173,9 @@ VERSION_BUMP_TOO_SMALL = _r(
     "PVL806",
     "version-bump-too-small",
     E,
-    "The version did not bump enough for what changed since the last commit.",
-    "Compared with the contract at git `HEAD` (when there is git history), removing a falsifier or "
+    "The version did not bump enough for what changed since the last commit (or `--base REF`).",
+    "Compared with the contract at git `HEAD`, or at `pv lint --base REF` (in pull-request CI, the "
+    "target branch), when there is git history: removing a falsifier or "
     "loosening a bound needs a major bump, adding one a minor bump, rewording a patch bump; `pv diff "
     "--git HEAD` lists the changes. Status and changelog edits made by `pv promote` need no bump.",
     "Raise `metadata.version` (and the top changelog entry) to at least the bump `pv diff` reports.",

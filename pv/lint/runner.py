@@ -56,6 +56,7 @@ class LintOptions:
     baseline: Path | None = None
     write_baseline: bool = False
     use_state: bool = True  # read and write .pv/ (ratchet, index, cache)
+    base_ref: str = "HEAD"  # git ref the changelog gate compares versions against
 
 
 @dataclass
@@ -193,7 +194,7 @@ def run_lint(
 ) -> LintReport:
     """Run every gate over ``tree`` and settle the ratchet and the baseline."""
     t0 = time.perf_counter()
-    ctx = GateContext(config, tree, strict_test_binding=options.strict_test_binding)
+    ctx = GateContext(config, tree, strict_test_binding=options.strict_test_binding, base_ref=options.base_ref)
     baseline: Baseline | None = None
     if options.baseline is not None and not options.write_baseline:
         baseline = Baseline.load(options.baseline)

@@ -14,7 +14,7 @@ from pv.lint import LintOptions, lint
 from pv.loader import load_contract_file
 from pv.model import Contract
 
-from .conftest import FIXTURES, Invoke, commit_all
+from .conftest import FIXTURES, Invoke, commit_all, git
 
 PAIRS = FIXTURES / "diff"
 BASE = PAIRS / "base.yaml"
@@ -263,6 +263,26 @@ def test_changelog_gate_rejects_a_bump_too_small_against_head(repo: Path) -> Non
 
     _write(repo, "loss.yaml", bumped_minor.replace("1.1.0", "2.0.0"))
     assert _bump_findings(repo) == []
+
+
+def test_changelog_gate_checks_against_a_base_ref_once_the_change_is_committed(cli: Invoke, repo: Path) -> None:
+    """In pull-request CI the change is already in HEAD: only ``--base <target branch>`` sees it."""
+    base = BASE.read_text().replace("loss-claim-v1", "loss")
+    _write(repo, "loss.yaml", base)
+    commit_all(repo, "initial")
+    git(repo, "branch", "target")
+    unbumped = base[: base.index("  - id: FALSIFY-LOSS-002")]  # a falsifier removed, version kept
+    _write(repo, "loss.yaml", unbumped)
+    commit_all(repo, "drop a falsifier")
+    assert _bump_findings(repo) == []  # against HEAD nothing changed
+    report = lint(load_config(repo), LintOptions(use_state=False, base_ref="target"))
+    (message,) = [f.message for f in report.findings if f.code == "PVL806"]
+    assert "required bump: major; declared: none" in message and "NOT ENOUGH against target" in message
+
+    code, out = cli("lint", "--no-state", "--base", "target", cwd=repo)
+    assert code == 1 and "against target" in out and "pv diff --git target" in out
+    code, out = cli("lint", "--no-state", "--base", "no-such-branch", cwd=repo)
+    assert code == 2 and "--base no-such-branch: 'no-such-branch' does not name a commit" in out
 
 
 def test_changelog_gate_passes_without_git_or_history(tmp_path: Path, repo: Path) -> None:

@@ -33,6 +33,7 @@ class GateContext:
     config: PvConfig
     tree: LintTree
     strict_test_binding: bool = False
+    base_ref: str = "HEAD"  # the changelog gate's bump check compares against this git ref
     checkers: CheckerIndex = field(init=False)
 
     def __post_init__(self) -> None:

@@ -121,9 +121,10 @@ class ChangelogGate:
         return GateOutcome(summary, {"contracts": contracts, "entries": entries, "without_changelog": empty}, out)
 
     def _bumps(self, ctx: GateContext) -> list[Finding]:
-        """A version that did not bump enough for what changed since git ``HEAD`` (no git: none)."""
+        """A version that did not bump enough for what changed since git ``ctx.base_ref`` (no git: none)."""
         valid = list(ctx.tree.valid())
-        previous = previous_contracts([item.path for item, _ in valid])
+        ref = ctx.base_ref
+        previous = previous_contracts([item.path for item, _ in valid], ref)
         out: list[Finding] = []
         for item, contract in valid:
             before = previous.get(item.path.resolve())
@@ -139,8 +140,8 @@ class ChangelogGate:
                         codes.VERSION_BUMP_TOO_SMALL,
                         item,
                         ("metadata", "version"),
-                        f"{diff.verdict()} against HEAD{why}",
-                        hint="`pv diff --git HEAD` lists every change and the bump it needs",
+                        f"{diff.verdict()} against {ref}{why}",
+                        hint=f"`pv diff --git {ref}` lists every change and the bump it needs",
                     )
                 )
         return out
