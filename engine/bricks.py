@@ -1,8 +1,12 @@
 """Benchmark "bricks": the small operations a training or serving run is made of, each timed for real.
 
-Every brick builds its inputs once, runs ``warmup`` untimed repetitions, then ``reps`` timed ones
-(with a CUDA synchronize around each on GPU) and reports min / median / mean and the coefficient
-of variation (stdev / mean) of the wall times, plus a rate where one makes sense.
+Every brick builds its inputs once, runs ``warmup`` untimed calls, calibrates ``calls_per_rep``
+so that one timed repetition lasts at least ``min_rep_s`` (a sub-millisecond brick timed one call
+at a time measures the scheduler more than itself), then times ``reps`` repetitions of that many
+calls (with a CUDA synchronize around each on GPU).  It reports the per-call time of each
+repetition (repetition time / ``calls_per_rep``) as min / median / mean and the coefficient of
+variation (stdev / mean over all the timed repetitions, none dropped), plus a rate where one makes
+sense.
 
 Bricks: ``lora_forward`` (a LoRA-wrapped forward), ``optimizer`` (one AdamW step over the LoRA
 weights), ``loss`` (cross-entropy over a logits tensor), ``train_step`` (forward + backward +
@@ -13,6 +17,7 @@ with the KV cache) and ``batch`` (decode tokens/s at each batch size).
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig, preset
+from engine.faults import FAULTS
 from engine.lora import LoraSettings, apply_lora, prepare_qlora
 from engine.model import build_model
 
@@ -39,6 +45,8 @@ class BrickSettings:
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     warmup: int = 2
     reps: int = 7
+    min_rep_s: float = 0.02  # each timed repetition batches calls until it lasts at least this
+    threads: int = 0  # torch intra-op threads while timing; 0 leaves torch's setting alone
     qlora: bool = False
     lora_rank: int = 8
     device: str = "cpu"
@@ -56,6 +64,7 @@ class BrickResult:
     cv: float
     rate: float | None = None  # items per second at the median time
     rate_unit: str | None = None
+    calls_per_rep: int = 1  # calls of the brick per timed repetition; the times above are per call
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,21 +76,105 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_call(fn: Callable[[], object], *, warmup: int, reps: int, device: torch.device) -> list[float]:
-    """Wall time of ``reps`` calls of ``fn`` after ``warmup`` untimed ones."""
-    if reps < 2:
-        raise ValueError("reps must be >= 2 to give a spread")
-    for _ in range(warmup):
+@dataclass(frozen=True)
+class Timing:
+    """What :func:`time_call` measured.
+
+    ``per_call_s[i]`` is timed repetition ``i``'s wall time divided by ``calls_per_rep``; the
+    warm-up and calibration calls are never part of it (``warmup_s`` keeps the warm-up calls' own
+    times, for a look at the cold start, and nothing else uses them).  ``cpu_per_call_s`` is the
+    same for the process's CPU time, a diagnostic only: a wall-time CV well above the CPU-time CV
+    says the process waited for a core; equal CVs say the work itself took longer or shorter, which
+    a co-runner sharing caches, a hypervisor or spinning intra-op threads can cause as well as the
+    brick.  On a GPU the CPU time means little.
+    """
+
+    per_call_s: list[float]
+    rep_s: list[float]
+    calls_per_rep: int
+    warmup_s: list[float]
+    calibration_calls: int
+    cpu_per_call_s: list[float] = field(default_factory=list)  # process CPU time, same repetitions
+
+
+Clock = Callable[[], float]
+
+
+def _timed_batch(fn: Callable[[], object], n: int, device: torch.device, clock: Clock) -> float:
+    _sync(device)
+    t0 = clock()
+    for _ in range(n):
         fn()
     _sync(device)
-    times = []
+    return clock() - t0
+
+
+CALIBRATION_MARGIN = 1.25  # calls_per_rep aims at this multiple of min_rep_s
+
+
+def calibrate(
+    fn: Callable[[], object], min_rep_s: float, *, device: torch.device, clock: Clock = time.perf_counter
+) -> tuple[int, int]:
+    """The number of calls ``n`` per repetition that makes one repetition last ``min_rep_s`` or more.
+
+    Times a batch of 1 call, then ever larger batches (aiming at half the target, at least doubling,
+    at most x100) until one lasts a quarter of the target or more; from that batch's per-call time,
+    ``n`` is what lasts :data:`CALIBRATION_MARGIN` times the target.  Returns ``(n, calls spent
+    calibrating)``.  A repetition can still come out shorter than the target if ``fn`` runs more
+    than 20% faster than it did while calibrating; :func:`time_call` reports every repetition's
+    length, so that shows.
+    """
+    if min_rep_s <= 0:
+        return 1, 0
+    n, spent = 1, 0
+    while True:
+        dt = _timed_batch(fn, n, device, clock)
+        spent += n
+        if dt >= min_rep_s / 4:
+            # (1 - 1e-9): float noise in the clock difference must not add a call
+            return max(1, math.ceil(CALIBRATION_MARGIN * min_rep_s * n / dt * (1 - 1e-9))), spent
+        n = min(100 * n, max(2 * n, math.ceil(min_rep_s / 2 * n / dt) if dt > 0 else 100 * n))
+
+
+def time_call(
+    fn: Callable[[], object],
+    *,
+    warmup: int,
+    reps: int,
+    device: torch.device,
+    min_rep_s: float = 0.0,
+    clock: Clock = time.perf_counter,
+) -> Timing:
+    """Time ``reps`` repetitions of ``calls_per_rep`` calls of ``fn`` after ``warmup`` untimed calls.
+
+    After the warm-up, :func:`calibrate` picks ``calls_per_rep`` so that one repetition lasts at
+    least ``min_rep_s`` (1 when ``min_rep_s`` is 0 or one call already lasts that long); each
+    repetition is bracketed by a device synchronize, and its time divided by ``calls_per_rep`` is
+    one per-call figure.  ``clock`` is the wall clock (injectable so that a test can drive it).
+    """
+    if reps < 2:
+        raise ValueError("reps must be >= 2 to give a spread")
+    if warmup < 0:
+        raise ValueError("warmup must be >= 0")
+    if min_rep_s < 0:
+        raise ValueError("min_rep_s must be >= 0")
+    warm = [_timed_batch(fn, 1, device, clock) for _ in range(warmup)]
+    n, spent = calibrate(fn, min_rep_s, device=device, clock=clock)
+    rep_s, cpu_s = [], []
     for _ in range(reps):
-        _sync(device)
-        t0 = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    return times
+        c0 = time.process_time()
+        rep_s.append(_timed_batch(fn, n, device, clock))
+        cpu_s.append(time.process_time() - c0)
+    per_call = [t / n for t in rep_s]
+    if FAULTS.active("bricks_warmup_timed"):  # the defect: the warm-up calls kept as timed repetitions
+        rep_s, per_call = warm + rep_s, warm + per_call
+    return Timing(per_call, rep_s, n, warm, spent, [t / n for t in cpu_s])
+
+
+def cv_of(times: Sequence[float]) -> float:
+    """Coefficient of variation: sample stdev / mean over every time given (nothing dropped)."""
+    mean = statistics.fmean(times)
+    return statistics.stdev(times) / mean if len(times) > 1 and mean > 0 else 0.0
 
 
 def summarize(
@@ -90,13 +183,43 @@ def summarize(
     warmup: int,
     per_call_items: float | None = None,
     unit: str | None = None,
+    *,
+    calls_per_rep: int = 1,
     **extra: Any,
 ) -> BrickResult:
-    mean = statistics.fmean(times)
+    """Min / median / mean / CV of per-call ``times`` (one per timed repetition)."""
     median = statistics.median(times)
-    cv = statistics.stdev(times) / mean if len(times) > 1 and mean > 0 else 0.0
     rate = per_call_items / median if per_call_items is not None and median > 0 else None
-    return BrickResult(name, len(times), warmup, min(times), median, mean, cv, rate, unit, dict(extra))
+    return BrickResult(
+        name=name,
+        reps=len(times),
+        warmup=warmup,
+        min_s=min(times),
+        median_s=median,
+        mean_s=statistics.fmean(times),
+        cv=cv_of(times),
+        rate=rate,
+        rate_unit=unit,
+        calls_per_rep=calls_per_rep,
+        extra=dict(extra),
+    )
+
+
+def summarize_timing(
+    name: str, timing: Timing, warmup: int, per_call_items: float | None = None, unit: str | None = None, **extra: Any
+) -> BrickResult:
+    """:func:`summarize` of a :class:`Timing`, with its repetition lengths in ``extra``."""
+    return summarize(
+        name,
+        timing.per_call_s,
+        warmup,
+        per_call_items,
+        unit,
+        calls_per_rep=timing.calls_per_rep,
+        shortest_rep_s=min(timing.rep_s),
+        cpu_cv=cv_of(timing.cpu_per_call_s) if timing.cpu_per_call_s else None,
+        **extra,
+    )
 
 
 def _config(s: BrickSettings) -> ModelConfig:
@@ -125,6 +248,19 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
     s = s or BrickSettings()
     if name not in BRICKS:
         raise ValueError(f"unknown brick {name!r}; known: {', '.join(BRICKS)}")
+    if s.threads < 0:
+        raise ValueError("threads must be >= 0 (0: torch's default)")
+    if s.threads == 0:
+        return _run_brick(name, s)
+    before = torch.get_num_threads()
+    torch.set_num_threads(s.threads)
+    try:
+        return _run_brick(name, s)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run_brick(name: str, s: BrickSettings) -> BrickResult:
     device = torch.device(s.device)
     cfg = _config(s)
     ids = _ids(s, cfg, s.batch_size, s.seq_len)
@@ -135,7 +271,13 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
         "batch_size": s.batch_size,
         "seq_len": s.seq_len,
         "qlora": s.qlora,
+        "min_rep_s": s.min_rep_s,
+        "threads": torch.get_num_threads(),
     }
+
+    def timed(fn: Callable[[], object]) -> Timing:
+        return time_call(fn, warmup=s.warmup, reps=s.reps, device=device, min_rep_s=s.min_rep_s)
+
     if name == "lora_forward":
         model = _model(s, cfg, lora=True).eval()
 
@@ -143,75 +285,63 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
             with torch.no_grad():
                 model(ids)
 
-        times = time_call(forward, warmup=s.warmup, reps=s.reps, device=device)
-        return summarize(name, times, s.warmup, tokens, "tokens/s", **common)
+        return summarize_timing(name, timed(forward), s.warmup, tokens, "tokens/s", **common)
     if name == "loss":
         logits = torch.randn(s.batch_size, s.seq_len, cfg.vocab_size, device=device)
-        times = time_call(
-            lambda: F.cross_entropy(logits[:, :-1].reshape(-1, cfg.vocab_size), ids[:, 1:].reshape(-1)),
-            warmup=s.warmup,
-            reps=s.reps,
-            device=device,
-        )
-        return summarize(name, times, s.warmup, tokens, "tokens/s", vocab_size=cfg.vocab_size, **common)
+        timing = timed(lambda: F.cross_entropy(logits[:, :-1].reshape(-1, cfg.vocab_size), ids[:, 1:].reshape(-1)))
+        return summarize_timing(name, timing, s.warmup, tokens, "tokens/s", vocab_size=cfg.vocab_size, **common)
     if name in ("optimizer", "train_step"):
         model = _model(s, cfg, lora=True).train()
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=1e-4)
         if name == "optimizer":
             model(ids, labels=ids).loss.backward()
-            times = time_call(opt.step, warmup=s.warmup, reps=s.reps, device=device)
-            return summarize(name, times, s.warmup, sum(p.numel() for p in params), "params/s", **common)
+            n_params = sum(p.numel() for p in params)
+            return summarize_timing(name, timed(opt.step), s.warmup, n_params, "params/s", **common)
 
         def step() -> None:
             model(ids, labels=ids).loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-        times = time_call(step, warmup=s.warmup, reps=s.reps, device=device)
-        return summarize(name, times, s.warmup, tokens, "tokens/s", **common)
+        return summarize_timing(name, timed(step), s.warmup, tokens, "tokens/s", **common)
     from engine.generate import generate
 
     lm: Any = _model(s, cfg, lora=False).eval()
     if name == "ttft":
-        times = time_call(
-            lambda: generate(lm, ids, max_new_tokens=1, eos_token_id=[]), warmup=s.warmup, reps=s.reps, device=device
-        )
-        return summarize(name, times, s.warmup, None, None, prompt_tokens=s.seq_len, **common)
+        timing = timed(lambda: generate(lm, ids, max_new_tokens=1, eos_token_id=[]))
+        return summarize_timing(name, timing, s.warmup, None, None, prompt_tokens=s.seq_len, **common)
     if name == "throughput":
-        times = time_call(
-            lambda: generate(lm, ids, max_new_tokens=s.new_tokens, eos_token_id=[]),
-            warmup=s.warmup,
-            reps=s.reps,
-            device=device,
-        )
-        return summarize(
-            name, times, s.warmup, s.batch_size * s.new_tokens, "new tokens/s", new_tokens=s.new_tokens, **common
-        )
+        timing = timed(lambda: generate(lm, ids, max_new_tokens=s.new_tokens, eos_token_id=[]))
+        new = s.batch_size * s.new_tokens
+        return summarize_timing(name, timing, s.warmup, new, "new tokens/s", new_tokens=s.new_tokens, **common)
+    # batch: every batch size is timed and reported in by_batch; the headline figures are the
+    # largest batch's, and worst_cv is the largest CV over all of them.
     by_batch: dict[str, dict[str, float]] = {}
-    all_times: list[float] = []
+    timings: dict[int, Timing] = {}
     for b in s.batch_sizes:
         prompt = _ids(s, cfg, b, s.seq_len)
 
         def decode(p: torch.Tensor = prompt) -> object:
             return generate(lm, p, max_new_tokens=s.new_tokens, eos_token_id=[])
 
-        t = time_call(decode, warmup=s.warmup, reps=s.reps, device=device)
-        median = statistics.median(t)
+        t = timings[b] = timed(decode)
+        median = statistics.median(t.per_call_s)
         by_batch[str(b)] = {
             "median_s": median,
             "tokens_per_s": b * s.new_tokens / median,
-            "cv": statistics.stdev(t) / statistics.fmean(t),
+            "cv": cv_of(t.per_call_s),
+            "calls_per_rep": t.calls_per_rep,
         }
-        all_times = t
     largest = max(s.batch_sizes)
-    return summarize(
+    return summarize_timing(
         name,
-        all_times,
+        timings[largest],
         s.warmup,
         largest * s.new_tokens,
         "new tokens/s",
         by_batch=by_batch,
+        worst_cv=max(v["cv"] for v in by_batch.values()),
         new_tokens=s.new_tokens,
         **{**common, "batch_size": largest},
     )
@@ -226,13 +356,15 @@ def results_json(results: Sequence[BrickResult]) -> str:
 
 
 def results_table(results: Sequence[BrickResult]) -> str:
-    head = ["brick", "min ms", "median ms", "cv %", "rate"]
+    head = ["brick", "calls/rep", "min ms", "median ms", "cv %", "cpu cv %", "rate"]
     rows = [
         [
             r.name,
+            str(r.calls_per_rep),
             f"{r.min_s * 1e3:.3f}",
             f"{r.median_s * 1e3:.3f}",
             f"{r.cv * 100:.1f}",
+            f"{r.extra['cpu_cv'] * 100:.1f}" if r.extra.get("cpu_cv") is not None else "-",
             f"{r.rate:,.0f} {r.rate_unit}" if r.rate is not None else "-",
         ]
         for r in results

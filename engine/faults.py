@@ -42,3 +42,4 @@ FAULTS.register("adapter_save_stale", "adapter checkpoint written from the untra
 FAULTS.register("memory_class_override_ignored", "the PV_GPU_MEMORY_CLASS override is ignored")
 FAULTS.register("nvml_missing_raises", "a machine without NVML raises instead of answering 'no GPU'")
 FAULTS.register("sampling_global_rng", "seeded sampling draws from the global RNG instead of its own generator")
+FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls as timed repetitions")

@@ -1,22 +1,46 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
 
 from engine.bricks import (
     BRICKS,
+    CALIBRATION_MARGIN,
     BrickSettings,
+    calibrate,
     results_json,
     results_table,
     run_brick,
     run_bricks,
     summarize,
+    summarize_timing,
     time_call,
 )
+from engine.faults import FAULTS
 
-FAST = BrickSettings(batch_size=2, seq_len=16, new_tokens=4, batch_sizes=(1, 2), warmup=1, reps=2)
+CPU = torch.device("cpu")
+# one intra-op thread: with torch's two on this shared 2-core machine, a 50 us brick can take 5 ms
+FAST = BrickSettings(
+    batch_size=2, seq_len=16, new_tokens=4, batch_sizes=(1, 2), warmup=1, reps=2, min_rep_s=0.002, threads=1
+)
+
+
+class StepClock:
+    """A clock that advances only when a scripted call says how long it took."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.calls = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def call(self, cost: float) -> None:
+        self.calls += 1
+        self.now += cost
 
 
 def test_summary_statistics() -> None:
@@ -26,12 +50,62 @@ def test_summary_statistics() -> None:
     assert r.rate == pytest.approx(50.0)
 
 
-def test_time_call_runs_warmup_and_reps() -> None:
+def test_time_call_without_target_times_one_call_per_rep() -> None:
     calls: list[int] = []
-    times = time_call(lambda: calls.append(1), warmup=3, reps=4, device=torch.device("cpu"))
-    assert len(calls) == 7 and len(times) == 4 and all(t >= 0 for t in times)
-    with pytest.raises(ValueError, match="reps"):
-        time_call(lambda: None, warmup=0, reps=1, device=torch.device("cpu"))
+    timing = time_call(lambda: calls.append(1), warmup=3, reps=4, device=CPU)
+    assert len(calls) == 7 and timing.calls_per_rep == 1 and timing.calibration_calls == 0
+    assert len(timing.per_call_s) == 4 and timing.per_call_s == timing.rep_s and len(timing.warmup_s) == 3
+    assert all(t >= 0 for t in timing.per_call_s)
+    for bad in ({"reps": 1}, {"reps": 2, "warmup": -1}, {"reps": 2, "min_rep_s": -0.1}):
+        with pytest.raises(ValueError):
+            time_call(lambda: None, **{"warmup": 0, "device": CPU, **bad})  # type: ignore[arg-type]
+
+
+def test_time_call_batches_a_cheap_callable_up_to_the_target() -> None:
+    calls: list[int] = []
+    timing = time_call(lambda: calls.append(1), warmup=2, reps=3, device=CPU, min_rep_s=0.005)
+    n = timing.calls_per_rep
+    assert n > 100  # a list append is far below a microsecond
+    assert len(calls) == 2 + timing.calibration_calls + 3 * n
+    assert timing.per_call_s == [t / n for t in timing.rep_s]
+    assert min(timing.rep_s) > 0.005 / 2  # aimed at 1.25x the target; a loaded machine can slow it down
+    assert len(timing.cpu_per_call_s) == 3
+
+
+def test_scripted_clock_gives_exact_figures() -> None:
+    clock = StepClock()
+    costs = iter([0.5, 0.5] + [0.001] * 10_000)  # two cold warm-up calls, then 1 ms calls
+    timing = time_call(lambda: clock.call(next(costs)), warmup=2, reps=4, device=CPU, min_rep_s=0.02, clock=clock)
+    n = timing.calls_per_rep
+    assert n == math.ceil(CALIBRATION_MARGIN * 0.02 / 0.001)
+    assert timing.warmup_s == [0.5, 0.5]
+    assert timing.rep_s == pytest.approx([n * 0.001] * 4) and min(timing.rep_s) >= 0.02
+    assert timing.per_call_s == pytest.approx([0.001] * 4)
+    assert clock.calls == 2 + timing.calibration_calls + 4 * n
+    r = summarize_timing("probe", timing, warmup=2)
+    assert (r.reps, r.calls_per_rep, r.cv) == (4, n, pytest.approx(0.0, abs=1e-9))
+
+
+def test_calibrate_keeps_one_call_when_a_call_outlasts_the_target() -> None:
+    clock = StepClock()
+    assert calibrate(lambda: clock.call(0.05), 0.02, device=CPU, clock=clock) == (1, 1)
+    assert calibrate(lambda: clock.call(0.05), 0.0, device=CPU, clock=clock) == (1, 0)
+    # half the target in one call: three calls make 1.25x of it
+    assert calibrate(lambda: clock.call(0.01), 0.02, device=CPU, clock=clock) == (3, 1)
+
+
+def test_warmup_fault_mixes_cold_calls_into_the_figures() -> None:
+    def run() -> tuple[list[float], float]:
+        clock = StepClock()
+        costs = iter([0.5] + [0.001] * 10_000)
+        t = time_call(lambda: clock.call(next(costs)), warmup=1, reps=3, device=CPU, min_rep_s=0.01, clock=clock)
+        return t.per_call_s, summarize_timing("probe", t, warmup=1).cv
+
+    clean, clean_cv = run()
+    with FAULTS.enabled("bricks_warmup_timed"):
+        faulty, faulty_cv = run()
+    assert clean == pytest.approx([0.001] * 3) and clean_cv == pytest.approx(0.0, abs=1e-9)
+    assert len(faulty) == 4 and faulty[0] == 0.5 and faulty_cv > 1
 
 
 def test_every_brick_measures() -> None:
@@ -39,19 +113,30 @@ def test_every_brick_measures() -> None:
     assert [r.name for r in results] == list(BRICKS)
     for r in results:
         assert r.reps == 2 and 0 < r.min_s <= r.median_s
-        assert r.cv >= 0
+        assert r.cv >= 0 and r.calls_per_rep >= 1 and r.extra["shortest_rep_s"] > 0
         if r.name != "ttft":
             assert r.rate is not None and r.rate > 0
     batch = results[-1]
     assert set(batch.extra["by_batch"]) == {"1", "2"}
+    assert batch.extra["worst_cv"] == max(v["cv"] for v in batch.extra["by_batch"].values())
+    assert next(r for r in results if r.name == "loss").calls_per_rep > 1  # sub-millisecond: batched
     decoded = json.loads(results_json(results))
     assert [d["name"] for d in decoded] == list(BRICKS)
+    assert all(d["calls_per_rep"] >= 1 for d in decoded)
     table = results_table(results)
-    assert all(name in table for name in BRICKS)
+    assert all(name in table for name in BRICKS) and "calls/rep" in table
+
+
+def test_threads_setting_applies_and_is_restored() -> None:
+    before = torch.get_num_threads()
+    r = run_brick("loss", BrickSettings(batch_size=2, seq_len=16, warmup=1, reps=2, min_rep_s=0.001, threads=1))
+    assert r.extra["threads"] == 1 and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads"):
+        run_brick("loss", BrickSettings(threads=-1))
 
 
 def test_qlora_bricks_and_unknown_name() -> None:
-    r = run_brick("train_step", BrickSettings(batch_size=2, seq_len=16, warmup=1, reps=2, qlora=True))
+    r = run_brick("train_step", BrickSettings(batch_size=2, seq_len=16, warmup=1, reps=2, min_rep_s=0, qlora=True))
     assert r.extra["qlora"] is True and r.rate is not None
     with pytest.raises(ValueError, match="unknown brick"):
         run_brick("nope", FAST)
