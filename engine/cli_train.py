@@ -295,6 +295,10 @@ def bench(
     new_tokens: Annotated[int, typer.Option("--new-tokens")] = 16,
     reps: Annotated[int, typer.Option(help="Timed repetitions.")] = 7,
     warmup: Annotated[int, typer.Option(help="Untimed warm-up repetitions.")] = 2,
+    min_rep_ms: Annotated[
+        float, typer.Option("--min-rep-ms", help="Batch calls until one timed repetition lasts at least this.")
+    ] = 20.0,
+    threads: Annotated[int, typer.Option(help="torch intra-op threads while timing (0: torch's default).")] = 0,
     qlora: Annotated[bool, typer.Option("--qlora", help="LoRA bricks on an NF4 base.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON here.")] = None,
     device: Device = None,
@@ -316,6 +320,8 @@ def bench(
         new_tokens=new_tokens,
         reps=reps,
         warmup=warmup,
+        min_rep_s=min_rep_ms / 1000.0,
+        threads=threads,
         qlora=qlora,
         device=str(dev),
     )

@@ -127,12 +127,19 @@ def test_bench(tmp_path: Path) -> None:
             "1",
             "--seq-len",
             "16",
+            "--min-rep-ms",
+            "5",
+            "--threads",
+            "1",
             "--json",
             str(out),
         ],
     )
     assert result.exit_code == 0, result.stderr
     assert "loss" in result.stdout and "median ms" in result.stdout
-    assert [r["name"] for r in json.loads(out.read_text())] == ["loss", "optimizer"]
+    rows = json.loads(out.read_text())
+    assert [r["name"] for r in rows] == ["loss", "optimizer"]
+    # sub-millisecond bricks are batched to last the 5 ms asked for
+    assert all(r["calls_per_rep"] > 1 for r in rows)
     bad = runner.invoke(app, ["bench", "--brick", "warp"])
     assert bad.exit_code == 2 and "unknown brick" in bad.stderr
