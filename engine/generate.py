@@ -157,6 +157,8 @@ def generate(
     restricted to ``top_k`` / ``top_p``.  ``eos_token_id`` defaults to the model config's;
     ``pad_token_id`` (what fills a row after its EOS) to the config's pad, else the EOS.
     ``use_cache=False`` re-runs the whole sequence every step: slower, same result.
+    Float32 layers of plain linears decode through :func:`engine.model.fused_layers`, which holds
+    a rearranged copy of their q/k/v and gate/up weights for the duration of the call.
     """
     if input_ids.dim() == 1:
         input_ids = input_ids[None]
