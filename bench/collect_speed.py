@@ -20,58 +20,22 @@ import tempfile
 import time
 from pathlib import Path
 
+from synthetic import LEAN, Shape, write_tree
+
 TARGET_S = 5.0  # the target for 1,000 contracts / 4,000 falsifiers on this machine
 FALSIFIERS_PER_CONTRACT = 4
 
 
-def contract_text(i: int) -> str:
-    cid = f"bench-collect-{i:04d}"
-    prefix = f"C{i:04d}"
-    ks = range(1, FALSIFIERS_PER_CONTRACT + 1)
-    lines = [
-        "metadata:",
-        f"  id: {cid}",
-        f"  version: 1.0.{i % 10}",
-        "  status: DRAFT",
-        "  kind: training-loop",
-        f"  description: Synthetic contract {i} for the collection benchmark.",
-        '  references: ["Dettmers et al. 2023, QLoRA: Efficient Finetuning of Quantized LLMs"]',
-        "  changelog:",
-        f'    - {{version: 1.0.{i % 10}, date: "2026-01-01", change: initial}}',
-        "proof_obligations:",
-    ]
-    for k in ks:
-        lines += [
-            f"  - id: {prefix}-INV-{k:03d}",
-            "    type: bound",
-            f"    property: QLoRA logits stay within NF4 error of the fp16-base logits (case {k}).",
-        ]
-    lines.append("falsification_tests:")
-    for k in ks:
-        lines += [
-            f"  - id: FALSIFY-{prefix}-{k:03d}",
-            f"    obligation: {prefix}-INV-{k:03d}",
-            f"    rule: adapter {k} applied to the quantized base",
-            "    prediction: relative mean logit difference stays inside the NF4 error budget",
-            f"    check: falsifiers.bench:measure_{k}",
-            f"    params: {{d_model: {64 * k}, n_layers: 2, rank: 8, seed: {k}}}",
-            f'    expect: "0 < rel_logit_diff <= 0.05 * {k}"',
-            f"    ship_blocking: {'true' if k % 2 else 'false'}",
-            f"    requires: [{'cuda' if k == 4 else 'cpu'}]",
-            "    mutant: engine.faults:lora_before_nf4",
-            "    if_fails: NF4 dequantization or the LoRA merge order is wrong.",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def make_project(root: Path, n: int) -> None:
-    (root / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\npv_contracts = "contracts"\npv_checker_packages = "falsifiers"\n'
-    )
-    contracts = root / "contracts"
-    contracts.mkdir()
-    for i in range(n):
-        (contracts / f"bench-collect-{i:04d}.yaml").write_text(contract_text(i))
+SHAPE = Shape(
+    stem="bench-collect",
+    prefix="C",
+    falsifiers=FALSIFIERS_PER_CONTRACT,
+    detail=LEAN,
+    size=2_767,
+    expect="0 < rel_logit_diff <= 0.05 * {k}",
+    requires=("cpu", "cpu", "cpu", "cuda"),
+    mutant="engine.faults:lora_before_nf4",
+)
 
 
 def collect_once(root: Path) -> tuple[float, int]:
@@ -98,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="pv-collect-bench-") as tmp:
         root = Path(tmp)
-        make_project(root, args.contracts)
+        write_tree(root, SHAPE, args.contracts, config="pytest")
         expected = args.contracts * FALSIFIERS_PER_CONTRACT
         times = []
         for _ in range(args.repeat):

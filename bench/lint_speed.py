@@ -17,16 +17,16 @@ what a developer waits for.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
+
+from synthetic import Shape, bench_parser, write_tree
 
 COLD_TARGET_S = 5.0
 WARM_TARGET_S = 1.0
@@ -62,96 +62,26 @@ def measure_4(**params):
     return {"tokens_per_s": 100.0}
 '''
 
-EXPECT = {
-    1: "0 < rel_diff <= 0.05 and isfinite(max_abs)",
-    2: "rel_diff <= tol * 2 and max_abs < 1",
-    3: "step0_loss <= 0.7 * ln(vocab_size)",
-    4: "tokens_per_s >= min_rate",
-}
-PARAMS = {
-    1: "{d_model: 64, n_layers: 2, seed: 1}",
-    2: "{d_model: 128, tol: 0.01, seed: 2}",
-    3: "{vocab_size: 256, seed: 3}",
-    4: "{min_rate: 10, seed: 4}",
-}
-
-
-def contract_text(i: int) -> str:
-    cid = f"bench-{i:04d}"
-    prefix = f"B{i:04d}"
-    deps = ", ".join(f"bench-{j:04d}" for j in (i - 1, i - 7) if j >= 0)
-    out = [
-        f"""\
-        metadata:
-          id: {cid}
-          version: 1.{i % 7}.{i % 3}
-          status: DRAFT
-          kind: training-loop
-          description: >
-            Synthetic contract {i}: a fused kernel against an fp32 reference, with LoRA adapters on an
-            NF4 base. The bound comes from the reference implementation's numerical analysis.
-          references: ["Dettmers et al. 2023, QLoRA", "Hu et al. 2021, LoRA"]
-          depends_on: [{deps}]
-          changelog:
-            - {{version: 1.{i % 7}.{i % 3}, date: "2026-02-01", change: tightened the bounds after review}}
-            - {{version: 0.9.0, date: "2026-01-01", change: initial contract}}
-        proof_obligations:
-        """
-    ]
-    for k in range(1, 5):
-        out.append(
-            f"""\
-          - id: {prefix}-INV-{k:03d}
-            type: bound
-            property: Property {k} of contract {i} holds for every input in the stated domain.
-            formal: "forall x. |f(x) - g(x)| <= eps_{k}"
-        """
-        )
-    out.append("falsification_tests:\n")
-    for k in range(1, 5):
-        out.append(
-            f"""\
-          - id: FALSIFY-{prefix}-{k:03d}
-            obligation: {prefix}-INV-{k:03d}
-            rule: run the fused path and the reference path on the same seeded inputs
-            prediction: >
-              The measured quantity stays within the bound for every shape in the sweep, and the
-              planted defect pushes it outside.
-            check: lintbench_checkers:measure_{k}
-            params: {PARAMS[k]}
-            expect: "{EXPECT[k]}"
-            ship_blocking: {"true" if k % 2 else "false"}
-            requires: [cpu]
-            mutant: lintbench_checkers:fault_{k}
-            if_fails: The fused kernel or its dequantization order is wrong; bisect on the sweep.
-        """
-        )
-    out.append(
-        f"""\
-        kani_harnesses:
-          - id: KANI-{prefix}-001
-            obligation: {prefix}-INV-004
-            bound: 16
-        """
-    )
-    return "".join(textwrap.dedent(p) for p in out)
-
-
-def generate(root: Path, n: int) -> int:
-    (root / "pyproject.toml").write_text(
-        '[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["lintbench_checkers"]\nevidence = "evidence"\n'
-    )
-    pkg = root / "lintbench_checkers"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(CHECKERS)
-    contracts = root / "contracts"
-    contracts.mkdir()
-    total = 0
-    for i in range(n):
-        text = contract_text(i)
-        (contracts / f"bench-{i:04d}.yaml").write_text(text, encoding="utf-8")
-        total += len(text.encode("utf-8"))
-    return total
+EXPECT = (
+    "0 < rel_diff <= 0.05 and isfinite(max_abs)",
+    "rel_diff <= tol * 2 and max_abs < 1",
+    "step0_loss <= 0.7 * ln(vocab_size)",
+    "tokens_per_s >= min_rate",
+)
+PARAMS = (
+    "{d_model: 64, n_layers: 2, seed: 1}",
+    "{d_model: 128, tol: 0.01, seed: 2}",
+    "{vocab_size: 256, seed: 3}",
+    "{min_rate: 10, seed: 4}",
+)
+# Falsifier k runs measure_k with PARAMS[k - 1]; its expect names what measure_k observes.
+SHAPE = Shape(
+    size=3_566,
+    check="lintbench_checkers:measure_{k}",
+    params=PARAMS,
+    expect=EXPECT,
+    mutant="lintbench_checkers:fault_{k}",
+)
 
 
 def run_cli(root: Path) -> tuple[float, str]:
@@ -166,15 +96,15 @@ def run_cli(root: Path) -> tuple[float, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", type=int, default=1000, help="number of contracts (default 1000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per mode; the best is reported")
+    parser = bench_parser(__doc__)
     parser.add_argument("--show", action="store_true", help="print the gate table of the last warm run")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="pv-lint-bench-") as tmp:
         root = Path(tmp)
-        size = generate(root, args.n)
+        size = write_tree(
+            root, SHAPE, args.n, config="pv", checker_package="lintbench_checkers", checker_module=CHECKERS
+        )
         print(f"generated {args.n} contracts, {size / args.n / 1024:.1f} KB each on average, in {root}")
         cold: list[float] = []
         warm: list[float] = []

@@ -10,129 +10,28 @@ them, in-process and through the console script.  Prints contracts per second.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
+from synthetic import FULL, Shape, bench_parser, write_tree
+
 TARGET_S = 2.0  # the issue's target for 1,000 contracts on the 2-core reference machine
 
-LOREM = (
-    "The measured quantity is compared against the bound stated in the obligation; the bound comes "
-    "from the reference implementation and the numerical analysis of the kernel in half precision. "
+# About 10 KB per contract: the size the recorded figures were measured at.
+SHAPE = Shape(
+    stem="bench-contract",
+    obligations=5,
+    detail=FULL,
+    size=10_270,
+    params="{{d_model: {d_model}, n_layers: 2, rank: 8, seed: {k}, sweep: [1, 2, 4, 8]}}",
+    expect="0 < rel_diff <= 0.05 * {k} and isfinite(max_abs) and step0_loss <= 0.7 * ln(vocab_size)",
 )
-
-
-def contract_text(i: int, n: int) -> str:
-    cid = f"bench-contract-{i:04d}"
-    prefix = f"B{i:04d}"
-    deps = [f"bench-contract-{j:04d}" for j in (i - 1, i - 7) if j >= 0]
-    parts = [
-        f"""\
-        # yaml-language-server: $schema=../pv/schema/contract.schema.json
-        metadata:
-          id: {cid}
-          version: 1.{i % 7}.{i % 3}
-          created: "2026-01-{1 + i % 28:02d}"
-          author: bench
-          status: DRAFT
-          kind: training-loop
-          description: >
-            Synthetic contract {i} of {n}: a fused kernel with an fp32 reference, LoRA adapters and
-            NF4 storage. {LOREM * 8}
-          references:
-            - "Dettmers et al. 2023, QLoRA: Efficient Finetuning of Quantized LLMs"
-            - "Hu et al. 2021, LoRA: Low-Rank Adaptation of Large Language Models"
-            - "Internal design note {i}"
-          depends_on: [{", ".join(deps)}]
-          tags: [bench, synthetic, kernel-{i % 5}]
-          changelog:
-            - {{version: 1.0.0, date: "2026-01-01", change: initial contract}}
-            - {{version: 1.{i % 7}.{i % 3}, date: "2026-02-01", change: tightened the bounds after review}}
-        equations:
-          forward:
-            formula: "y = W_nf4 x + (alpha / r) B A x"
-            domain: "x in R^(batch x d_model)"
-            codomain: "y in R^(batch x d_out)"
-            invariants: ["shape(y) == (batch, d_out)", "finite(y) when finite(x)"]
-            description: {LOREM}
-          loss:
-            formula: "L = -mean(log softmax(z)[target])"
-            domain: "z in R^(batch x vocab)"
-            invariants: ["L >= 0", "L <= ln(vocab) at init"]
-          dequant:
-            formula: "W = absmax_block * nf4_code[q]"
-            domain: "q in {{0..15}}^(d_out x d_in)"
-            invariants: ["|W - W_fp16| <= absmax_block * max_gap(nf4_code) / 2"]
-            description: {LOREM * 2}
-        proof_obligations:
-        """
-    ]
-    for k in range(1, 6):
-        parts.append(
-            f"""\
-          - id: {prefix}-INV-{k:03d}
-            type: {["bound", "equivalence", "invariant", "determinism", "monotonicity"][k - 1]}
-            property: Property {k} of contract {i} holds for every input in the stated domain, at every sweep point.
-            formal: "forall x. |f(x) - g(x)| <= eps_{k}"
-            tolerance: 1.0e-{k}
-            applies_to: kernel
-        """
-        )
-    parts.append("falsification_tests:\n")
-    for k in range(1, 5):
-        parts.append(
-            f"""\
-          - id: FALSIFY-{prefix}-{k:03d}
-            obligation: {prefix}-INV-{k:03d}
-            rule: run the fused path and the reference path on the same seeded inputs
-            prediction: >
-              The relative mean absolute difference between the two paths stays below the bound
-              and above zero for every shape in the sweep. {LOREM * 3}
-            test: "cargo test -p kernels falsify_{k}"
-            check: falsifiers.bench:measure_{k}
-            params: {{d_model: {64 * k}, n_layers: 2, rank: 8, seed: {k}, sweep: [1, 2, 4, 8]}}
-            expect: "0 < rel_diff <= 0.05 * {k} and isfinite(max_abs) and step0_loss <= 0.7 * ln(vocab_size)"
-            ship_blocking: {"true" if k % 2 else "false"}
-            requires: [cpu]
-            mutant: engine.faults:fault_{k}
-            timeout_s: 120
-            if_fails: The fused kernel or its dequantization order is wrong; bisect on the sweep.
-        """
-        )
-    parts.append(
-        f"""\
-        kani_harnesses:
-          - id: KANI-{prefix}-001
-            obligation: {prefix}-INV-005
-            property: no overflow in the index arithmetic
-            bound: 16
-            strategy: bounded_int
-            harness: verify_index_{i}
-        qa_gate:
-          id: QA-{prefix}
-          name: Contract {i} gate
-          description: {LOREM}
-          checks: [validate, lint, falsify]
-          pass_criteria: all ship-blocking falsifiers survive and kill their mutants
-        """
-    )
-    return "".join(textwrap.dedent(p) for p in parts)
-
-
-def generate(folder: Path, n: int) -> int:
-    total = 0
-    for i in range(n):
-        text = contract_text(i, n)
-        (folder / f"bench-contract-{i:04d}.yaml").write_text(text, encoding="utf-8")
-        total += len(text.encode("utf-8"))
-    return total
 
 
 def time_in_process(folder: Path, repeat: int) -> tuple[list[float], list[float], str]:
@@ -166,16 +65,13 @@ def time_cli(folder: Path, repeat: int) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", type=int, default=1000, help="number of contracts (default 1000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per mode; the best is reported")
+    parser = bench_parser(__doc__)
     parser.add_argument("--no-cli", action="store_true", help="skip the console-script timing")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="pv-bench-") as tmp:
         folder = Path(tmp) / "contracts"
-        folder.mkdir()
-        size = generate(folder, args.n)
+        size = write_tree(Path(tmp), SHAPE, args.n)
         print(f"generated {args.n} contracts, {size / args.n / 1024:.1f} KB each on average, in {folder}")
         times, cpu, summary = time_in_process(folder, args.repeat)
         best = min(times)
