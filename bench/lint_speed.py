@@ -1,7 +1,7 @@
 """How fast is ``pv lint`` on 1,000 contracts, cold and on a re-run with nothing changed?
 
 Generates a self-contained repository in a temporary folder: a ``pyproject.toml`` with
-``[tool.pv]``, a small checker package with a fault registry, and N contracts (about 6 KB each:
+``[tool.pv]``, a small checker package with a fault registry, and N contracts (about 3.5 KB each:
 obligations, four falsifiers bound to checkers with ``expect`` predicates and mutants, a Kani
 harness, depends_on edges, a changelog).  Every gate has real work and the tree passes them all,
 so the timing is of a full run, not of an early exit.
