@@ -6,7 +6,8 @@ values) and turns the :class:`Evaluation` into a pytest outcome.
 Timeouts.  A checker runs in a daemon thread and the harness waits ``timeout_s`` for it.  A
 thread cannot be killed, so a hung checker is *abandoned*, not stopped: it keeps its CPU and
 memory until it returns or the process exits, and anything it mutates afterwards (global RNGs,
-module state) is not undone.  The falsifier still ends with verdict ``error`` at the deadline, a
+module state) is not undone.  The falsifier still ends with verdict ``error`` at the deadline (its
+message shows where the checker was then, so a deadlock can be found without a debugger), a
 fault switched on for a mutant run is switched off when the harness gives up, and ``daemon=True``
 keeps the thread from blocking interpreter exit.  A subprocess would be killable but could not
 receive pytest fixtures or share an already-loaded model; checkers that need a hard kill can start
@@ -50,6 +51,7 @@ class CallOutcome:
     error: BaseException | None = None
     timed_out: bool = False
     duration_s: float = 0.0
+    stack: str = ""  # where a timed-out checker was when the harness gave up on it
 
 
 def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
@@ -84,7 +86,7 @@ def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeo
     thread.join(timeout_s)
     duration = time.perf_counter() - start
     if thread.is_alive():
-        return CallOutcome(timed_out=True, duration_s=duration)
+        return CallOutcome(timed_out=True, duration_s=duration, stack=_stack_of(thread))
     return CallOutcome(value=box.get("value"), error=box.get("error"), duration_s=duration)
 
 
@@ -238,6 +240,20 @@ def judge(
     return Verdict.FALSIFIED, falsified_report(text, expect, parsed.substitute(env), observations)
 
 
+def _stack_of(thread: threading.Thread, limit: int = 12) -> str:
+    """The innermost ``limit`` frames of a running thread, below the harness' own wrapper."""
+    import traceback
+
+    frame = sys._current_frames().get(thread.ident) if thread.ident is not None else None
+    if frame is None:
+        return ""
+    frames = traceback.extract_stack(frame)
+    wrapper = [i for i, f in enumerate(frames) if f.filename == __file__ and f.name == "target"]
+    if wrapper:  # threading's bootstrap and the wrapper tell the reader nothing
+        frames = frames[wrapper[-1] + 1 :]
+    return "".join(traceback.format_list(frames[-limit:])).rstrip()
+
+
 def _format_exception(exc: BaseException) -> str:
     import traceback
 
@@ -266,6 +282,8 @@ def evaluate_call(
     d = outcome.duration_s
     if outcome.timed_out:
         message = f"ERROR {text.label}: checker timed out after {timeout_s:g} s (abandoned, still running)"
+        if outcome.stack:
+            message += "\nwhere it was at the deadline (innermost last):\n" + outcome.stack
         return Evaluation(Verdict.ERROR, message=message, duration_s=d)
     if outcome.error is not None:
         if _is_skip(outcome.error):

@@ -101,7 +101,15 @@ def test_a_hang_becomes_an_error_at_the_timeout(toy: ToyProject) -> None:
     result = toy.pytester.runpytest()
     assert time.monotonic() - start < 20
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["ERROR slowpoke::FALSIFY-SLOW-001: checker timed out after 0.3 s*"])
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR slowpoke::FALSIFY-SLOW-001: checker timed out after 0.3 s*",
+            "where it was at the deadline (innermost last):",
+            "*toyfalsifiers*basic.py*, in hang",
+            "*time.sleep(seconds)*",
+        ]
+    )
+    assert "threading.py" not in result.stdout.str()
     assert toy.verdicts() == {"slowpoke::FALSIFY-SLOW-001": "error"}
 
 
