@@ -247,7 +247,7 @@ def _stack_of(thread: threading.Thread, limit: int = 12) -> str:
     frame = sys._current_frames().get(thread.ident) if thread.ident is not None else None
     if frame is None:
         return ""
-    frames = traceback.extract_stack(frame)
+    frames: list[traceback.FrameSummary] = list(traceback.extract_stack(frame))
     wrapper = [i for i, f in enumerate(frames) if f.filename == __file__ and f.name == "target"]
     if wrapper:  # threading's bootstrap and the wrapper tell the reader nothing
         frames = frames[wrapper[-1] + 1 :]
