@@ -274,6 +274,8 @@ class DecoderLayer(nn.Module):
             return None
         if gate.bias is not None or up.bias is not None or down.bias is not None:
             return None
+        if self.input_layernorm.eps != self.post_attention_layernorm.eps:  # the fused path has one eps
+            return None
         with torch.no_grad():
             biases = [m.weight.new_zeros(m.out_features) if m.bias is None else m.bias for m in (q, k, v)]
             qkv_bias = torch.cat(biases) if any(m.bias is not None for m in (q, k, v)) else None
