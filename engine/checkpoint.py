@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import struct
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from engine.atomic import atomic_file
 from engine.config import ARCHITECTURE_KEYS, ModelConfig
 from engine.errors import CheckpointError, TokenizerError
 from engine.faults import FAULTS
@@ -137,18 +137,8 @@ def save_checkpoint(
         )
     meta = checkpoint_metadata(model.config, tokenizer, manifest)
     tensors = _tensors_for_save(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_file(path) as tmp:
         _write_tensors(tensors, tmp, meta)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     _fsync_dir(path.parent)
     return path
 

@@ -18,7 +18,6 @@ import hashlib
 import inspect
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from engine.atomic import write_atomic
 from engine.corpus import CorpusFile, as_corpus_files, default_corpus_files, read_corpus
 from engine.tokenizer import EngineTokenizer
 
@@ -133,7 +133,7 @@ def write_shards(data: TokenData, out_dir: str | os.PathLike[str], shard_tokens:
         "tokens": {"train": int(data.train.numel()), "val": int(data.val.numel())},
         "files": files,
     }
-    _atomic_write(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return out
 
 
@@ -154,17 +154,6 @@ def load_shards(directory: str | os.PathLike[str]) -> TokenData:
     if digest != manifest["digest"]:
         raise ValueError(f"{folder}: token shards do not match the manifest digest (modified or truncated)")
     return TokenData(streams["train"], streams["val"], int(manifest["vocab_size"]), digest)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- instruction pairs -----------------------------------------------------------------------
@@ -237,7 +226,7 @@ def write_jsonl(pairs: Iterable[InstructionPair], path: str | os.PathLike[str]) 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(p.to_dict(), sort_keys=True, ensure_ascii=False) + "\n" for p in pairs)
-    _atomic_write(out, text)
+    write_atomic(out, text)
     return out
 
 

@@ -18,8 +18,6 @@ Norm weights stay float32 (llama.cpp requires it); matrices are float32 or float
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +26,7 @@ import gguf
 import numpy as np
 import torch
 
+from engine.atomic import atomic_file
 from engine.checkpoint import expected_tensors, load_checkpoint
 from engine.config import ModelConfig
 from engine.errors import ExportError
@@ -159,11 +158,8 @@ def export_gguf(
         raise ExportError(f"{path} is a directory; give a .gguf file path")
     cfg = model.config
     tensors = gguf_tensors(model, dtype)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        writer = gguf.GGUFWriter(tmp_name, gguf_arch(cfg))
+    with atomic_file(path) as tmp:
+        writer = gguf.GGUFWriter(str(tmp), gguf_arch(cfg))
         _write_metadata(writer, cfg, tokenizer, dtype)
         for name, array in tensors.items():
             writer.add_tensor(name, array)
@@ -171,12 +167,6 @@ def export_gguf(
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file(progress=False)
         writer.close()
-        with open(tmp_name, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -14,8 +14,6 @@ as ``save_pretrained`` does.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from engine.atomic import atomic_file, write_atomic
 from engine.checkpoint import (
     EMBEDDING,
     TIED_HEAD,
@@ -184,19 +183,6 @@ def _tokenizer_config(tok: EngineTokenizer, config: ModelConfig) -> dict[str, An
     }
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _json_bytes(doc: Any) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -216,14 +202,8 @@ def export_hf(
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
     tensors = hf_state_dict(model, dtype)
     weight_dtype = next(iter(tensors.values())).dtype
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=".model.safetensors.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata={"format": "pt"})
-        os.replace(tmp, out / "model.safetensors")
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(out / "model.safetensors") as tmp:
+        save_file(tensors, str(tmp), metadata={"format": "pt"})
     special = {"bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token}
     generation = {
         "bos_token_id": tokenizer.bos_id,
@@ -231,11 +211,11 @@ def export_hf(
         "pad_token_id": tokenizer.pad_id,
         "do_sample": False,
     }
-    _write_atomic(out / "config.json", _json_bytes(to_hf_config(config, weight_dtype)))
-    _write_atomic(out / "tokenizer.json", tokenizer.hf_json().encode("utf-8"))
-    _write_atomic(out / "tokenizer_config.json", _json_bytes(_tokenizer_config(tokenizer, config)))
-    _write_atomic(out / "special_tokens_map.json", _json_bytes(special))
-    _write_atomic(out / "generation_config.json", _json_bytes(generation))
+    write_atomic(out / "config.json", _json_bytes(to_hf_config(config, weight_dtype)))
+    write_atomic(out / "tokenizer.json", tokenizer.hf_json().encode("utf-8"))
+    write_atomic(out / "tokenizer_config.json", _json_bytes(_tokenizer_config(tokenizer, config)))
+    write_atomic(out / "special_tokens_map.json", _json_bytes(special))
+    write_atomic(out / "generation_config.json", _json_bytes(generation))
     return out
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,6 +37,7 @@ from peft.tuners.lora import LoraLayer  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 from torch import nn  # noqa: E402
 
+from engine.atomic import atomic_dir  # noqa: E402
 from engine.faults import FAULTS  # noqa: E402
 from engine.quant import NF4Config, dequantize_model, dequantize_weight, is_nf4_linear, quantize_model  # noqa: E402
 
@@ -146,18 +145,12 @@ def lora_weights_dtypes(model: nn.Module) -> dict[str, torch.dtype]:
     return {n: p.dtype for n, p in model.named_parameters() if ".lora_" in n}
 
 
-def _temp_sibling(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-
-
 def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: str = "default") -> Path:
     """Write one adapter as PEFT's ``adapter_model.safetensors`` + ``adapter_config.json`` (atomic)."""
     if adapter_name not in model.peft_config:
         raise KeyError(f"no adapter {adapter_name!r}; the model has {sorted(model.peft_config)}")
     final = Path(path)
-    tmp = _temp_sibling(final)
-    try:
+    with atomic_dir(final) as tmp:
         state = get_peft_model_state_dict(model, adapter_name=adapter_name)
         save_file(
             {k: v.detach().contiguous().cpu() for k, v in state.items()},
@@ -165,12 +158,6 @@ def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: s
             metadata={"format": "pt", "adapter_name": adapter_name},
         )
         model.peft_config[adapter_name].save_pretrained(str(tmp))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return final
 
 

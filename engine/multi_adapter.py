@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +24,7 @@ from peft import PeftModel
 from safetensors.torch import save_file
 from torch import nn
 
+from engine.atomic import atomic_dir
 from engine.faults import FAULTS
 from engine.lora import LoraSettings, apply_lora, prepare_qlora, save_adapter
 from engine.quant import NF4Config
@@ -149,8 +147,7 @@ def _save(model: PeftModel, state: AdapterState, cfg: TrainConfig) -> Path:
     out = state.job.out_dir
     name = f"step-{state.step:06d}"
     final = out / name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=out))
-    try:
+    with atomic_dir(final) as tmp:
         save_adapter(model, tmp / "adapter", state.job.name)
         tensors, meta = state_to_files(state.optimizer, state.scheduler, state.names)
         save_file(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
@@ -163,12 +160,6 @@ def _save(model: PeftModel, state: AdapterState, cfg: TrainConfig) -> Path:
             }
         )
         write_json_atomic(tmp / STATE_JSON, meta)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     write_json_atomic(out / LATEST_NAME, {"folder": name, "step": state.step})
     return final
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from engine.atomic import write_atomic
 from engine.corpus import CorpusFile, as_corpus_files, corpus_digest, read_corpus
 from engine.corpus import default_corpus_files as default_corpus_files
 from engine.errors import TokenizerError
@@ -220,19 +220,5 @@ def cached_tokenizer(vocab_size: int, files: Iterable[str | Path | CorpusFile] |
             pass  # a damaged cache entry is retrained and overwritten below
     tok = train_tokenizer_from_texts(texts, vocab_size)
     with contextlib.suppress(OSError):  # a read-only cache only costs a retrain next time
-        _atomic_write_text(path, tok.to_json())
+        write_atomic(path, tok.to_json())
     return tok
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -30,6 +28,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from engine import distributed
+from engine.atomic import atomic_dir, write_atomic
 from engine.errors import EngineError
 from engine.faults import FAULTS
 
@@ -213,15 +212,7 @@ def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 class JsonlLog:
@@ -404,8 +395,7 @@ def save_training_checkpoint(
     """Write ``out/step-NNNNNN/`` atomically and point ``latest.json`` at it."""
     name = f"step-{step:06d}"
     final = out / name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=out))
-    try:
+    with atomic_dir(final) as tmp:
         info = {**dict(manifest or {}), "step": step, "seed": cfg.seed, "train_config": cfg.to_dict()}
         task.save(tmp, info)
         tensors, meta = state_to_files(optimizer, scheduler, names)
@@ -418,12 +408,6 @@ def save_training_checkpoint(
             }
         )
         write_json_atomic(tmp / STATE_JSON, meta)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     write_json_atomic(out / LATEST_NAME, {"folder": name, "step": step})
     return final
 
