@@ -21,7 +21,7 @@ from engine.quant import NF4AlignmentWarning, NF4Config, is_nf4_linear
 from engine.train import NonFiniteLossError, TrainConfig, TrainResult
 from falsifiers._workdir import fresh_dir
 from falsifiers.memory import linear_weight_bytes
-from falsifiers.training import Run, base_state, changed_tensors, window_mean, write_loss_evidence
+from falsifiers.training import Run, base_state, changed_tensors, write_loss_evidence
 from pv.checkers import checker
 
 BATCH, SEQ_LEN = 8, 64
@@ -147,10 +147,4 @@ def loss_decreases(
     out = fresh_dir(tmp_path)
     _, run = _distill(pretrained_init, pretrain_data, out, _cfg(steps, seed), temperature=temperature)
     write_loss_evidence(pv_artifacts, {"distill": run}, f"distillation, T={temperature:g}", log_dirs={"distill": out})
-    losses = run.losses
-    return {
-        "loss_first": window_mean(losses, window, last=False),
-        "loss_last": window_mean(losses, window, last=True),
-        "nonfinite_steps": run.nonfinite_steps,
-        "steps_run": len(losses),
-    }
+    return run.loss_trend(window)

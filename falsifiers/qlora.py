@@ -24,7 +24,7 @@ from engine.model import build_model
 from engine.quant import NF4AlignmentWarning, is_nf4_linear, nf4_layers, quantize_model
 from engine.train import TrainConfig
 from falsifiers._workdir import fresh_dir
-from falsifiers.training import run_finetune, window_mean, write_loss_evidence
+from falsifiers.training import run_finetune, write_loss_evidence
 from pv.checkers import checker
 
 SEQ_LEN = 64
@@ -155,13 +155,7 @@ def epoch_trains(
     write_loss_evidence(
         pv_artifacts, {"qlora": run}, f"QLoRA r={rank}, one epoch ({steps} steps)", log_dirs={"qlora": out}
     )
-    losses = run.losses
-    return {
-        "loss_first": window_mean(losses, window, last=False),
-        "loss_last": window_mean(losses, window, last=True),
-        "nonfinite_steps": run.nonfinite_steps,
-        "steps_run": len(losses),
-    }
+    return run.loss_trend(window)
 
 
 @checker(observes=["swap_max_abs_diff", "adapters"], ids=["FALSIFY-QLORA-005"])

@@ -59,6 +59,17 @@ class Run:
     def model(self) -> Any:
         return self.result.extra["model"] if self.result is not None else None
 
+    def loss_trend(self, window: int) -> dict[str, Any]:
+        """The observations of a "loss decreases, stays finite" claim: the mean loss of the first
+        and last ``window`` steps, the non-finite steps and the steps run."""
+        losses = self.losses
+        return {
+            "loss_first": window_mean(losses, window, last=False),
+            "loss_last": window_mean(losses, window, last=True),
+            "nonfinite_steps": self.nonfinite_steps,
+            "steps_run": len(losses),
+        }
+
 
 def run_finetune(
     base: Path,
