@@ -584,6 +584,18 @@ def verify_ref(top: Path, ref: str) -> None:
         raise GitError(f"{ref!r} does not name a commit in {top}") from None
 
 
+def repository_with_ref(path: Path, ref: str) -> Path:
+    """The work tree holding ``path``, after checking that ``ref`` names a commit in it.
+
+    Raises :class:`GitError` naming what is wrong (no git, not a repository, unknown ref).
+    """
+    top = git_toplevel(path)
+    if top is None:
+        raise GitError(f"{path} is not inside a git repository (or git is not installed)")
+    verify_ref(top, ref)
+    return top
+
+
 def _split_z(out: str) -> list[str]:
     return [p for p in out.split("\0") if p]
 

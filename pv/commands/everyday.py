@@ -197,17 +197,14 @@ def diff(
 
 
 def _git_diffs(config: PvConfig, ref: str, limit: list[Path]) -> tuple[list[Any], list[str]]:
-    from pv.diff import GitError, changed_files, diff_contracts, git_toplevel, load_bytes, show, verify_ref
+    from pv.diff import changed_files, diff_contracts, load_bytes, repository_with_ref, show
     from pv.loader import load_contract_file
 
     for p in limit:
         if not p.exists():
             raise ValueError(f"{p}: no such file or directory")
     targets = [p.resolve() for p in limit] or [config.contracts]
-    top = git_toplevel(targets[0] if targets[0].exists() else config.root)
-    if top is None:
-        raise GitError(f"{config.root} is not inside a git repository (or git is not installed)")
-    verify_ref(top, ref)
+    top = repository_with_ref(targets[0] if targets[0].exists() else config.root, ref)
     dirs = [t if t.is_dir() else t.parent for t in targets]
     files = [t.relative_to(top).as_posix() for t in targets if t.is_file()]
     rels = [r for r in changed_files(top, ref, dirs) if not files or r in files]

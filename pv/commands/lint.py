@@ -22,13 +22,10 @@ def _fail(message: str) -> typer.Exit:
 
 def _check_base(contracts: Path, ref: str) -> None:
     """An explicit ``--base`` must name a commit: a typo must not quietly skip the bump check."""
-    from pv.diff import GitError, git_toplevel, verify_ref
+    from pv.diff import GitError, repository_with_ref
 
-    top = git_toplevel(contracts)
-    if top is None:
-        raise _fail(f"--base {ref}: {contracts} is not inside a git repository")
     try:
-        verify_ref(top, ref)
+        repository_with_ref(contracts, ref)
     except GitError as exc:
         raise _fail(f"--base {ref}: {exc}") from None
 
