@@ -20,7 +20,7 @@ from typing import Any
 DEFAULT_CONTRACTS = "contracts"
 DEFAULT_CHECKER_PACKAGES: tuple[str, ...] = ("falsifiers",)
 DEFAULT_EVIDENCE = "evidence"
-KNOWN_KEYS = ("contracts", "checker_packages", "evidence")
+KNOWN_KEYS = ("contracts", "checker_packages", "evidence", "trusted_keys", "write_evidence")
 
 
 class ConfigError(ValueError):
@@ -34,6 +34,22 @@ class PvConfig:
     checker_packages: tuple[str, ...]
     evidence: Path
     pyproject: Path | None = None
+    trusted_keys: Path | None = None  # public keys whose signed bundles alone count
+    write_evidence: bool = False  # whether a plain pytest run writes bundles
+
+    def key_ring(self) -> Any:
+        """The trusted keys as a :class:`pv.evidence.signing.KeyRing`, or None when none are set.
+
+        Raises :class:`ConfigError` for a file that is missing or holds no usable key: a typo in
+        the trust setting must never quietly turn signature checks off."""
+        if self.trusted_keys is None:
+            return None
+        from pv.evidence.signing import KeyRing, SigningError
+
+        try:
+            return KeyRing.from_file(self.trusted_keys)
+        except SigningError as exc:
+            raise ConfigError(f"trusted keys: {exc}") from None
 
     @property
     def state_dir(self) -> Path:
@@ -106,6 +122,7 @@ def load_config(
     contracts: Path | str | None = None,
     checker_packages: Sequence[str] | None = None,
     evidence: Path | str | None = None,
+    trusted_keys: Path | str | None = None,
 ) -> PvConfig:
     """Resolve the configuration for a command started at ``start`` (default: the current directory)."""
     cwd = Path.cwd()
@@ -130,12 +147,26 @@ def load_config(
         packages = _packages(table["checker_packages"], f"{pyproject}: [tool.pv]")
     else:
         packages = DEFAULT_CHECKER_PACKAGES
+    keys: Path | None
+    if trusted_keys is not None:
+        keys = (cwd / trusted_keys).resolve()
+    elif os.environ.get("PV_TRUSTED_KEYS"):
+        keys = (cwd / os.environ["PV_TRUSTED_KEYS"]).resolve()
+    elif "trusted_keys" in table:
+        keys = from_table("trusted_keys", "")
+    else:
+        keys = None
+    write = table.get("write_evidence", False)
+    if not isinstance(write, bool):
+        raise ConfigError(f"{pyproject}: [tool.pv] write_evidence must be true or false")
     return PvConfig(
         root=root.resolve(),
         contracts=contracts_path,
         checker_packages=packages,
         evidence=evidence_path,
         pyproject=pyproject,
+        trusted_keys=keys,
+        write_evidence=write,
     )
 
 

@@ -7,7 +7,21 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pv.results import RunRecord
+    from pv.results import ContractRun, FalsifierResult, RunRecord
+
+
+@pytest.hookspec(historic=False)
+def pytest_pv_falsifier_started(config: pytest.Config, nodeid: str, contract: ContractRun) -> None:
+    """Called on the xdist controller (or the only process) as a falsifier begins."""
+
+
+@pytest.hookspec(historic=False)
+def pytest_pv_falsifier_finished(
+    config: pytest.Config, nodeid: str, result: FalsifierResult, contract: ContractRun
+) -> None:
+    """Called on the controller as each falsifier's result arrives (the evidence journal's cue).
+
+    A phase report may carry a result more than once (setup, then call); the last one counts."""
 
 
 @pytest.hookspec(historic=False)

@@ -111,6 +111,13 @@ class PropertyRunner:
     examples: Sequence[Mapping[str, Any]] = ()
     records: list[PropertyRecord] = field(default_factory=list)
 
+    def pv_child_state(self) -> list[PropertyRecord]:
+        """What a run in a forked process recorded, sent back to the parent's runner."""
+        return list(self.records)
+
+    def pv_restore_state(self, state: list[PropertyRecord]) -> None:
+        self.records[:] = state
+
     def run(self, prop: Callable[..., Any], **strategies: Any) -> dict[str, Any]:
         """Replay the examples, then search with ``@given(**strategies)``; return observations.
 

@@ -584,10 +584,25 @@ def _data_loc(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
 def load_contract_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> LoadedContract:
     """Read one contract file; every problem is in ``.diagnostics``, nothing is raised for bad input."""
     p = Path(path)
-    loaded = LoadedContract(path=p)
     raw, diag = _read(p, _max_bytes() if max_bytes is None else max_bytes)
     if raw is None:
+        loaded = LoadedContract(path=p)
         loaded.diagnostics.append(diag)  # type: ignore[arg-type]
+        return loaded
+    return load_contract_bytes(raw, p)
+
+
+def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>") -> LoadedContract:
+    """Parse contract bytes already in hand (the evidence binding digests exactly these bytes),
+    with the same YAML 1.2 rules, alias and depth caps as :func:`load_contract_file`; ``path``
+    only labels the diagnostics.  Over the size cap is refused like a file."""
+    p = Path(path)
+    loaded = LoadedContract(path=p)
+    limit = _max_bytes()
+    if len(raw) > limit:
+        loaded.diagnostics.append(
+            rules.TOO_LARGE.diagnostic(p, 0, 0, f"contract is {len(raw)} bytes; the limit is {limit}")
+        )
         return loaded
     loaded.sha256 = hashlib.sha256(raw).hexdigest()
     text, diag = _decode(p, raw)

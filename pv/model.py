@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -174,6 +174,9 @@ class FalsificationTest(Strict):
     requires: list[str] = Field(default_factory=list)  # "cpu", "cuda", "cuda_mem_gib>=40", "package:peft"
     mutant: str | None = None  # "module:fault", a fault the checker must falsify
     timeout_s: float | None = None
+    # where the checker runs: "thread" (in pytest's process) or "process" (forked: killable at
+    # the deadline, a crash ends as `error` and the session goes on); None: the run's default
+    isolation: Literal["thread", "process"] | None = None
     slow: bool = False
     hypothesis: HypothesisSettings | None = None
     examples: list[dict[str, Any]] = Field(default_factory=list)

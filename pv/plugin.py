@@ -81,7 +81,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("pv_contracts", "directories of contract YAML files", type="paths")
     parser.addini("pv_checker_packages", "packages whose @checker functions contracts may bind", type="args")
     parser.addini("pv_mutants", "run every falsifier's mutant after it survives", type="bool", default=False)
+    group.addoption(
+        "--pv-isolation",
+        choices=["thread", "process"],
+        default=None,
+        help="where checkers run unless a falsifier says (ini pv_isolation; default thread): "
+        "thread, or process (forked; killed with its children at the deadline; a crash is an error)",
+    )
     parser.addini("pv_timeout_s", "default per-falsifier timeout in seconds", default=str(DEFAULT_TIMEOUT_S))
+    parser.addini("pv_isolation", "default checker isolation: thread or process", default="thread")
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ class PvSettings:
     checker_packages: tuple[str, ...]
     mutants: bool
     timeout_s: float
+    isolation: str = "thread"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PvSettings:
@@ -114,7 +123,10 @@ class PvSettings:
                 timeout = float(config.getini("pv_timeout_s"))
             except ValueError as exc:
                 raise pytest.UsageError(f"pv_timeout_s must be a number of seconds: {exc}") from None
-        return cls(tuple(contracts), tuple(packages), bool(mutants), float(timeout))
+        isolation = config.getoption("pv_isolation") or str(config.getini("pv_isolation") or "thread")
+        if isolation not in ("thread", "process"):
+            raise pytest.UsageError(f"pv_isolation must be thread or process, not {isolation!r}")
+        return cls(tuple(contracts), tuple(packages), bool(mutants), float(timeout), isolation)
 
 
 def _tool_pv(config: pytest.Config) -> Any:
@@ -278,6 +290,9 @@ def run_item(item: Any) -> None:
     text = FalsifierText(item.label, f.rule, f.prediction, f.if_fails)
     timeout = f.timeout_s if f.timeout_s is not None else settings.timeout_s
     expect = f.expect or ""
+    isolation = "launch" if launch is not None else (f.isolation or settings.isolation)
+    result.timeout_s = timeout if timeout and timeout > 0 else None
+    result.isolation = isolation
 
     def evaluate(arguments: dict[str, Any]) -> Any:
         if launch is not None:
@@ -308,6 +323,7 @@ def run_item(item: Any) -> None:
             text=text,
             timeout_s=timeout,
             seed=item.seed,
+            isolation=isolation,
         )
 
     ev = evaluate(kwargs)
@@ -462,8 +478,17 @@ class PvSession:
     """Gathers results from reports (the only channel that also works under xdist)."""
 
     def __init__(self, config: pytest.Config) -> None:
+        import os
+
+        from pv.faults import ENV_VAR
+
         self.config = config
         self.started_at = _utc_now()
+        self.run_id = uuid.uuid4().hex
+        # read now: mutant runs put their fault in PV_FAULTS for the length of the run
+        self.faults_env = sorted({n.strip() for n in os.environ.get(ENV_VAR, "").split(",") if n.strip()})
+        self.devices = os.environ.get("PV_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
+        self._reloaded: dict[str, ContractRun | None] = {}
         self.results: dict[str, FalsifierResult] = {}
         self.contracts: dict[str, ContractRun] = {}
         self.invalid: dict[str, str] = {}
@@ -491,12 +516,46 @@ class PvSession:
         if self.selected is None:
             self.selected = {i for i in ids if _is_contract_nodeid(i)}
 
+    def contract_of(self, nodeid: str) -> ContractRun | None:
+        """The contract of a falsifier's node id: from collection, else read again (xdist controller)."""
+        run = self.selected_contracts.get(nodeid)
+        if run is None:
+            path = nodeid.split("::")[0]
+            if path not in self._reloaded:
+                try:
+                    self._reloaded[path] = _reload_contract(self.config, nodeid)
+                except Exception:  # a contract that no longer loads: nothing to attach it to
+                    self._reloaded[path] = None
+            run = self._reloaded[path]
+        return run
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "pv_result", None)
+        before = self.results.get(report.nodeid)
         if data:
             self.results[report.nodeid] = FalsifierResult.from_json(json.loads(data))
             contract = ContractRun(**json.loads(report.pv_contract))
             self.contracts.setdefault(contract.contract_id, contract)
+        elif report.failed and report.nodeid not in self.results and _is_falsifier_nodeid(report.nodeid):
+            # A report the falsifier never made: pytest-xdist reports a worker that died mid-item
+            # this way ("worker 'gw0' crashed while running ..."). It is an error, not "not run".
+            run = self.contract_of(report.nodeid)
+            if run is not None:
+                fid = report.nodeid.split("::", 1)[1]
+                self.contracts.setdefault(run.contract_id, run)
+                self.results[report.nodeid] = FalsifierResult(
+                    run.contract_id,
+                    fid,
+                    Verdict.ERROR,
+                    ship_blocking=fid in run.ship_blocking,
+                    message=f"ERROR {run.contract_id}::{fid}: {str(report.longrepr).strip() or 'the worker died'}",
+                    worker=str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")),
+                )
+        after = self.results.get(report.nodeid)
+        if after is not None and after is not before and not self.is_worker:
+            self.config.hook.pytest_pv_falsifier_finished(
+                config=self.config, nodeid=report.nodeid, result=after, contract=self.contracts[after.contract_id]
+            )
         invalid = getattr(report, "pv_invalid", None)
         if invalid:
             self.invalid[report.nodeid] = invalid
@@ -510,6 +569,13 @@ class PvSession:
         self._check_zero_selection(session)
         self.record = self.build_record(session, exitstatus)
         self.config.hook.pytest_pv_run_finished(config=self.config, run=self.record)
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.is_worker or not _is_falsifier_nodeid(nodeid):
+            return
+        run = self.contract_of(nodeid)
+        if run is not None:
+            self.config.hook.pytest_pv_falsifier_started(config=self.config, nodeid=nodeid, contract=run)
 
     def _check_zero_selection(self, session: pytest.Session) -> None:
         markexpr = self.config.option.markexpr or ""
@@ -545,7 +611,7 @@ class PvSession:
             if part
         )
         return RunRecord(
-            run_id=uuid.uuid4().hex,
+            run_id=self.run_id,
             started_at=self.started_at,
             finished_at=_utc_now(),
             contracts=contracts,
@@ -553,7 +619,29 @@ class PvSession:
             mutants_enabled=settings_of(self.config).mutants,
             selection=selection,
             interrupted=bool(missing) or exitstatus == pytest.ExitCode.INTERRUPTED,
+            settings=self.run_settings(results),
         )
+
+    def selection_text(self) -> str:
+        opt = self.config.option
+        parts = (f"-m {opt.markexpr!r}" if opt.markexpr else "", f"-k {opt.keyword!r}" if opt.keyword else "")
+        return " ".join(p for p in parts if p)
+
+    def run_settings(self, results: Iterable[FalsifierResult] = ()) -> dict[str, Any]:
+        """Every switch that can change a verdict (pv.evidence.bundle.RunSettings)."""
+        settings = settings_of(self.config)
+        workers = {r.worker for r in results if r.worker != "master"}
+        planned = getattr(self.config.option, "numprocesses", None)
+        return {
+            "faults_env": list(self.faults_env),
+            "timeout_s": settings.timeout_s if settings.timeout_s > 0 else None,
+            "isolation": settings.isolation,
+            "markexpr": self.config.option.markexpr or "",
+            "keyword": self.config.option.keyword or "",
+            "args": [str(a) for a in self.config.invocation_params.args],
+            "workers": len(workers) or (planned if isinstance(planned, int) else 0),
+            "devices": self.devices,
+        }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.zero_selection:
@@ -567,10 +655,24 @@ class PvSession:
         vacuous = any(r.mutant is not None and not r.mutant.killed for r in self.record.results)
         terminalreporter.write_sep("=", "pv", bold=True)
         terminalreporter.write_line(line, red=bool(bad or vacuous), green=not (bad or vacuous))
+        if self.faults_env:
+            terminalreporter.write_line(
+                f"pv: WARNING: PV_FAULTS={','.join(self.faults_env)} switched faults on for this whole run; "
+                "its evidence records them and never backs a status",
+                yellow=True,
+                bold=True,
+            )
 
 
 def _is_contract_nodeid(nodeid: str) -> bool:
     return nodeid.split("::")[0].endswith((".yaml", ".yml"))
+
+
+def _is_falsifier_nodeid(nodeid: str) -> bool:
+    from pv.collect import INVALID_ITEM_NAME
+
+    path, _, name = nodeid.partition("::")
+    return path.endswith((".yaml", ".yml")) and bool(name) and name != INVALID_ITEM_NAME
 
 
 def _reload_contract(config: pytest.Config, nodeid: str) -> ContractRun | None:

@@ -1,9 +1,9 @@
 """``pv promote``: move a contract's status to what its verified evidence supports.
 
-Upward moves follow :mod:`pv.evidence.status`; the only downward move is a demotion to ``DRAFT``
-when the newest verified, current bundle has a ship-blocking ``falsified`` verdict.  Missing,
-unverifiable or stale evidence never moves a status (lint's status gate reports the unbacked
-claim instead).  ``RETIRED`` contracts are left alone.
+The target is exactly what :mod:`pv.evidence.status` computes from verified, current evidence,
+up or down (a ship-blocking ``falsified`` verdict, an error, or evidence that no longer counts
+all move a status down), so ``pv promote --check`` and lint's status gate apply one rule
+(:func:`pv.evidence.status.status_mismatch`).  ``RETIRED`` contracts are left alone.
 
 The edit touches exactly two places of the YAML text, located through the composed node tree:
 the value of ``metadata.status`` and a new entry at the top of ``metadata.changelog`` (the
@@ -16,16 +16,23 @@ edit keeps the bundle it promoted from current.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import fcntl
 import json
+import os
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from pv.evidence.digest import contract_binding_digest, load_yaml
-from pv.evidence.status import RANK, Assessment, assess, contract_id_of
+from pv.evidence.digest import ContractUnreadable, binding_digest_of, contract_data
+from pv.evidence.signing import KeyRing
+from pv.evidence.status import RANK, Assessment, assess, status_mismatch
+from pv.evidence.verify import CurrentContract
 from pv.model import SEMVER_RE, Status
 
 
@@ -43,6 +50,7 @@ class Decision:
     reason: str
     assessment: Assessment | None = None
     warnings: list[str] = field(default_factory=list)
+    raw: bytes | None = field(default=None, repr=False)  # the contract bytes the decision read
 
     @property
     def changed(self) -> bool:
@@ -53,12 +61,18 @@ class Decision:
         return self.assessment.bundle_path if self.assessment else None
 
 
-def decide(contract_path: Path, evidence_dir: Path, root: Path | None = None) -> Decision:
-    data = load_yaml(contract_path.read_bytes())
-    meta = data.get("metadata") if isinstance(data, dict) else None
+def decide(
+    contract_path: Path, evidence_dir: Path, root: Path | None = None, keys: KeyRing | None = None
+) -> Decision:
+    raw = contract_path.read_bytes()
+    current_contract = CurrentContract.from_bytes(contract_path, raw)
+    data = current_contract.data
+    if data is None or current_contract.binding_digest is None:
+        raise PromoteError(f"{contract_path}: {current_contract.problem}")
+    meta = data.get("metadata")
     if not isinstance(meta, dict):
         raise PromoteError(f"{contract_path}: no metadata mapping")
-    cid = contract_id_of(contract_path, data)
+    cid = current_contract.id
     version = str(meta.get("version", ""))
     try:
         current = Status(meta.get("status", Status.DRAFT.value))
@@ -66,23 +80,20 @@ def decide(contract_path: Path, evidence_dir: Path, root: Path | None = None) ->
         raise PromoteError(f"{contract_path}: unknown status {meta.get('status')!r}") from exc
     if current is Status.RETIRED:
         return Decision(contract_path, cid, version, current, current, "retired: left alone")
-    found = assess(evidence_dir, contract_path, cid, root)
+    found = assess(evidence_dir, contract_path, cid, root, keys=keys, current=current_contract)
     where = _shown(found.bundle_path, root)
-    if found.bundle_path is not None and found.falsified and current is not Status.DRAFT:
-        why = "; ".join(r for r in found.reasons if r.split(":", 1)[0] in found.falsified)
-        return Decision(contract_path, cid, version, current, Status.DRAFT, f"demoted: {why} ({where})", found)
+    if status_mismatch(current, found) is None:
+        decision = Decision(contract_path, cid, version, current, current, "unchanged", found, raw=raw)
+        if found.reasons and found.status is not Status.ACTIVE:
+            decision.reason = "not ACTIVE: " + "; ".join(found.reasons)
+        return decision
     if RANK[found.status] > RANK[current]:
-        return Decision(contract_path, cid, version, current, found.status, f"promoted from {where}", found)
-    decision = Decision(contract_path, cid, version, current, current, "unchanged", found)
-    if RANK[found.status] < RANK[current]:
-        decision.warnings.append(
-            f"status {current.value} is not backed: evidence supports {found.status.value} ("
-            + "; ".join(found.reasons)
-            + ")"
-        )
-    elif found.reasons and found.status is not Status.ACTIVE:
-        decision.reason = "not ACTIVE: " + "; ".join(found.reasons)
-    return decision
+        return Decision(contract_path, cid, version, current, found.status, f"promoted from {where}", found, raw=raw)
+    if found.falsified:
+        why = "; ".join(r for r in found.reasons if r.split(":", 1)[0] in found.falsified)
+    else:
+        why = "; ".join(found.reasons) or "no verified evidence"
+    return Decision(contract_path, cid, version, current, found.status, f"demoted: {why} ({where})", found, raw=raw)
 
 
 def _shown(path: Path | None, root: Path | None) -> str:
@@ -226,22 +237,67 @@ def changelog_entry(decision: Decision, today: _dt.date, root: Path | None) -> d
     }
 
 
-def apply(decision: Decision, today: _dt.date | None = None, root: Path | None = None) -> str:
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock per contract file, so two promotes never interleave their edits."""
+    fd = os.open(path.parent, os.O_RDONLY)  # the folder: a lock file would litter the contracts
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def apply(decision: Decision, today: _dt.date | None = None, root: Path | None = None, raw: bytes | None = None) -> str:
     """Write the decision into the contract file; returns the new text.
 
-    The new text is re-parsed and must equal the old data with only the status and the new
-    entry changed, and keep the same binding digest, or nothing is written."""
+    The new text is re-parsed (by pv's loader) and must equal the old data with only the status
+    and the new entry changed, and keep the same binding digest, or nothing is written.  The write
+    holds a lock, goes through a unique temporary file in the same folder, keeps the file's mode,
+    writes through a symlink to its target, and is refused if the file changed since the decision
+    was taken (``raw``: the bytes the decision read; default: the file as it is now)."""
     if not decision.changed:
         raise PromoteError("nothing to change")
-    raw = decision.path.read_bytes()
-    text = raw.decode("utf-8")
-    entry = changelog_entry(decision, today or _dt.datetime.now(_dt.UTC).date(), root)
-    new = edit_text(text, decision.target, entry)
-    if load_yaml(new.encode()) != _expected(load_yaml(raw), decision.target, entry):
-        raise PromoteError(f"{decision.path}: the edit would change more than the status and changelog")
-    if contract_binding_digest(new.encode()) != contract_binding_digest(raw):
-        raise PromoteError(f"{decision.path}: the edit would change the evidence binding")
-    tmp = decision.path.with_name(f".{decision.path.name}.pv-promote")
-    tmp.write_bytes(new.encode("utf-8"))
-    tmp.replace(decision.path)
+    raw = raw if raw is not None else decision.raw
+    target = decision.path.resolve()  # a symlinked contract stays a symlink
+    with _locked(target):
+        now = target.read_bytes()
+        if raw is not None and now != raw:
+            raise PromoteError(f"{decision.path}: changed since the decision was taken; run pv promote again")
+        raw = now
+        text = raw.decode("utf-8")
+        if _declared_status(raw) is not decision.current:
+            raise PromoteError(f"{decision.path}: its status changed since the decision was taken; run pv promote again")
+        entry = changelog_entry(decision, today or _dt.datetime.now(_dt.UTC).date(), root)
+        new = edit_text(text, decision.target, entry)
+        try:
+            old_data, new_data = contract_data(raw, decision.path), contract_data(new.encode(), decision.path)
+        except ContractUnreadable as exc:
+            raise PromoteError(f"{decision.path}: {exc}") from None
+        if new_data != _expected(old_data, decision.target, entry):
+            raise PromoteError(f"{decision.path}: the edit would change more than the status and changelog")
+        if binding_digest_of(new_data) != binding_digest_of(old_data):
+            raise PromoteError(f"{decision.path}: the edit would change the evidence binding")
+        mode = os.stat(target).st_mode & 0o7777
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".pv-promote", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(new.encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     return new
+
+
+def _declared_status(raw: bytes) -> Status | None:
+    try:
+        meta = contract_data(raw).get("metadata")
+        return Status(meta.get("status", Status.DRAFT.value)) if isinstance(meta, dict) else None
+    except (ContractUnreadable, ValueError):
+        return None

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pv.evidence.bundle import BUNDLE_FILE, Bundle, FalsifierEntry
-from pv.evidence.digest import load_yaml
-from pv.evidence.status import assess, contract_id_of
-from pv.evidence.verify import RUN_ID_RE, find_bundles, verify_bundle
+from pv.evidence.bundle import BUNDLE_FILE, FalsifierEntry
+from pv.evidence.signing import KeyRing
+from pv.evidence.status import Assessment, assess
+from pv.evidence.verify import RUN_ID_RE, CurrentContract
 from pv.promote import PromoteError, decide
 
 TIMING_RATIO = 1.2
@@ -40,6 +40,7 @@ class Row:
     bound: str
     duration_s: float
     note: str = ""
+    source: str = ""  # the run id of the bundle this verdict came from
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Section:
     rows: list[Row] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
     entries: list[FalsifierEntry] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # every bundle a verdict came from
 
 
 @dataclass
@@ -101,7 +103,7 @@ def observation_and_bound(entry: FalsifierEntry) -> tuple[str, str]:
     return observation, bound
 
 
-def _row(entry: FalsifierEntry) -> Row:
+def _row(entry: FalsifierEntry, source: str = "") -> Row:
     observation, bound = observation_and_bound(entry)
     note = entry.skip_reason or ""
     if entry.mutant.declared and entry.verdict == "survived":
@@ -109,7 +111,7 @@ def _row(entry: FalsifierEntry) -> Row:
         note = "mutant not run" if m.verdict is None else ("mutant killed" if m.killed else "mutant SURVIVED: vacuous")
     elif entry.verdict in ("falsified", "error") and entry.message:
         note = entry.message.splitlines()[0]
-    return Row(entry.id, entry.ship_blocking, entry.verdict, observation, bound, entry.duration_s, note)
+    return Row(entry.id, entry.ship_blocking, entry.verdict, observation, bound, entry.duration_s, note, source)
 
 
 # --- the evidence at a git ref ---------------------------------------------------------------
@@ -180,44 +182,45 @@ def _rel(path: Path | None, root: Path) -> str | None:
         return path.as_posix()
 
 
-def _declared_count(path: Path) -> int:
-    try:
-        data = load_yaml(path.read_bytes())
-    except Exception:  # an unreadable contract declares nothing we can count
-        return 0
-    tests = data.get("falsification_tests") if isinstance(data, dict) else None
+def _declared_count(current: CurrentContract) -> int:
+    tests = current.data.get("falsification_tests") if current.data else None
     return len(tests) if isinstance(tests, list) else 0
 
 
-def build(contracts: list[Path], evidence_dir: Path, root: Path, base: str | None = None) -> Report:
+def build(
+    contracts: list[Path], evidence_dir: Path, root: Path, base: str | None = None, keys: KeyRing | None = None
+) -> Report:
     at_base = base_bundles(root, evidence_dir, base) if base else {}
     sections: list[Section] = []
     for path in contracts:
-        cid = contract_id_of(path)
+        current = CurrentContract.read(path)
+        cid = current.id
+        assessment: Assessment
         try:
-            decision = decide(path, evidence_dir, root)
+            decision = decide(path, evidence_dir, root, keys)
             before, after, reason = decision.current.value, decision.target.value, decision.reason
-            assessment = decision.assessment or assess(evidence_dir, path, cid, root)
-        except PromoteError as exc:
+            assessment = decision.assessment or assess(evidence_dir, path, cid, root, keys=keys, current=current)
+        except (PromoteError, OSError) as exc:
             before = after = "?"
             reason = str(exc)
-            assessment = assess(evidence_dir, path, cid, root)
-        bundle: Bundle | None = assessment.bundle
-        if bundle is None:
+            assessment = assess(evidence_dir, path, cid, root, keys=keys, current=current)
+        if not assessment.sources:
             # nothing current: say why, from the newest bundle there is
-            newest = find_bundles(evidence_dir / cid)
-            if newest:
-                v = verify_bundle(newest[-1], root, contract_file=path)
+            if assessment.rejected:
+                v = assessment.rejected[0]
                 reason = f"newest bundle is {v.status}: " + "; ".join(p.format() for p in v.problems[:2])
+            elif assessment.ignored:
+                reason = "; ".join(sorted(set(assessment.ignored.values())))
             else:
                 reason = "no evidence"
         section = Section(cid, _rel(path, root) or str(path), before, after, _rel(assessment.bundle_path, root), reason)
-        section.declared = _declared_count(path)
-        if bundle is not None:
-            section.entries = list(bundle.falsifiers)
-            section.rows = [_row(e) for e in bundle.falsifiers]
+        section.declared = _declared_count(current)
+        if assessment.sources:
+            section.entries = assessment.entries
+            section.rows = [_row(src.entry, src.run_id) for src in assessment.sources.values()]
+            section.sources = sorted({_rel(src.bundle_path, root) or "" for src in assessment.sources.values()})
             if cid in at_base:
-                section.changes = changes(bundle.falsifiers, at_base[cid])
+                section.changes = changes(section.entries, at_base[cid])
         sections.append(section)
     return Report(sections, base)
 
@@ -246,20 +249,22 @@ def render_markdown(report: Report) -> str:
     for s in report.sections:
         moved = f"{s.before} → **{s.after}**" if s.before != s.after else s.after
         lines += [f"### `{s.contract_id}` — {moved}", ""]
-        lines.append(
-            f"{_cell(s.reason)}; evidence: `{s.bundle}`" if s.bundle else f"No current evidence: {_cell(s.reason)}"
-        )
+        if s.sources:
+            shown = ", ".join(f"`{b}`" for b in s.sources)
+            lines.append(f"{_cell(s.reason)}; evidence: {shown}")
+        else:
+            lines.append(f"No current evidence: {_cell(s.reason)}")
         lines.append("")
         if s.rows:
             lines += [
-                "| falsifier | ship-blocking | verdict | key observation | bound | duration | note |",
-                "|---|---|---|---|---|---:|---|",
+                "| falsifier | ship-blocking | verdict | key observation | bound | duration | note | from run |",
+                "|---|---|---|---|---|---:|---|---|",
             ]
             for r in s.rows:
                 lines.append(
                     f"| `{r.id}` | {'yes' if r.ship_blocking else 'no'} | {_ICON.get(r.verdict, '')} {r.verdict} | "
                     f"{_cell(r.observation)} | {'`' + _cell(r.bound) + '`' if r.bound else ''} | "
-                    f"{r.duration_s:.2f}s | {_cell(r.note)} |"
+                    f"{r.duration_s:.2f}s | {_cell(r.note)} | `{r.source}` |"
                 )
             lines.append("")
         if report.base:

@@ -45,6 +45,8 @@ class FalsifierResult:
     hypothesis: dict[str, Any] | None = None  # settings used, and a counterexample if any
     worker: str = "master"
     device: str = "cpu"
+    timeout_s: float | None = None  # the deadline it ran under
+    isolation: str | None = None  # "thread", "process" or "launch"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -89,3 +91,5 @@ class RunRecord:
     mutants_enabled: bool = False
     selection: str = ""  # the -m / -k expressions that chose the items
     interrupted: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)  # pv.evidence.bundle.RunSettings fields
+    recovered: bool = False  # rebuilt from a dead session's journal

@@ -12,6 +12,13 @@ fault switched on for a mutant run is switched off when the harness gives up, an
 keeps the thread from blocking interpreter exit.  A subprocess would be killable but could not
 receive pytest fixtures or share an already-loaded model; checkers that need a hard kill can start
 their own subprocess (``PV_FAULTS`` carries a mutant's fault into it).
+
+Isolation ``process`` (:func:`call_in_process`) forks the pytest process for the call instead:
+the child has every fixture value and loaded module the parent has, runs the checker in its own
+process group, and sends its return value back through a pipe.  At the deadline the whole group
+is killed, so a late result never arrives and nothing the checker started outlives the run; a
+checker that exits, aborts or segfaults ends as ``error`` with its exit status or signal, and the
+session goes on.
 """
 
 from __future__ import annotations
@@ -22,7 +29,10 @@ import importlib.util
 import inspect
 import json
 import os
+import pickle
 import random
+import select
+import signal
 import sys
 import threading
 import time
@@ -52,6 +62,115 @@ class CallOutcome:
     timed_out: bool = False
     duration_s: float = 0.0
     stack: str = ""  # where a timed-out checker was when the harness gave up on it
+    error_text: str = ""  # a failure already formatted (from a child process)
+    skip_reason: str | None = None  # the checker called pytest.skip (in a child process)
+    killed: bool = False  # the deadline passed and the checker's process group was killed
+
+
+ISOLATIONS = ("thread", "process")
+
+
+def _child_states(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """State of fixture values that record what happened during the call (a PropertyRunner's
+    records), to be copied back into the parent's objects."""
+    return {k: v.pv_child_state() for k, v in kwargs.items() if callable(getattr(v, "pv_child_state", None))}
+
+
+def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int) -> None:
+    try:
+        os.setpgid(0, 0)  # a group of its own: the deadline kills whatever it started too
+    except OSError:
+        pass
+    try:
+        try:
+            value = func(**kwargs)
+            reply: tuple[Any, ...] = ("value", value, _child_states(kwargs))
+        except BaseException as exc:
+            if _is_skip(exc):
+                reply = ("skip", str(getattr(exc, "msg", exc)), _child_states(kwargs))
+            else:
+                reply = ("error", _format_exception(exc), _child_states(kwargs))
+        try:
+            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # a return value that cannot leave the process
+            text = f"the checker's return value cannot be sent back from its process: {type(exc).__name__}: {exc}"
+            data = pickle.dumps(("error", text, {}))
+        view = memoryview(data)
+        while view:
+            written = os.write(out, view)
+            view = view[written:]
+    finally:
+        os._exit(0)  # never run pytest's exit handlers or flush its buffers a second time
+
+
+def _exit_text(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return f"the checker's process was killed by {name} ({sig}) before it returned"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+    return f"the checker's process exited with status {code} before it returned"
+
+
+def call_in_process(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
+    """Call ``func(**kwargs)`` in a forked child; kill its process group at ``timeout_s``."""
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read_end)
+        _child_main(func, kwargs, write_end)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = None if not timeout_s or timeout_s <= 0 else start + timeout_s
+    timed_out = False
+    try:
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            ready, _, _ = select.select([read_end], [], [], wait)
+            if not ready:
+                timed_out = True
+                break
+            chunk = os.read(read_end, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        if timed_out:
+            _kill_group(pid)
+        _, status = os.waitpid(pid, 0)
+    duration = time.perf_counter() - start
+    if timed_out:
+        return CallOutcome(timed_out=True, killed=True, duration_s=duration)
+    if not chunks:
+        return CallOutcome(error_text=_exit_text(status), duration_s=duration)
+    try:
+        kind, payload, states = pickle.loads(b"".join(chunks))
+    except Exception as exc:
+        return CallOutcome(error_text=f"the checker's reply could not be read: {exc}; {_exit_text(status)}")
+    for name, state in states.items():
+        target = kwargs.get(name)
+        if target is not None and callable(getattr(target, "pv_restore_state", None)):
+            target.pv_restore_state(state)
+    if kind == "value":
+        return CallOutcome(value=payload, duration_s=duration)
+    if kind == "skip":
+        return CallOutcome(skip_reason=str(payload), duration_s=duration)
+    return CallOutcome(error_text=str(payload), duration_s=duration)
+
+
+def _kill_group(pid: int) -> None:
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            continue
 
 
 def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
@@ -87,6 +206,8 @@ def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeo
     duration = time.perf_counter() - start
     if thread.is_alive():
         return CallOutcome(timed_out=True, duration_s=duration, stack=_stack_of(thread))
+    if duration > timeout_s:  # it held the GIL past the deadline: a late result is never a pass
+        return CallOutcome(timed_out=True, duration_s=duration, stack="(it returned only after the deadline)")
     return CallOutcome(value=box.get("value"), error=box.get("error"), duration_s=duration)
 
 
@@ -272,19 +393,32 @@ def evaluate_call(
     text: FalsifierText,
     timeout_s: float | None,
     seed: int,
+    isolation: str = "thread",
 ) -> Evaluation:
     """Seed, call the checker with a deadline, check its observations and judge ``expect``."""
     try:
         seed_everything(seed)
     except Exception as exc:  # an unseeded run would not be reproducible: not a measurement
         return Evaluation(Verdict.ERROR, message=f"ERROR {text.label}: seeding failed: {type(exc).__name__}: {exc}")
-    outcome = call_with_timeout(func, kwargs, timeout_s)
+    if isolation == "process":
+        outcome = call_in_process(func, kwargs, timeout_s)
+    else:
+        outcome = call_with_timeout(func, kwargs, timeout_s)
     d = outcome.duration_s
     if outcome.timed_out:
-        message = f"ERROR {text.label}: checker timed out after {timeout_s:g} s (abandoned, still running)"
+        how = "its process group was killed" if outcome.killed else "abandoned, still running"
+        message = f"ERROR {text.label}: checker timed out after {timeout_s:g} s ({how})"
         if outcome.stack:
             message += "\nwhere it was at the deadline (innermost last):\n" + outcome.stack
         return Evaluation(Verdict.ERROR, message=message, duration_s=d)
+    if outcome.skip_reason is not None:
+        return Evaluation(Verdict.SKIPPED, message=outcome.skip_reason, duration_s=d, skip_reason=outcome.skip_reason)
+    if outcome.error_text:
+        return Evaluation(
+            Verdict.ERROR,
+            message=f"ERROR {text.label}: the checker failed (an error, not a falsification)\n" + outcome.error_text,
+            duration_s=d,
+        )
     if outcome.error is not None:
         if _is_skip(outcome.error):
             reason = str(getattr(outcome.error, "msg", outcome.error))

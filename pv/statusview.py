@@ -1,11 +1,10 @@
 """Where each contract stands: its declared status against its evidence, falsifier by falsifier.
 
-The evidence is judged by :mod:`pv.evidence.status` (the newest bundle that verifies and is bound
-to the contract as it stands) and nothing else.  Each declared falsifier lands in one bucket:
+The evidence is judged by :mod:`pv.evidence.status` (bundles that verify and are bound to the
+contract as it stands) and nothing else.  Each declared falsifier lands in one bucket:
 
-- its verdict in that bundle (``survived``, ``falsified``, ``error``, ``skipped`` with a reason)
-  when it was selected in that run, else in the newest older current bundle that ran it (a run
-  may select only some falsifiers);
+- its counting verdict (``survived``, ``falsified``, ``error``, ``skipped`` with a reason): the
+  newest current bundle that measured it, exactly as promotion and lint read it;
 - ``stale`` when no current bundle ran it but an intact bundle of an earlier edit of the
   contract did: it was measured, against a claim that has since changed;
 - ``never_run`` otherwise: no evidence for it at all.
@@ -22,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from pv.config import PvConfig
-from pv.evidence.bundle import Bundle, FalsifierEntry
-from pv.evidence.status import RANK, Assessment, assess
-from pv.evidence.verify import find_bundles, verify_bundle
+from pv.evidence.bundle import FalsifierEntry
+from pv.evidence.status import RANK, Assessment, assess, status_mismatch
+from pv.evidence.verify import CurrentContract
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
 from pv.model import FalsificationTest, Status
 
@@ -75,6 +74,8 @@ class ContractView:
     @property
     def loaded(self) -> bool:
         return not self.errors
+
+    mismatch: str | None = None  # status_mismatch: the rule lint and promote --check apply
 
     @property
     def unbacked(self) -> bool:
@@ -161,52 +162,23 @@ def _stem(path: Path) -> str:
 # --- the view -----------------------------------------------------------------------------------
 
 
-def _ran(bundle: Bundle, falsify_id: str) -> FalsifierEntry | None:
-    entry = bundle.falsifier(falsify_id)
-    return entry if entry is not None and entry.selected and entry.verdict != "not_run" else None
+def _ran(entry: FalsifierEntry | None) -> bool:
+    return entry is not None and entry.selected and entry.verdict != "not_run"
 
 
-def _other_bundles(config: PvConfig, path: Path, cid: str, found: Assessment) -> Iterator[tuple[Bundle, bool]]:
-    """Intact bundles other than the backing one, newest first, each with whether it is current.
-
-    Those ``assess`` already verified are not verified again; the rest only as they are asked for.
-    """
-    known = {r.path: r for r in found.rejected}
-    for bundle_path in reversed(find_bundles(config.evidence / cid)):
-        if bundle_path == found.bundle_path:
-            continue
-        report = known.get(bundle_path) or verify_bundle(bundle_path, config.root, contract_file=path)
-        if report.bundle is not None and report.intact:
-            yield report.bundle, report.ok
-
-
-def _place(state: FalsifierState, entry: FalsifierEntry) -> None:
-    state.bucket = entry.verdict
-    state.skip_reason = entry.skip_reason if entry.verdict == "skipped" else None
-    state.mutant_killed = entry.mutant.killed
-
-
-def _evidence_buckets(
-    falsifiers: Iterable[FalsificationTest], found: Assessment, others: Iterator[tuple[Bundle, bool]]
-) -> list[FalsifierState]:
-    """Each falsifier's verdict in the newest current bundle that ran it (the backing bundle
-    first), else ``stale`` when only bundles of an earlier edit ran it, else ``never_run``."""
+def _evidence_buckets(falsifiers: Iterable[FalsificationTest], found: Assessment) -> list[FalsifierState]:
+    """Each falsifier's counting verdict, else ``stale`` when only bundles of an earlier edit ran
+    it, else ``never_run``."""
     states = [FalsifierState(f.id, f.ship_blocking, "never_run", f.obligation, f.mutant) for f in falsifiers]
-    open_states: list[FalsifierState] = []
+    history = [r.bundle for r in found.rejected if r.intact and r.bundle is not None]
     for state in states:
-        entry = _ran(found.bundle, state.id) if found.bundle is not None else None
-        if entry is not None:
-            _place(state, entry)
-        else:
-            open_states.append(state)
-    if not open_states:
-        return states
-    seen = list(others)  # only read when some falsifier is not in the backing bundle
-    for state in open_states:
-        current = next((e for b, ok in seen if ok and (e := _ran(b, state.id)) is not None), None)
-        if current is not None:
-            _place(state, current)
-        elif any(not ok and _ran(b, state.id) is not None for b, ok in seen):
+        source = found.sources.get(state.id)
+        if source is not None and _ran(source.entry):
+            entry = source.entry
+            state.bucket = entry.verdict
+            state.skip_reason = entry.skip_reason if entry.verdict == "skipped" else None
+            state.mutant_killed = entry.mutant.killed
+        elif any(_ran(b.falsifier(state.id)) for b in history):
             state.bucket = "stale"
     return states
 
@@ -227,12 +199,13 @@ def contract_view(config: PvConfig, path: Path, loaded: LoadedContract | None = 
     view.declared = meta.status
     view.depends_on = list(meta.depends_on)
     view.obligations = [o.id or f"proof_obligations[{i}]" for i, o in enumerate(contract.proof_obligations)]
-    found = assess(config.evidence, path, loaded.id, config.root)
+    current = CurrentContract.read(path)
+    found = assess(config.evidence, path, loaded.id, config.root, keys=config.key_ring(), current=current)
     view.backing = found.status
     view.bundle = config.relpath(found.bundle_path) if found.bundle_path is not None else None
     view.reasons = list(found.reasons)
-    others = _other_bundles(config, path, loaded.id, found)
-    view.falsifiers = _evidence_buckets(contract.falsification_tests, found, others)
+    view.mismatch = status_mismatch(meta.status, found)
+    view.falsifiers = _evidence_buckets(contract.falsification_tests, found)
     return view
 
 
@@ -297,5 +270,8 @@ def status_lines(views: Sequence[ContractView]) -> list[str]:
 
 
 def exit_code(views: Sequence[ContractView]) -> int:
-    """1 when a contract does not load or declares a status its evidence does not back."""
+    """1 when a contract does not load or declares a status above what its evidence supports.
+
+    A status *below* its evidence is shown (``run pv promote``) but is not an error of this view;
+    ``pv lint`` and ``pv promote --check`` fail on it."""
     return 1 if any(not v.loaded or v.unbacked for v in views) else 0

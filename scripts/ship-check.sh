@@ -21,7 +21,7 @@ step() {
 
 step validate pv validate contracts/
 step lint pv lint --strict-test-binding
-step falsifiers pytest contracts -m ship_blocking --pv-mutants -p no:cacheprovider -q
+step falsifiers pytest contracts -m ship_blocking --pv-mutants --pv-evidence -p no:cacheprovider -q
 step verify pv evidence verify evidence/
 step promote-check pv promote --check
 step report pv report

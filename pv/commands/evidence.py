@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +22,14 @@ app.add_typer(evidence_app, name="evidence")
 EvidenceOpt = Annotated[
     Path | None, typer.Option("--evidence", help="Evidence directory (default: [tool.pv] evidence).")
 ]
+KeysOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--trusted-keys",
+        help="PEM file of ed25519 public keys; only bundles signed by one count "
+        "(default: $PV_TRUSTED_KEYS, else [tool.pv] trusted_keys).",
+    ),
+]
 
 
 def _usage(command: str, message: str) -> typer.Exit:
@@ -29,9 +37,18 @@ def _usage(command: str, message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _config(command: str, evidence: Path | None = None, contracts: Path | None = None) -> PvConfig:
+def _config(
+    command: str, evidence: Path | None = None, contracts: Path | None = None, trusted_keys: Path | None = None
+) -> PvConfig:
     try:
-        return load_config(evidence=evidence, contracts=contracts)
+        return load_config(evidence=evidence, contracts=contracts, trusted_keys=trusted_keys)
+    except ConfigError as exc:
+        raise _usage(command, str(exc)) from None
+
+
+def _keys(command: str, config: PvConfig) -> Any:
+    try:
+        return config.key_ring()
     except ConfigError as exc:
         raise _usage(command, str(exc)) from None
 
@@ -57,67 +74,127 @@ def verify(
     allow_stale: Annotated[
         bool, typer.Option("--allow-stale", help="Intact bundles of since-edited contracts do not fail.")
     ] = False,
+    trusted_keys: KeysOpt = None,
 ) -> None:
-    """Recompute every digest, check each bundle against its schema and the current contract bytes."""
+    """Recompute every digest, check each bundle against its schema, its signature (with trusted
+    keys) and the current contract.  Superseded bundles (bound to an earlier contract version) are
+    history, not failures; `pv evidence gc` removes them."""
     from pv.evidence.verify import leftover_tmp_dirs, verify_path
 
-    config = _config("evidence verify")
+    config = _config("evidence verify", trusted_keys=trusted_keys)
+    keys = _keys("evidence verify", config)
     target = path if path is not None else config.evidence
     if not target.exists():
         raise _usage("evidence verify", f"{target} does not exist")
-    reports = verify_path(target, config.root)
+    reports = verify_path(target, config.root, keys)
     counts = Counter(r.status for r in reports)
     for r in reports:
-        typer.echo(f"{r.status:<12} {config.relpath(r.path)}")
+        signed = f"  (signed by {r.signed_by[:16]})" if r.signed_by else ""
+        typer.echo(f"{r.status:<12} {config.relpath(r.path)}{signed}")
         for p in r.problems:
             typer.echo(f"    {p.format()}")
         for note in r.notes:
             typer.echo(f"    note: {note}")
     tmp = leftover_tmp_dirs(target)
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
+    trust = f"; signatures checked against {len(keys.keys)} trusted key(s)" if keys is not None else ""
     typer.echo(
-        f"{len(reports)} bundles: {summary}" + (f"; {len(tmp)} unfinished .tmp-* folders ignored" if tmp else "")
+        f"{len(reports)} bundles: {summary}{trust}"
+        + (f"; {len(tmp)} unfinished .tmp-* folders ignored" if tmp else "")
     )
     if not reports:
         typer.echo("pv evidence verify: no bundles found", err=True)
         raise typer.Exit(1)
-    failed = [r for r in reports if not (r.ok or (allow_stale and r.intact))]
+    failed = [r for r in reports if not (r.ok or r.superseded or (allow_stale and r.intact))]
+    if counts.get("superseded") and not failed:
+        typer.echo("superseded bundles are history of earlier contract versions; `pv evidence gc` removes them")
     raise typer.Exit(1 if failed else 0)
+
+
+@evidence_app.command("keygen")
+def keygen(
+    output: Annotated[Path, typer.Argument(help="Where to write the private key (PEM); the public key goes to OUTPUT.pub.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Make an ed25519 signing key for evidence: keep the private key secret (a CI secret); commit
+    the public key and name it in [tool.pv] trusted_keys."""
+    from pv.evidence.signing import generate
+
+    public = output.with_name(output.name + ".pub")
+    existing = [p for p in (output, public) if p.exists()]
+    if existing and not force:
+        raise _usage("evidence keygen", f"{', '.join(map(str, existing))} exists; use --force to overwrite")
+    private_pem, public_pem = generate()
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # a secret: owner only
+    with os.fdopen(fd, "wb") as f:
+        f.write(private_pem)
+    public.write_bytes(public_pem)
+    typer.echo(f"private key: {output} (mode 0600; give it to CI as the secret PV_SIGNING_KEY)")
+    typer.echo(f"public key:  {public} (commit it; [tool.pv] trusted_keys = \"{public.name}\")")
+
+
+@evidence_app.command("recover")
+def recover(evidence: EvidenceOpt = None) -> None:
+    """Turn the journals of pytest sessions that died (a crash, a kill) into bundles: every verdict
+    reached is kept, and the falsifier that was running is recorded as an error."""
+    from pv.evidence.environment import capture
+    from pv.evidence.journal import recover_all
+
+    config = _config("evidence recover", evidence)
+    outcomes = recover_all(config.evidence, config.root, lambda: capture(config.root, exclude=[config.evidence]))
+    for o in outcomes:
+        shown = config.relpath(o.path) if o.path is not None else f"NOT written: {o.reason}"
+        typer.echo(f"{o.contract_id}: {shown}")
+    typer.echo(f"{len(outcomes)} bundle(s) recovered" if outcomes else "no journal of a dead session to recover")
 
 
 @evidence_app.command("gc")
 def gc(
-    keep: Annotated[int, typer.Option("--keep", min=1, help="Bundles to keep per contract, newest first.")] = 5,
+    keep: Annotated[int, typer.Option("--keep", min=1, help="Current bundles to keep per contract, newest first.")] = 5,
     evidence: EvidenceOpt = None,
     contracts: Annotated[
         Path | None, typer.Option("--contracts", help="Contracts directory (default: [tool.pv] contracts).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be removed.")] = False,
+    trusted_keys: KeysOpt = None,
 ) -> None:
-    """Keep the newest N bundles per contract, never the one backing a contract's status nor one its
-    changelog names; remove .tmp-* folders that killed writers left."""
+    """Remove stale and superseded bundles (bound to contract bytes that changed since, or to a
+    contract that is gone); keep the newest N current bundles per contract and every bundle whose
+    verdicts back a status or that the changelog names while it is current; remove .tmp-* folders
+    that killed writers left."""
     from pv.evidence import gc as gc_mod
     from pv.evidence.status import assess
+    from pv.evidence.verify import CurrentContract, find_bundles, verify_content
 
-    config = _config("evidence gc", evidence, contracts)
+    config = _config("evidence gc", evidence, contracts, trusted_keys)
+    keys = _keys("evidence gc", config)
     if not config.evidence.is_dir():
         raise _usage("evidence gc", f"{config.evidence} does not exist")
     backing: list[Path] = []
+    history: list[Path] = []
+    known_ids: set[str] = set()
     if config.contracts.is_dir():
         for path in _contract_files("evidence gc", config, None):
-            found = assess(config.evidence, path, root=config.root)
-            if found.bundle_path is not None:
-                backing.append(found.bundle_path)
-            backing.extend(gc_mod.changelog_bundles(path, config.root))
-    plan = gc_mod.plan(config.evidence, keep, backing)
+            current = CurrentContract.read(path)
+            found = assess(config.evidence, path, current.id, config.root, keys=keys, current=current)
+            known_ids.add(current.id)
+            backing.extend(found.contributing)
+            counted = {r.path.resolve() for r in found.counted}
+            backing.extend(b for b in gc_mod.changelog_bundles(path, config.root) if b.resolve() in counted)
+            history.extend(r.path for r in found.rejected if r.intact)
+    for bundle_dir in find_bundles(config.evidence):  # evidence of contracts that no longer exist
+        if bundle_dir.parent.name not in known_ids and verify_content(bundle_dir, keys).intact:
+            history.append(bundle_dir)
+    plan = gc_mod.plan(config.evidence, keep, backing, history)
     verb = "would remove" if dry_run else "removed"
     for p in [*plan.tmp, *plan.remove]:
-        typer.echo(f"{verb} {config.relpath(p)}")
+        why = " (stale or superseded)" if p in plan.history else ""
+        typer.echo(f"{verb} {config.relpath(p)}{why}")
     if not dry_run:
         gc_mod.apply(plan)
     typer.echo(
-        f"{len(plan.remove)} bundles and {len(plan.tmp)} .tmp-* folders {verb}; "
-        f"{len(plan.keep) + len(plan.protected)} kept ({len(plan.protected)} back a status)"
+        f"{len(plan.remove)} bundles ({len(plan.history)} stale or superseded) and {len(plan.tmp)} .tmp-* folders "
+        f"{verb}; {len(plan.keep) + len(plan.protected)} kept ({len(plan.protected)} back a status)"
     )
 
 
@@ -126,14 +203,19 @@ def promote(
     contracts: Annotated[
         list[Path] | None, typer.Argument(help="Contract files or folders (default: [tool.pv] contracts).")
     ] = None,
-    check: Annotated[bool, typer.Option("--check", help="Change nothing; exit 1 if any status would change.")] = False,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Change nothing; exit 1 if any status is not exactly what the evidence supports."),
+    ] = False,
     evidence: EvidenceOpt = None,
+    trusted_keys: KeysOpt = None,
 ) -> None:
-    """Move each contract's status to what its newest verified, current evidence supports."""
+    """Move each contract's status to exactly what its verified, current evidence supports."""
     from pv.loader import load_contract_file
     from pv.promote import PromoteError, apply, decide
 
-    config = _config("promote", evidence)
+    config = _config("promote", evidence, trusted_keys=trusted_keys)
+    keys = _keys("promote", config)
     changed = errors = 0
     for path in _contract_files("promote", config, contracts):
         shown = config.relpath(path)
@@ -143,7 +225,7 @@ def promote(
             typer.echo(f"{shown}: not promoted: the contract does not validate (run `pv validate`)", err=True)
             continue
         try:
-            decision = decide(path, config.evidence, config.root)
+            decision = decide(path, config.evidence, config.root, keys)
             for warning in decision.warnings:
                 typer.echo(f"{shown}: warning: {warning}", err=True)
             if not decision.changed:
@@ -182,8 +264,10 @@ def report(
     if fmt not in ("markdown", "github"):
         raise _usage("report", f"unknown --format {fmt!r}; choose markdown or github")
     config = _config("report", evidence, contracts)
+    keys = _keys("report", config)
     try:
-        text = render_markdown(build(_contract_files("report", config, None), config.evidence, config.root, base))
+        files = _contract_files("report", config, None)
+        text = render_markdown(build(files, config.evidence, config.root, base, keys))
     except ReportError as exc:
         raise _usage("report", str(exc)) from None
     if output is not None:

@@ -24,6 +24,7 @@ PREDICATE_TYPE = "https://pv.dev/evidence/bundle/v1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 BUNDLE_FILE = "bundle.json"
 STATEMENT_FILE = "statement.intoto.json"
+ENVELOPE_FILE = "statement.intoto.dsse.json"  # the statement signed (DSSE, ed25519); optional
 MANIFEST_FILE = "MANIFEST.sha256"
 ARTIFACTS_DIR = "artifacts"
 TMP_PREFIX = ".tmp-"
@@ -45,7 +46,9 @@ class ContractRef(_Strict):
     status: str = Field(description="metadata.status when the run started")
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the contract file's exact bytes")
     binding_digest: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
-    binding_method: Literal["pv-canonical-v1"] = "pv-canonical-v1"
+    binding_method: Literal["pv-canonical-v1", "pv-canonical-v2"] = Field(
+        "pv-canonical-v2", description="v1 (PyYAML 1.1 rules) is no longer computed: such bundles read as stale"
+    )
 
 
 class GpuInfo(_Strict):
@@ -99,6 +102,25 @@ class FalsifierEntry(_Strict):
     hypothesis: dict[str, Any] | None = None
     worker: str = "master"
     device: str = "cpu"
+    timeout_s: float | None = Field(None, description="the deadline this falsifier ran under; null: none")
+    isolation: Literal["thread", "process", "launch"] | None = Field(
+        None, description="where the checker ran: a thread of pytest, a forked process, torchrun ranks"
+    )
+
+
+class RunSettings(_Strict):
+    """Every switch of the session that can change a verdict, as it was when the run started."""
+
+    faults_env: list[str] = Field(
+        default_factory=list, description="faults PV_FAULTS switched on for the whole run (never evidence)"
+    )
+    timeout_s: float | None = Field(None, description="the default per-falsifier deadline; null: none")
+    isolation: str = Field("thread", description="the default isolation of checkers (thread or process)")
+    markexpr: str = ""
+    keyword: str = ""
+    args: list[str] = Field(default_factory=list, description="pytest's command-line arguments")
+    workers: int = Field(0, description="pytest-xdist workers; 0: one process")
+    devices: str | None = Field(None, description="PV_DEVICES / CUDA_VISIBLE_DEVICES as the run saw them")
 
 
 class ArtifactEntry(_Strict):
@@ -130,8 +152,10 @@ class Bundle(_Strict):
     started_at: str
     finished_at: str
     interrupted: bool = False
+    recovered: bool = Field(False, description="rebuilt from the journal of a session that died")
     mutants_enabled: bool = False
     selection: str = ""
+    settings: RunSettings | None = None
     contract: ContractRef
     environment: Environment
     falsifiers: list[FalsifierEntry]

@@ -1,6 +1,7 @@
 """Digests and deterministic JSON: what binds evidence to a contract and detects tampering.
 
-A contract's *binding digest* is the sha256 of a canonical JSON form of its parsed YAML with
+A contract's *binding digest* is the sha256 of a canonical JSON form of its parsed YAML (read by
+:mod:`pv.loader`, the same YAML 1.2 rules, alias and size caps the run uses) with
 ``metadata.status`` and every changelog entry that carries an ``evidence`` field removed.  Those
 are exactly the two things ``pv promote`` writes, so promoting a contract from a bundle does not
 make that bundle stale, while any edit to a claim (a bound, a param, a falsifier, the version)
@@ -17,15 +18,16 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pv.loader import LoadedContract, load_contract_bytes
 
-BINDING_METHOD = "pv-canonical-v1"
+# v1 parsed with PyYAML's YAML 1.1 rules, so `014` digested as 12 while the run read 14; v2 reads
+# the contract through pv.loader, the parser the run itself uses.
+BINDING_METHOD = "pv-canonical-v2"
 _CHUNK = 1 << 20
 
-try:  # libyaml when present: contracts are parsed on every verify
-    _SafeLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _SafeLoader = yaml.SafeLoader
+
+class ContractUnreadable(ValueError):
+    """The contract bytes do not parse (or are refused by the loader's caps): nothing to bind to."""
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -73,8 +75,18 @@ def dumps(data: Any) -> str:
     return json.dumps(jsonable(data), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def load_yaml(data: bytes) -> Any:
-    return yaml.load(data, Loader=_SafeLoader)
+def read_contract(data: bytes, path: str | Path = "<contract>") -> LoadedContract:
+    """The one way evidence code reads a contract: pv's loader over exactly these bytes."""
+    return load_contract_bytes(data, path)
+
+
+def contract_data(data: bytes, path: str | Path = "<contract>") -> dict[str, Any]:
+    """Parsed contract data; raises :class:`ContractUnreadable` with the loader's first error."""
+    loaded = read_contract(data, path)
+    if loaded.data is None:
+        first = next((d for d in loaded.diagnostics if d.is_error), None)
+        raise ContractUnreadable(f"{first.code} {first.message}" if first else "the contract does not parse")
+    return loaded.data
 
 
 def binding_form(data: Any) -> Any:
@@ -92,9 +104,17 @@ def binding_form(data: Any) -> Any:
     return out
 
 
-def contract_binding_digest(contract_bytes: bytes) -> str:
-    """sha256 of the canonical form; raises ``yaml.YAMLError`` on unparsable bytes."""
-    canonical = json.dumps(
-        jsonable(binding_form(load_yaml(contract_bytes))), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+def binding_digest_of(data: Any) -> str:
+    """sha256 of the canonical form of already-parsed contract data."""
+    try:
+        canonical = json.dumps(
+            jsonable(binding_form(data)), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except ValueError as exc:  # e.g. an integer past Python's digit limit
+        raise ContractUnreadable(f"the contract cannot be put in canonical form: {exc}") from None
     return sha256_bytes(canonical.encode())
+
+
+def contract_binding_digest(contract_bytes: bytes, path: str | Path = "<contract>") -> str:
+    """sha256 of the canonical form; raises :class:`ContractUnreadable` on bytes that do not load."""
+    return binding_digest_of(contract_data(contract_bytes, path))

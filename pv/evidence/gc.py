@@ -1,5 +1,7 @@
-"""``pv evidence gc``: keep the newest N bundles per contract, never the one backing a status
-nor one that a contract's changelog names as the evidence for a status change.
+"""``pv evidence gc``: keep the newest N current bundles per contract, never one whose verdicts back
+a status nor one that the contract's changelog names while that bundle is still current; remove
+bundles that are history (stale or superseded: bound to contract bytes that have since changed,
+or to a contract that is gone).
 
 Also removes ``.tmp-*`` folders left by killed writers, unless the process that owns one (its
 pid is the folder name's last part) is still running on this machine.
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pv.evidence.bundle import TMP_PREFIX
-from pv.evidence.digest import load_yaml
+from pv.evidence.digest import ContractUnreadable, contract_data
 from pv.evidence.verify import find_bundles
 
 
@@ -24,6 +26,7 @@ class GcPlan:
     keep: list[Path] = field(default_factory=list)
     protected: list[Path] = field(default_factory=list)  # kept because they back a status
     tmp: list[Path] = field(default_factory=list)
+    history: list[Path] = field(default_factory=list)  # stale or superseded: removed
 
 
 def _pid_alive(pid: int) -> bool:
@@ -52,8 +55,8 @@ def changelog_bundles(contract_path: Path, root: Path) -> list[Path]:
     """Bundles the contract's changelog names (``pv promote`` entries): the record of why its
     status is what it is, kept even when newer evidence exists."""
     try:
-        data = load_yaml(contract_path.read_bytes())
-    except Exception:  # an unreadable contract names nothing
+        data = contract_data(contract_path.read_bytes(), contract_path)
+    except (OSError, ContractUnreadable):  # an unreadable contract names nothing
         return []
     meta = data.get("metadata") if isinstance(data, dict) else None
     log = meta.get("changelog") if isinstance(meta, dict) else None
@@ -62,17 +65,30 @@ def changelog_bundles(contract_path: Path, root: Path) -> list[Path]:
     return [root / e["evidence"] for e in log if isinstance(e, dict) and isinstance(e.get("evidence"), str)]
 
 
-def plan(evidence_dir: Path, keep: int, backing: Iterable[Path]) -> GcPlan:
+def plan(
+    evidence_dir: Path,
+    keep: int,
+    backing: Iterable[Path],
+    history: Iterable[Path] = (),
+) -> GcPlan:
+    """``backing``: never removed.  ``history``: removed whatever ``keep`` says.  The rest: the
+    newest ``keep`` per contract stay, newest by run id (verify requires a run id to carry the
+    run's recorded start time, so for a bundle that verifies this is the order of its times)."""
     if keep < 1:
         raise ValueError("--keep must be at least 1")
     protect = {p.resolve() for p in backing}
+    old = {p.resolve() for p in history}
     result = GcPlan(tmp=stale_tmp_dirs(evidence_dir))
     by_contract: dict[Path, list[Path]] = {}
     for bundle in find_bundles(evidence_dir):
         by_contract.setdefault(bundle.parent, []).append(bundle)
     for bundles in by_contract.values():
-        newest_first = sorted(bundles, key=lambda p: p.name, reverse=True)
-        for i, bundle in enumerate(newest_first):
+        current = [b for b in sorted(bundles, key=lambda p: p.name, reverse=True) if b.resolve() not in old]
+        for bundle in bundles:
+            if bundle.resolve() in old and bundle.resolve() not in protect:
+                result.history.append(bundle)
+                result.remove.append(bundle)
+        for i, bundle in enumerate(current):
             if bundle.resolve() in protect:
                 result.protected.append(bundle)
             elif i < keep:

@@ -1,8 +1,14 @@
-"""pytest side of the evidence writer: options, and a bundle per contract when the run ends.
+"""pytest side of the evidence writer: options, the crash-safe journal, a bundle per contract.
 
-Loaded by the pv plugin (``pytest_plugins = ["pv.evidence.pytest_hooks"]``).  The plugin calls
-``pytest_pv_run_finished`` once, on the xdist controller, with every worker's results gathered;
-workers never write, so each falsifier lands in exactly one bundle exactly once.
+Loaded by the pv plugin (``pytest_plugins = ["pv.evidence.pytest_hooks"]``).
+
+Evidence is written on purpose: a plain local ``pytest`` leaves ``evidence/`` alone.  A run writes
+bundles when asked by ``--pv-evidence``, the ini option ``pv_write_evidence = true`` or
+``[tool.pv] write_evidence = true``; ``--pv-no-evidence`` always wins.  While such a run goes, each
+verdict is journaled the moment it arrives (:mod:`pv.evidence.journal`); the bundles are written
+once, on the xdist controller, when the session ends (``pytest_pv_run_finished``), and then the
+journal is removed.  A journal left by a session that died is recovered into bundles at the start
+of the next evidence-writing session.
 """
 
 from __future__ import annotations
@@ -11,14 +17,26 @@ from pathlib import Path
 
 import pytest
 
-from pv.config import DEFAULT_EVIDENCE, ConfigError, load_config
+from pv.config import DEFAULT_EVIDENCE, ConfigError, PvConfig, load_config
 from pv.evidence.environment import capture
-from pv.evidence.writer import write_run
-from pv.results import RunRecord
+from pv.evidence.journal import Journal, recover_all
+from pv.evidence.signing import Signer, SigningError
+from pv.evidence.writer import Outcome, write_run
+from pv.results import ContractRun, FalsifierResult, RunRecord
+
+_JOURNAL_KEY = pytest.StashKey["Journal | None"]()
+_SIGNER_KEY = pytest.StashKey["Signer | None"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pv")
+    group.addoption(
+        "--pv-evidence",
+        dest="pv_evidence",
+        action="store_true",
+        default=False,
+        help="write evidence bundles for this run (also: ini pv_write_evidence, [tool.pv] write_evidence)",
+    )
     group.addoption(
         "--pv-evidence-dir",
         dest="pv_evidence_dir",
@@ -31,9 +49,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="pv_no_evidence",
         action="store_true",
         default=False,
-        help="write no evidence bundles for this run",
+        help="write no evidence bundles for this run, whatever the configuration says",
+    )
+    group.addoption(
+        "--pv-signing-key",
+        dest="pv_signing_key",
+        default=None,
+        metavar="FILE",
+        help="ed25519 private key (PEM) to sign bundles with (default: $PV_SIGNING_KEY, $PV_SIGNING_KEY_FILE)",
     )
     parser.addini("pv_evidence", "evidence folder, relative to the rootdir (default: [tool.pv] evidence)", default="")
+    parser.addini("pv_write_evidence", "write evidence bundles without --pv-evidence", type="bool", default=False)
+
+
+def _tool_pv(config: pytest.Config) -> PvConfig | None:
+    try:
+        return load_config(config.rootpath)
+    except ConfigError:  # the pv commands will report a malformed [tool.pv]
+        return None
 
 
 def evidence_dir(config: pytest.Config) -> Path:
@@ -45,27 +78,126 @@ def evidence_dir(config: pytest.Config) -> Path:
     ini = str(config.getini("pv_evidence") or "")
     if ini:
         return (config.rootpath / ini).resolve()
+    table = _tool_pv(config)
+    return table.evidence if table is not None else (config.rootpath / DEFAULT_EVIDENCE).resolve()
+
+
+def writes_evidence(config: pytest.Config) -> bool:
+    """Whether this process writes bundles: asked for, not refused, and not an xdist worker."""
+    if config.getoption("pv_no_evidence") or hasattr(config, "workerinput"):
+        return False
+    if config.getoption("pv_evidence") or config.getini("pv_write_evidence"):
+        return True
+    table = _tool_pv(config)
+    return bool(table is not None and table.write_evidence)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_JOURNAL_KEY] = None
+    config.stash[_SIGNER_KEY] = None
+    if not writes_evidence(config):
+        return
     try:
-        return load_config(config.rootpath).evidence
-    except ConfigError:  # the pv commands will report a malformed [tool.pv]; write where they default
-        return (config.rootpath / DEFAULT_EVIDENCE).resolve()
+        config.stash[_SIGNER_KEY] = Signer.from_environment(
+            Path(config.getoption("pv_signing_key")) if config.getoption("pv_signing_key") else None
+        )
+    except SigningError as exc:
+        raise pytest.UsageError(f"pv: cannot sign evidence: {exc}") from None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if not writes_evidence(config):
+        return
+    target = evidence_dir(config)
+    outcomes = recover_all(target, config.rootpath, lambda: capture(config.rootpath, exclude=[target]), _signer(config))
+    _report(config, outcomes, "pv evidence (recovered from a session that died)")
+    from pv.plugin import pv_session
+
+    pv = pv_session(config)
+    if pv is None:
+        return
+    journal = Journal(target, pv.run_id)
+    journal.session(
+        RunRecord(
+            run_id=pv.run_id,
+            started_at=pv.started_at,
+            finished_at="",
+            mutants_enabled=_mutants(config),
+            selection=pv.selection_text(),
+            settings=pv.run_settings(),
+        )
+    )
+    config.stash[_JOURNAL_KEY] = journal
+
+
+def _mutants(config: pytest.Config) -> bool:
+    from pv.plugin import settings_of
+
+    return settings_of(config).mutants
+
+
+def _signer(config: pytest.Config) -> Signer | None:
+    return config.stash.get(_SIGNER_KEY, None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_pv_falsifier_started(config: pytest.Config, nodeid: str, contract: ContractRun) -> None:
+    journal = config.stash.get(_JOURNAL_KEY, None)
+    if journal is not None:
+        journal.contract(contract)
+        fid = nodeid.split("::", 1)[1]
+        journal.start(nodeid, contract.contract_id, fid, fid in contract.ship_blocking)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_pv_falsifier_finished(
+    config: pytest.Config, nodeid: str, result: FalsifierResult, contract: ContractRun
+) -> None:
+    journal = config.stash.get(_JOURNAL_KEY, None)
+    if journal is not None:
+        journal.contract(contract)
+        journal.result(nodeid, result)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
-    if config.getoption("pv_no_evidence") or hasattr(config, "workerinput"):
+    if not writes_evidence(config):
+        if run.results and any(r.verdict.value != "not_run" for r in run.results):
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None and not config.getoption("pv_no_evidence") and not hasattr(config, "workerinput"):
+                reporter.write_line("pv evidence: not written (pass --pv-evidence to record this run)")
         return
     target = evidence_dir(config)
     environment = capture(config.rootpath, exclude=[target])
-    outcomes = write_run(run, target, config.rootpath, environment)
+    outcomes = write_run(run, target, config.rootpath, environment, _signer(config))
+    journal = config.stash.get(_JOURNAL_KEY, None)
+    if journal is not None:
+        journal.close()
+        config.stash[_JOURNAL_KEY] = None
+    _report(config, outcomes, "pv evidence")
+    table = _tool_pv(config)
+    if table is not None and table.trusted_keys is not None and _signer(config) is None and outcomes:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                "pv evidence: WARNING: trusted keys are configured but these bundles are unsigned, so they "
+                "will not count (set PV_SIGNING_KEY or --pv-signing-key)",
+                yellow=True,
+                bold=True,
+            )
+
+
+def _report(config: pytest.Config, outcomes: list[Outcome], label: str) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None:
         return
     for o in outcomes:
         if o.path is not None:
-            reporter.write_line(f"pv evidence: {o.contract_id} -> {_shown(o.path, config)}")
+            reporter.write_line(f"{label}: {o.contract_id} -> {_shown(o.path, config)}")
         else:
-            reporter.write_line(f"pv evidence: {o.contract_id}: NOT written: {o.reason}", yellow=True, bold=True)
+            reporter.write_line(f"{label}: {o.contract_id}: NOT written: {o.reason}", yellow=True, bold=True)
 
 
 def _shown(path: Path, config: pytest.Config) -> str:

@@ -1,24 +1,38 @@
 """Which status a contract's evidence supports: DESIGN.md's ladder, computed, never declared.
 
-Only the newest bundle that verifies and is bound to the contract as it stands counts.  From it:
-``ACTIVE`` when every ship-blocking falsifier survived and killed its named mutant;
-``ACTIVE_ALGORITHM_LEVEL`` when those that could run did so and the rest were skipped only for
-hardware (CUDA, GPU memory); ``DRAFT`` otherwise.  A contract with no ship-blocking falsifier, or
-one where none ran, has nothing backing it and stays ``DRAFT``.
+Evidence counts only from bundles that verify (digests, schema, and a trusted signature when keys
+are configured), are bound to the contract as it stands, and ran with no fault switched on by the
+environment.  Among those, each falsifier's verdict is its **newest** measured verdict, bundles
+ordered by the time recorded (and signed) inside them, never by folder name:
+
+- a run that did not select a falsifier says nothing about it, so a partial run (``-k``, one
+  file) never supersedes a fuller one;
+- a skip is never evidence: a newer skip does not replace an older measured verdict;
+- a survived verdict whose mutant was not run (a run without ``--pv-mutants``) keeps the mutant
+  kill of the newest earlier run that did run it.
+
+From those verdicts: ``ACTIVE`` when every ship-blocking falsifier survived and killed its named
+mutant; ``ACTIVE_ALGORITHM_LEVEL`` when those that could run did so and the rest were skipped only
+for hardware (CUDA, GPU memory); ``DRAFT`` otherwise.
+
+:func:`status_mismatch` is the one rule ``pv lint``'s status gate and ``pv promote --check``
+share: a declared status must be exactly what the evidence supports (``RETIRED`` is left alone).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from pv.evidence.bundle import Bundle
-from pv.evidence.digest import load_yaml
-from pv.evidence.verify import BundleReport, find_bundles, verify_bundle
+from pv.evidence.bundle import Bundle, FalsifierEntry
+from pv.evidence.signing import KeyRing
+from pv.evidence.verify import BundleReport, CurrentContract, find_bundles, parse_time, verify_bundle
 from pv.model import Status
 
 RANK: dict[Status, int] = {Status.DRAFT: 0, Status.ACTIVE_ALGORITHM_LEVEL: 1, Status.ACTIVE: 2}
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 class HasPath(Protocol):
@@ -29,29 +43,97 @@ class HasPath(Protocol):
 
 
 @dataclass
+class Source:
+    """The verdict that counts for one falsifier, and the bundle it came from."""
+
+    entry: FalsifierEntry
+    bundle_path: Path
+    run_id: str
+    mutant_from: Path | None = None  # when the mutant kill came from an earlier bundle
+
+
+@dataclass
 class Assessment:
     status: Status
-    bundle_path: Path | None
+    bundle_path: Path | None  # the newest bundle that contributed a verdict
     bundle: Bundle | None = None
     reasons: list[str] = field(default_factory=list)  # why not higher
-    falsified: list[str] = field(default_factory=list)  # ship-blocking ids falsified in that bundle
-    rejected: list[BundleReport] = field(default_factory=list)  # newer bundles that did not count
+    falsified: list[str] = field(default_factory=list)  # ship-blocking ids whose verdict is falsified
+    rejected: list[BundleReport] = field(default_factory=list)  # bundles that did not count
+    ignored: dict[Path, str] = field(default_factory=dict)  # intact and current, but not evidence: why
+    sources: dict[str, Source] = field(default_factory=dict)  # falsifier id -> its counting verdict
+    counted: list[BundleReport] = field(default_factory=list)  # verified, current bundles, newest first
+
+    @property
+    def entries(self) -> list[FalsifierEntry]:
+        """Every falsifier's counting entry, in the contract's order."""
+        return [s.entry for s in self.sources.values()]
+
+    @property
+    def contributing(self) -> list[Path]:
+        return sorted({s.bundle_path for s in self.sources.values()} | {s.mutant_from for s in self.sources.values() if s.mutant_from})
 
 
-def contract_id_of(path: Path, data: Any = None) -> str:
-    if data is None:
-        try:
-            data = load_yaml(path.read_bytes())
-        except Exception:
-            data = None
-    meta = data.get("metadata") if isinstance(data, dict) else None
-    cid = meta.get("id") if isinstance(meta, dict) else None
-    return cid if isinstance(cid, str) and cid else path.stem
+def contract_id_of(path: Path) -> str:
+    """``metadata.id`` (read by pv's loader) or the file stem."""
+    return CurrentContract.read(path).id
 
 
-def status_from_bundle(bundle: Bundle) -> tuple[Status, list[str], list[str]]:
+def bundle_time(bundle: Bundle) -> tuple[_dt.datetime, _dt.datetime, str]:
+    """The order of runs: the times inside the bundle (covered by its digests and signature)."""
+    started = parse_time(bundle.started_at) or _EPOCH
+    finished = parse_time(bundle.finished_at) or started
+    return started, finished, bundle.run_id
+
+
+def _measured(entry: FalsifierEntry | None) -> bool:
+    return entry is not None and entry.selected and entry.verdict != "not_run"
+
+
+def _mutant_pending(entry: FalsifierEntry) -> bool:
+    return entry.verdict == "survived" and bool(entry.mutant.declared) and entry.mutant.verdict is None
+
+
+def pick_sources(newest_first: list[BundleReport]) -> dict[str, Source]:
+    """Each falsifier's counting verdict over verified, current bundles given newest first."""
+    if not newest_first or newest_first[0].bundle is None:
+        return {}
+    order = [f.id for f in newest_first[0].bundle.falsifiers]
+    for r in newest_first[1:]:
+        assert r.bundle is not None
+        order += [f.id for f in r.bundle.falsifiers if f.id not in order]
+    sources: dict[str, Source] = {}
+    for fid in order:
+        ran = [(r, e) for r in newest_first if r.bundle is not None and _measured(e := r.bundle.falsifier(fid))]
+        measured = [(r, e) for r, e in ran if e is not None and e.verdict != "skipped"]
+        if measured:
+            report, entry = measured[0]
+        elif ran:
+            report, entry = ran[0]
+        else:  # no run selected it: the newest bundle's explicit not_run
+            report = newest_first[0]
+            assert report.bundle is not None
+            found = next((r.bundle.falsifier(fid) for r in newest_first if r.bundle and r.bundle.falsifier(fid)), None)
+            assert found is not None
+            sources[fid] = Source(found, report.path, report.bundle.run_id)
+            continue
+        assert entry is not None and report.bundle is not None
+        source = Source(entry, report.path, report.bundle.run_id)
+        if _mutant_pending(entry):
+            earlier = next(
+                ((r, e) for r, e in measured[1:] if e is not None and e.verdict == "survived" and e.mutant.verdict),
+                None,
+            )
+            if earlier is not None and earlier[1] is not None:
+                merged = entry.model_copy(update={"mutant": earlier[1].mutant})
+                source = Source(merged, report.path, report.bundle.run_id, mutant_from=earlier[0].path)
+        sources[fid] = source
+    return sources
+
+
+def status_from_entries(entries: list[FalsifierEntry]) -> tuple[Status, list[str], list[str]]:
     """(status, reasons it is not higher, falsified ship-blocking ids)."""
-    ship = [f for f in bundle.falsifiers if f.ship_blocking]
+    ship = [f for f in entries if f.ship_blocking]
     if not ship:
         return Status.DRAFT, ["no ship-blocking falsifier"], []
     passed = hardware = 0
@@ -81,26 +163,74 @@ def status_from_bundle(bundle: Bundle) -> tuple[Status, list[str], list[str]]:
     return Status.ACTIVE, reasons, falsified
 
 
+def status_from_bundle(bundle: Bundle) -> tuple[Status, list[str], list[str]]:
+    return status_from_entries(bundle.falsifiers)
+
+
+def _not_evidence(bundle: Bundle) -> str | None:
+    if bundle.settings is not None and bundle.settings.faults_env:
+        return "faults switched on for the whole run by PV_FAULTS: " + ", ".join(bundle.settings.faults_env)
+    return None
+
+
 def assess(
-    evidence_dir: Path, contract_path: Path, contract_id: str | None = None, root: Path | None = None
+    evidence_dir: Path,
+    contract_path: Path,
+    contract_id: str | None = None,
+    root: Path | None = None,
+    *,
+    keys: KeyRing | None = None,
+    current: CurrentContract | None = None,
 ) -> Assessment:
-    cid = contract_id or contract_id_of(contract_path)
+    current = current or CurrentContract.read(contract_path)
+    cid = contract_id or current.id
     rejected: list[BundleReport] = []
-    for path in reversed(find_bundles(evidence_dir / cid)):  # run ids sort by time: newest first
-        report = verify_bundle(path, root, contract_file=contract_path)
+    ignored: dict[Path, str] = {}
+    counted: list[BundleReport] = []
+    for path in find_bundles(evidence_dir / cid):
+        report = verify_bundle(path, root, keys=keys, current=current)
         if not report.ok or report.bundle is None:
             rejected.append(report)
             continue
-        status, reasons, falsified = status_from_bundle(report.bundle)
-        return Assessment(status, path, report.bundle, reasons, falsified, rejected)
-    why = "no evidence" if not rejected else f"no verified, current bundle ({len(rejected)} rejected)"
-    return Assessment(Status.DRAFT, None, None, [why], [], rejected)
+        why = _not_evidence(report.bundle)
+        if why:
+            ignored[path] = why
+            continue
+        counted.append(report)
+    counted.sort(key=lambda r: bundle_time(r.bundle) if r.bundle else (_EPOCH, _EPOCH, ""), reverse=True)
+    rejected.sort(key=lambda r: bundle_time(r.bundle) if r.bundle else (_EPOCH, _EPOCH, r.path.name), reverse=True)
+    if not counted:
+        if rejected:
+            why = f"no verified, current bundle ({len(rejected)} rejected)"
+        elif ignored:
+            why = f"no bundle that counts ({len(ignored)} ran with faults switched on)"
+        else:
+            why = "no evidence"
+        return Assessment(Status.DRAFT, None, None, [why], [], rejected, ignored)
+    sources = pick_sources(counted)
+    status, reasons, falsified = status_from_entries([s.entry for s in sources.values()])
+    newest = counted[0]
+    return Assessment(status, newest.path, newest.bundle, reasons, falsified, rejected, ignored, sources, counted)
 
 
-def backing_status(evidence_dir: Path, loaded_contract: HasPath | Path) -> tuple[Status, Path | None]:
-    """The highest status the newest verified, non-stale bundle supports, and that bundle."""
+def backing_status(
+    evidence_dir: Path, loaded_contract: HasPath | Path, keys: KeyRing | None = None
+) -> tuple[Status, Path | None]:
+    """The highest status the verified, current evidence supports, and its newest bundle."""
     path = loaded_contract if isinstance(loaded_contract, Path) else Path(loaded_contract.path)
     contract = getattr(loaded_contract, "contract", None)
     cid = getattr(getattr(contract, "metadata", None), "id", None)
-    result = assess(Path(evidence_dir), path, cid)
+    result = assess(Path(evidence_dir), path, cid, keys=keys)
     return result.status, result.bundle_path
+
+
+def status_mismatch(declared: Status, found: Assessment) -> str | None:
+    """None when ``declared`` is exactly what the evidence supports; else what is wrong.
+
+    The one rule of ``pv lint``'s status gate and ``pv promote --check``."""
+    if declared is Status.RETIRED or declared is found.status:
+        return None
+    why = "; ".join(found.reasons) if found.reasons else "no reason recorded"
+    if RANK.get(declared, 0) > RANK[found.status]:
+        return f"status {declared.value} but the verified evidence backs only {found.status.value} ({why})"
+    return f"status {declared.value} but the verified evidence backs {found.status.value}: run `pv promote`"

@@ -1,12 +1,17 @@
 """``pv evidence verify``: recompute every digest, check the schema, check the contract binding.
 
-Per bundle the result is one of ``ok``, ``stale`` (intact, but bound to a contract that has since
-been edited or removed), ``tampered`` (a digest mismatch or a file added), ``missing`` (a file the
-manifest lists is gone), ``schema_error`` or ``incomplete`` (no manifest: an interrupted write).
+Per bundle the result is one of ``ok``; ``superseded`` (intact, bound to an earlier *version* of
+the contract: the claim was edited and its version bumped, so the bundle is history, not a
+failure); ``stale`` (intact, but bound to contract bytes that were edited without a version bump,
+or whose contract is gone); ``untrusted`` (trusted keys are configured and the bundle carries no
+signature by one of them); ``tampered`` (a digest mismatch, a file added, a run id or timestamp
+that does not match); ``missing`` (a file the manifest lists is gone); ``schema_error``; or
+``incomplete`` (no manifest: an interrupted write).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field
@@ -21,20 +26,91 @@ from pv.evidence import intoto
 from pv.evidence.bundle import (
     ARTIFACTS_DIR,
     BUNDLE_FILE,
+    ENVELOPE_FILE,
     MANIFEST_FILE,
     STATEMENT_FILE,
     TMP_PREFIX,
     Bundle,
     committed_schema,
 )
-from pv.evidence.digest import contract_binding_digest, sha256_bytes, sha256_file
+from pv.evidence.digest import BINDING_METHOD, ContractUnreadable, binding_digest_of, sha256_file
+from pv.evidence.signing import KeyRing, verify_envelope
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
 _MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
+FUTURE_SKEW = _dt.timedelta(minutes=10)  # clocks drift; a bundle dated later than this is forged
 
-VerifyStatus = Literal["ok", "stale", "schema_error", "tampered", "missing", "incomplete"]
+VerifyStatus = Literal["ok", "superseded", "stale", "untrusted", "schema_error", "tampered", "missing", "incomplete"]
 # worst first: a bundle's status is the worst of its problems
-_SEVERITY: tuple[VerifyStatus, ...] = ("incomplete", "missing", "tampered", "schema_error", "stale", "ok")
+_SEVERITY: tuple[VerifyStatus, ...] = (
+    "incomplete",
+    "missing",
+    "tampered",
+    "untrusted",
+    "schema_error",
+    "stale",
+    "superseded",
+    "ok",
+)
+_HISTORY: frozenset[str] = frozenset({"stale", "superseded"})
+
+
+@dataclass(frozen=True)
+class CurrentContract:
+    """A contract as it stands now, read once through pv's loader: what bundles are bound to."""
+
+    path: Path
+    id: str
+    version: str
+    sha256: str
+    binding_digest: str | None  # None: the contract does not load
+    problem: str = ""
+
+    data: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def read(cls, path: Path) -> CurrentContract:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            return cls(path, path.stem, "", "", None, f"cannot be read: {exc.strerror or exc}")
+        return cls.from_bytes(path, raw)
+
+    @classmethod
+    def from_bytes(cls, path: Path, raw: bytes) -> CurrentContract:
+        from pv.evidence.digest import read_contract, sha256_bytes
+
+        loaded = read_contract(raw, path)
+        meta = loaded.data.get("metadata") if loaded.data else None
+        version = str(meta.get("version", "")) if isinstance(meta, dict) else ""
+        digest: str | None = None
+        problem = ""
+        if loaded.data is None:
+            problem = _first_error(loaded)
+        else:
+            try:
+                digest = binding_digest_of(loaded.data)
+            except ContractUnreadable as exc:
+                problem = str(exc)
+        return cls(path, loaded.id, version, sha256_bytes(raw), digest, problem, loaded.data)
+
+
+def _first_error(loaded: Any) -> str:
+    first = next((d for d in loaded.diagnostics if d.is_error), None)
+    return f"{first.code} {first.message}" if first else "the contract does not parse"
+
+
+def semver_key(version: str) -> tuple[int, int, int] | None:
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def parse_time(text: str) -> _dt.datetime | None:
+    try:
+        when = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
 
 
 @dataclass
@@ -53,6 +129,7 @@ class BundleReport:
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     bundle: Bundle | None = None
+    signed_by: str | None = None  # the trusted key id whose signature verified
 
     @property
     def status(self) -> VerifyStatus:
@@ -66,8 +143,14 @@ class BundleReport:
 
     @property
     def intact(self) -> bool:
-        """Every digest and the schema check out; the contract may have moved on (stale)."""
-        return all(p.kind == "stale" for p in self.problems)
+        """Every digest, the schema and any required signature check out; the contract may have
+        moved on (stale or superseded)."""
+        return all(p.kind in _HISTORY for p in self.problems)
+
+    @property
+    def superseded(self) -> bool:
+        """Intact history: bound to an earlier version of the contract.  Not a failure."""
+        return bool(self.problems) and all(p.kind == "superseded" for p in self.problems)
 
 
 @lru_cache(maxsize=1)
@@ -189,6 +272,14 @@ def _check_consistency(
         report.problems.append(Problem("tampered", BUNDLE_FILE, f"run_id {bundle.run_id} does not match its folder"))
     if bundle.contract.id != path.parent.name:
         report.problems.append(Problem("tampered", BUNDLE_FILE, f"contract {bundle.contract.id} is not its folder's"))
+    started = parse_time(bundle.started_at)
+    if started is None:
+        report.problems.append(Problem("tampered", BUNDLE_FILE, f"started_at {bundle.started_at!r} is not a time"))
+    else:
+        if started.strftime("%Y%m%dT%H%M%S%fZ") != bundle.run_id.split("-", 1)[0]:
+            report.problems.append(Problem("tampered", BUNDLE_FILE, "run_id does not carry the run's started_at"))
+        if started > _dt.datetime.now(_dt.UTC) + FUTURE_SKEW:
+            report.problems.append(Problem("tampered", BUNDLE_FILE, f"started_at {bundle.started_at} is in the future"))
     listed = {a.path: a.sha256 for a in bundle.artifacts}
     in_manifest = {rel: d for rel, d in manifest.items() if rel.startswith(ARTIFACTS_DIR + "/")}
     for rel in sorted(set(listed) | set(in_manifest)):
@@ -211,31 +302,60 @@ def _contract_candidates(path: Path, rel: str, root: Path | None) -> list[Path]:
     return [r / rel for r in roots]
 
 
-def _check_binding(
-    path: Path, bundle: Bundle, root: Path | None, contract_file: Path | None, report: BundleReport
-) -> None:
-    if contract_file is not None:
-        contract: Path | None = contract_file if contract_file.is_file() else None
+def _check_binding(bundle: Bundle, current: CurrentContract | None, report: BundleReport) -> None:
+    where = bundle.contract.path
+    if current is None:
+        report.problems.append(Problem("stale", where, "contract file not found"))
+        return
+    if current.binding_digest is None:
+        report.problems.append(Problem("stale", where, f"contract no longer loads: {current.problem}"))
+        return
+    if bundle.contract.binding_method != BINDING_METHOD:
+        report.problems.append(
+            Problem(
+                "stale",
+                where,
+                f"bound with {bundle.contract.binding_method}, which read the contract by other YAML rules "
+                "than the run; re-run the falsifiers",
+            )
+        )
+        return
+    if current.binding_digest == bundle.contract.binding_digest:
+        if current.sha256 != bundle.contract.sha256:
+            report.notes.append("contract bytes changed since the run (status, promotion changelog or formatting only)")
+        return
+    old, new = semver_key(bundle.contract.version), semver_key(current.version)
+    if old is not None and new is not None and old < new:
+        report.problems.append(
+            Problem("superseded", where, f"bound to version {bundle.contract.version}; the contract is {current.version}")
+        )
     else:
-        contract = next((c for c in _contract_candidates(path, bundle.contract.path, root) if c.is_file()), None)
-    if contract is None:
-        report.problems.append(Problem("stale", bundle.contract.path, "contract file not found"))
+        report.problems.append(Problem("stale", where, "contract edited since the run without a version bump"))
+
+
+def _check_signature(path: Path, manifest: dict[str, str], keys: KeyRing | None, report: BundleReport) -> None:
+    has_envelope = ENVELOPE_FILE in manifest and (path / ENVELOPE_FILE).is_file()
+    if keys is None:
+        if has_envelope:
+            report.notes.append("signed; no trusted keys configured, so the signature was not checked")
         return
-    data = contract.read_bytes()
+    if not has_envelope:
+        report.problems.append(Problem("untrusted", ENVELOPE_FILE, "unsigned, and trusted keys are configured"))
+        return
+    envelope = _load_json(path, ENVELOPE_FILE, report)
     try:
-        binding = contract_binding_digest(data)
-    except Exception as exc:  # yaml errors of every kind: the contract no longer parses
-        report.problems.append(Problem("stale", bundle.contract.path, f"contract no longer parses: {exc}"))
-        return
-    if binding != bundle.contract.binding_digest:
-        report.problems.append(Problem("stale", bundle.contract.path, "contract edited since the run"))
-    elif sha256_bytes(data) != bundle.contract.sha256:
-        report.notes.append("contract bytes changed since the run (status, promotion changelog or formatting only)")
+        statement = (path / STATEMENT_FILE).read_bytes()
+    except OSError:
+        return  # reported as missing already
+    kid, why = verify_envelope(envelope, statement, keys)
+    if kid is None:
+        report.problems.append(Problem("untrusted", ENVELOPE_FILE, why))
+    else:
+        report.signed_by = kid
 
 
-def verify_bundle(path: Path, root: Path | None = None, contract_file: Path | None = None) -> BundleReport:
-    """Check one bundle; ``contract_file`` pins the contract it must be bound to (else the path
-    recorded in the bundle is resolved against ``root``, the evidence folder's parent, the cwd)."""
+def verify_content(path: Path, keys: KeyRing | None = None) -> BundleReport:
+    """Everything but the contract binding: manifest, digests, schema, consistency, signature."""
     report = BundleReport(path=path)
     manifest = _read_manifest(path, report)
     if manifest is None:
@@ -249,9 +369,50 @@ def verify_bundle(path: Path, root: Path | None = None, contract_file: Path | No
         return report
     report.bundle = bundle
     _check_consistency(path, bundle, data, manifest, report)
-    _check_binding(path, bundle, root, contract_file, report)
+    _check_signature(path, manifest, keys, report)
     return report
 
 
-def verify_path(path: Path, root: Path | None = None) -> list[BundleReport]:
-    return [verify_bundle(b, root) for b in find_bundles(path)]
+def _recorded_contract(path: Path, bundle: Bundle, root: Path | None) -> Path | None:
+    return next((c for c in _contract_candidates(path, bundle.contract.path, root) if c.is_file()), None)
+
+
+def verify_bundle(
+    path: Path,
+    root: Path | None = None,
+    contract_file: Path | None = None,
+    *,
+    keys: KeyRing | None = None,
+    current: CurrentContract | None = None,
+) -> BundleReport:
+    """Check one bundle.  The contract it must be bound to is ``current`` (read once by a caller
+    checking many bundles), else ``contract_file``, else the path recorded in the bundle resolved
+    against ``root``, the evidence folder's parent and the cwd.  With ``keys``, a bundle must carry
+    a DSSE signature by one of them."""
+    report = verify_content(path, keys)
+    if report.bundle is None:
+        return report
+    if current is None:
+        if contract_file is not None:
+            file: Path | None = contract_file if contract_file.is_file() else None
+        else:
+            file = _recorded_contract(path, report.bundle, root)
+        current = CurrentContract.read(file) if file is not None else None
+    _check_binding(report.bundle, current, report)
+    return report
+
+
+def verify_path(path: Path, root: Path | None = None, keys: KeyRing | None = None) -> list[BundleReport]:
+    """Every bundle under ``path``; each contract file is read once, however many bundles it has."""
+    currents: dict[Path, CurrentContract | None] = {}
+    reports: list[BundleReport] = []
+    for b in find_bundles(path):
+        report = verify_content(b, keys)
+        if report.bundle is not None:
+            file = _recorded_contract(b, report.bundle, root)
+            key = file.resolve() if file is not None else Path()
+            if key not in currents:
+                currents[key] = CurrentContract.read(file) if file is not None else None
+            _check_binding(report.bundle, currents[key], report)
+        reports.append(report)
+    return reports

@@ -23,6 +23,7 @@ from pv.evidence import intoto
 from pv.evidence.bundle import (
     ARTIFACTS_DIR,
     BUNDLE_FILE,
+    ENVELOPE_FILE,
     MANIFEST_FILE,
     STATEMENT_FILE,
     TMP_PREFIX,
@@ -33,10 +34,20 @@ from pv.evidence.bundle import (
     Environment,
     FalsifierEntry,
     MutantEntry,
+    RunSettings,
     SkipKind,
     Summary,
 )
-from pv.evidence.digest import contract_binding_digest, dumps, jsonable, load_yaml, sha256_bytes, sha256_file
+from pv.evidence.digest import (
+    ContractUnreadable,
+    binding_digest_of,
+    contract_data,
+    dumps,
+    jsonable,
+    sha256_bytes,
+    sha256_file,
+)
+from pv.evidence.signing import Signer
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 
 _HARDWARE_SKIP = re.compile(r"cuda|gpu|accelerator|mem_gib|vram|device memory|nvidia", re.IGNORECASE)
@@ -168,6 +179,8 @@ def _entry(
         hypothesis=jsonable(result.hypothesis),
         worker=result.worker,
         device=result.device,
+        timeout_s=result.timeout_s,
+        isolation=result.isolation,  # type: ignore[arg-type]
     )
 
 
@@ -192,7 +205,10 @@ def prepare(
     record: RunRecord, contract: ContractRun, contract_bytes: bytes, root: Path, environment: Environment
 ) -> Prepared:
     """Build one contract's bundle; every declared falsifier gets an explicit verdict."""
-    data = load_yaml(contract_bytes)
+    try:
+        data = contract_data(contract_bytes, contract.path)
+    except ContractUnreadable as exc:
+        raise EvidenceError(f"the contract no longer loads: {exc}") from None
     declared = {t["id"]: t for t in _declared_falsifiers(data)}
     order = list(contract.declared) or list(declared)
     order += [i for i in declared if i not in order]
@@ -242,7 +258,7 @@ def prepare(
         version=contract.version,
         status=contract.status,
         sha256=contract.sha256,
-        binding_digest=contract_binding_digest(contract_bytes),
+        binding_digest=binding_digest_of(data),
     )
     bundle = Bundle(
         run_id=make_run_id(record.started_at, f"{record.run_id}|{contract.contract_id}|{ref.binding_digest}"),
@@ -250,8 +266,10 @@ def prepare(
         started_at=record.started_at,
         finished_at=record.finished_at,
         interrupted=record.interrupted,
+        recovered=record.recovered,
         mutants_enabled=record.mutants_enabled,
         selection=record.selection,
+        settings=RunSettings.model_validate(record.settings) if record.settings else None,
         contract=ref,
         environment=environment,
         falsifiers=entries,
@@ -299,9 +317,22 @@ def manifest_text(entries: dict[str, str]) -> str:
     return "".join(f"{digest}  {rel}\n" for rel, digest in sorted(entries.items()))
 
 
-def write_bundle(prepared: Prepared, evidence_dir: Path) -> Path:
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def contract_dir_for(evidence_dir: Path, contract_id: str) -> Path:
+    """``<evidence>/<id>``, refusing an id that is not a plain name or would land outside."""
+    if not _SAFE_ID.match(contract_id) or contract_id.strip(".") == "":
+        raise EvidenceError(f"contract id {contract_id!r} is not a safe folder name; no evidence written")
+    target = (evidence_dir / contract_id).resolve()
+    if not target.is_relative_to(evidence_dir.resolve()) or target == evidence_dir.resolve():
+        raise EvidenceError(f"contract id {contract_id!r} would write outside {evidence_dir}")
+    return evidence_dir / contract_id
+
+
+def write_bundle(prepared: Prepared, evidence_dir: Path, signer: Signer | None = None) -> Path:
     bundle = prepared.bundle
-    contract_dir = evidence_dir / bundle.contract.id
+    contract_dir = contract_dir_for(evidence_dir, bundle.contract.id)
     contract_dir.mkdir(parents=True, exist_ok=True)
     final = contract_dir / bundle.run_id
     if final.exists():
@@ -317,11 +348,11 @@ def write_bundle(prepared: Prepared, evidence_dir: Path) -> Path:
     if changed:  # a checker still writing, or a file replaced under us: never attest to it
         shutil.rmtree(tmp, ignore_errors=True)
         raise EvidenceError(f"artifacts changed while being copied: {', '.join(changed)}")
-    for name, text in (
-        (BUNDLE_FILE, dumps(bundle.model_dump(mode="json"))),
-        (STATEMENT_FILE, dumps(intoto.statement(bundle))),
-    ):
-        data = text.encode()
+    statement = dumps(intoto.statement(bundle)).encode()
+    files = [(BUNDLE_FILE, dumps(bundle.model_dump(mode="json")).encode()), (STATEMENT_FILE, statement)]
+    if signer is not None:
+        files.append((ENVELOPE_FILE, dumps(signer.envelope(statement)).encode()))
+    for name, data in files:
         _write_file(tmp / name, data)
         digests[name] = sha256_bytes(data)
     _write_file(tmp / MANIFEST_FILE, manifest_text(digests).encode())
@@ -329,7 +360,9 @@ def write_bundle(prepared: Prepared, evidence_dir: Path) -> Path:
     return final
 
 
-def write_run(record: RunRecord, evidence_dir: Path, root: Path, environment: Environment) -> list[Outcome]:
+def write_run(
+    record: RunRecord, evidence_dir: Path, root: Path, environment: Environment, signer: Signer | None = None
+) -> list[Outcome]:
     """One bundle per contract that had falsifiers selected in ``record``."""
     outcomes: list[Outcome] = []
     # deselected falsifiers come back as not_run: a contract none of whose falsifiers ran gets no bundle
@@ -351,7 +384,7 @@ def write_run(record: RunRecord, evidence_dir: Path, root: Path, environment: En
             continue
         try:
             prepared = prepare(record, contract, data, root, environment)
-            outcomes.append(Outcome(cid, write_bundle(prepared, evidence_dir)))
+            outcomes.append(Outcome(cid, write_bundle(prepared, evidence_dir, signer)))
         except (EvidenceError, OSError) as exc:  # one contract's failure must not lose the others'
             outcomes.append(Outcome(cid, None, str(exc)))
     return outcomes

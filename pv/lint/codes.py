@@ -125,6 +125,16 @@ STATUS_NO_EVIDENCE = _r(
     "Until a verified evidence bundle exists for a contract, its only honest status is DRAFT.",
     "Set `metadata.status: DRAFT`, or record evidence and promote with `pv promote`.",
 )
+STATUS_BEHIND = _r(
+    "PVL703",
+    "status-behind-evidence",
+    E,
+    "A contract's status is below what its verified evidence supports.",
+    "The status must be exactly what the evidence supports, in both directions: the same rule as "
+    "`pv promote --check`. A status left below its evidence hides a claim that has been shown to hold "
+    "(and a status the evidence moved down must be written down too).",
+    "Run `pv promote` and commit the status change it writes.",
+)
 # --- changelog ----------------------------------------------------------------------------------
 CHANGELOG_TOP_MISMATCH = _r(
     "PVL801",

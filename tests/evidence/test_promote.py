@@ -106,10 +106,12 @@ def test_tampered_evidence_never_promotes(project: Project, write: Writer) -> No
     assert promote(project) == (Status.DRAFT, Status.DRAFT)
 
 
-def test_missing_evidence_never_promotes_and_warns_on_unbacked_status(project: Project) -> None:
+def test_missing_evidence_never_promotes_and_moves_an_unbacked_status_down(project: Project) -> None:
+    # the one rule of lint and promote --check: a status is exactly what the evidence supports
     project.contract.write_text(project.contract.read_text().replace("status: DRAFT ", "status: ACTIVE"))
     decision = decide(project.contract, project.evidence, project.root)
-    assert not decision.changed and "not backed" in decision.warnings[0]
+    assert decision.changed and decision.target is Status.DRAFT
+    assert decision.reason.startswith("demoted: no evidence")
 
 
 def test_retired_is_left_alone(project: Project, write: Writer) -> None:

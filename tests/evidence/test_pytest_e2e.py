@@ -106,7 +106,7 @@ def verdicts(bundle: Path) -> dict[str, str]:
 
 
 def test_a_run_writes_one_verified_bundle_per_contract(e2e: pytest.Pytester) -> None:
-    result = e2e.runpytest("--pv-mutants", "-p", "no:cacheprovider")
+    result = e2e.runpytest("--pv-mutants", "--pv-evidence", "-p", "no:cacheprovider")
     assert result.ret == 1  # the advisory falsifier fails its test
     found = bundles(e2e.path)
     assert sorted(found) == ["alpha-v1", "beta-v1"]
@@ -140,7 +140,7 @@ def test_a_run_writes_one_verified_bundle_per_contract(e2e: pytest.Pytester) -> 
 
 
 def test_deselected_falsifiers_are_not_run_and_untouched_contracts_get_nothing(e2e: pytest.Pytester) -> None:
-    e2e.runpytest("-k", "FALSIFY-ALPHA-001", "-p", "no:cacheprovider")
+    e2e.runpytest("-k", "FALSIFY-ALPHA-001", "--pv-evidence", "-p", "no:cacheprovider")
     found = bundles(e2e.path)
     assert list(found) == ["alpha-v1"]
     v = verdicts(found["alpha-v1"])
@@ -148,23 +148,29 @@ def test_deselected_falsifiers_are_not_run_and_untouched_contracts_get_nothing(e
     assert {v[k] for k in ("FALSIFY-ALPHA-002", "FALSIFY-ALPHA-003", "FALSIFY-ALPHA-004")} == {"not_run"}
 
 
-def test_no_evidence_and_evidence_dir_options(e2e: pytest.Pytester) -> None:
-    e2e.runpytest("--pv-no-evidence", "-p", "no:cacheprovider")
+def test_a_plain_run_writes_no_evidence(e2e: pytest.Pytester) -> None:
+    result = e2e.runpytest("-p", "no:cacheprovider")
     assert not (e2e.path / "evidence").exists()
-    e2e.runpytest("--pv-evidence-dir", "out/ev", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["pv evidence: not written (pass --pv-evidence to record this run)"])
+
+
+def test_no_evidence_and_evidence_dir_options(e2e: pytest.Pytester) -> None:
+    e2e.runpytest("--pv-evidence", "--pv-no-evidence", "-p", "no:cacheprovider")
+    assert not (e2e.path / "evidence").exists()
+    e2e.runpytest("--pv-evidence", "--pv-evidence-dir", "out/ev", "-p", "no:cacheprovider")
     assert sorted(bundles(e2e.path, "out/ev")) == ["alpha-v1", "beta-v1"]
-    e2e.runpytest("-o", "pv_evidence=from-ini", "-p", "no:cacheprovider")
+    e2e.runpytest("-o", "pv_evidence=from-ini", "-o", "pv_write_evidence=true", "-p", "no:cacheprovider")
     assert sorted(bundles(e2e.path, "from-ini")) == ["alpha-v1", "beta-v1"]
-    # where the pv commands look: [tool.pv] evidence
+    # where the pv commands look: [tool.pv] evidence; and [tool.pv] write_evidence asks for it
     pyproject = e2e.path / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + '\n[tool.pv]\nevidence = "from-tool-pv"\n')
+    pyproject.write_text(pyproject.read_text() + '\n[tool.pv]\nevidence = "from-tool-pv"\nwrite_evidence = true\n')
     e2e.runpytest("-p", "no:cacheprovider")
     assert sorted(bundles(e2e.path, "from-tool-pv")) == ["alpha-v1", "beta-v1"]
 
 
 def test_two_xdist_workers_each_result_exactly_once(e2e: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
-    result = e2e.runpytest_subprocess("-n", "2", "--pv-mutants", "-p", "no:cacheprovider")
+    result = e2e.runpytest_subprocess("-n", "2", "--pv-mutants", "--pv-evidence", "-p", "no:cacheprovider")
     assert result.ret == 1, result.stdout.str()
     found = bundles(e2e.path)
     assert sorted(found) == ["alpha-v1", "beta-v1"]

@@ -111,7 +111,7 @@ def test_edited_contract_makes_the_bundle_stale(project: Project, bundle: Path) 
     project.contract.write_text(project.contract.read_text().replace('"step0_loss <= 3.0"', '"step0_loss <= 30.0"'))
     report = verify_bundle(bundle)
     assert report.status == "stale" and report.intact and not report.ok
-    assert report.problems[0].detail == "contract edited since the run"
+    assert report.problems[0].detail == "contract edited since the run without a version bump"
 
 
 def test_deleted_contract_makes_the_bundle_stale(project: Project, bundle: Path) -> None:

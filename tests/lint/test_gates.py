@@ -11,6 +11,7 @@ from pv.config import load_config
 from pv.lint import GATE_NAMES, LintReport
 from pv.lint.gates.base import GateContext
 from pv.lint.gates.changelog import parse_date, semver_key
+from pv.evidence.status import Assessment
 from pv.lint.gates.status import StatusGate
 from pv.lint.load import TreeLoader
 from pv.model import Status
@@ -193,13 +194,14 @@ def test_binding_reports_a_checker_package_that_does_not_import(run_fixture: Run
 def _status_gate_with(backing_status: Status, case: str = "status_fail") -> list[tuple[str, str]]:
     config = load_config(FIXTURES / case)
     tree = TreeLoader(config).load()
-    gate = StatusGate(backing=lambda evidence, path: (backing_status, None))
+    gate = StatusGate(assessor=lambda evidence, path, cid, keys: Assessment(backing_status, None, reasons=["given"]))
     return sorted((f.code, f.subject) for f in gate.run(GateContext(config, tree)).findings)
 
 
 def test_status_uses_the_evidence_backing_when_an_evidence_folder_exists() -> None:
-    # mu has an evidence folder: its backing decides; lambda has none: always an error
-    assert _status_gate_with(Status.ACTIVE) == [("PVL702", "lambda")]
+    # mu (ACTIVE_ALGORITHM_LEVEL) has an evidence folder: its backing decides, and must match
+    # exactly (the rule `pv promote --check` applies); lambda has none: always an error
+    assert _status_gate_with(Status.ACTIVE) == [("PVL702", "lambda"), ("PVL703", "mu")]
     assert _status_gate_with(Status.ACTIVE_ALGORITHM_LEVEL) == [("PVL702", "lambda")]
     assert _status_gate_with(Status.DRAFT) == [("PVL701", "mu"), ("PVL702", "lambda")]
 

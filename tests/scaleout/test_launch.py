@@ -34,7 +34,7 @@ def test_two_ranks_report_through_rank_0_and_every_rank_log_is_evidence(toy: Toy
             ),
         ],
     )
-    result = toy.pytester.runpytest("contracts", "--pv-mutants", "--pv-evidence-dir", "evidence")
+    result = toy.pytester.runpytest("contracts", "--pv-mutants", "--pv-evidence", "--pv-evidence-dir", "evidence")
     result.assert_outcomes(passed=1)
     r = _by_id(toy)["FALSIFY-DDP-001"]
     assert r["verdict"] == "survived"

@@ -1,9 +1,13 @@
-"""status: no contract claims a status above what its verified evidence backs."""
+"""status: every contract's status is exactly what its verified evidence supports.
+
+The rule is :func:`pv.evidence.status.status_mismatch`, the one ``pv promote --check`` applies.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pv.lint import codes
 from pv.lint.findings import Finding
@@ -11,66 +15,74 @@ from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 from pv.model import Status
 
 RANK: dict[Status, int] = {Status.DRAFT: 0, Status.ACTIVE_ALGORITHM_LEVEL: 1, Status.ACTIVE: 2}
-BackingStatus = Callable[[Path, Path], tuple[Status, Path | None]]
+# (evidence folder, contract path, contract id, trusted keys) -> pv.evidence.status.Assessment
+Assessor = Callable[[Path, Path, str, Any], Any]
 
 
-def _backing_status() -> BackingStatus | None:
-    try:
-        from pv.evidence.status import backing_status
-    except ImportError:  # a harness without the evidence package: no evidence can back anything
-        return None
-    return backing_status
+def _assess(evidence: Path, path: Path, contract_id: str, keys: Any) -> Any:
+    from pv.evidence.status import assess
+
+    return assess(evidence, path, contract_id, keys=keys)
 
 
 class StatusGate:
     name = "status"
-    description = "every status is backed by verified evidence (DRAFT needs none)"
+    description = "every status is exactly what verified evidence supports (DRAFT needs none)"
 
-    def __init__(self, backing: BackingStatus | None = None) -> None:
-        self._backing = backing
+    def __init__(self, assessor: Assessor | None = None) -> None:
+        self._assess = assessor or _assess
 
     def run(self, ctx: GateContext) -> GateOutcome:
-        backing = self._backing
-        looked_up = backing is not None
+        from pv.config import ConfigError
+        from pv.evidence.status import status_mismatch
+
         evidence = ctx.config.evidence
         out: list[Finding] = []
         contracts = claimed = backed = 0
+        keys: Any = None
+        keys_read = False
         for item, contract in ctx.tree.valid():
             contracts += 1
             declared = contract.metadata.status
-            # RETIRED takes a claim out of service; it needs no evidence, like DRAFT.
-            if declared not in RANK or RANK[declared] == 0:
+            if declared is Status.RETIRED:  # out of service: it needs no evidence
                 continue
-            claimed += 1
+            above = RANK.get(declared, 0) > 0
+            claimed += above
             where = ("metadata", "status")
-            has_evidence = (evidence / item.id).is_dir()
-            if has_evidence and not looked_up:
-                # imported only when needed: most trees are mostly DRAFT, and it is not cheap
-                backing, looked_up = _backing_status(), True
-            if backing is None or not has_evidence:
-                out.append(
-                    finding(
-                        self.name,
-                        codes.STATUS_NO_EVIDENCE,
-                        item,
-                        where,
-                        f"status {declared.value} but no evidence exists for {item.id}",
-                        hint=f"evidence is looked for in {ctx.config.relpath(evidence / item.id)}/",
+            if not (evidence / item.id).is_dir():
+                if above:
+                    out.append(
+                        finding(
+                            self.name,
+                            codes.STATUS_NO_EVIDENCE,
+                            item,
+                            where,
+                            f"status {declared.value} but no evidence exists for {item.id}",
+                            hint=f"evidence is looked for in {ctx.config.relpath(evidence / item.id)}/",
+                        )
                     )
-                )
                 continue
-            supported, bundle = backing(evidence, item.path)
-            if RANK.get(supported, 0) >= RANK[declared]:
-                backed += 1
+            if not keys_read:  # read once, and only when some evidence is to be judged
+                try:
+                    keys = ctx.config.key_ring()
+                except ConfigError as exc:
+                    out.append(finding(self.name, codes.STATUS_UNBACKED, item, where, str(exc)))
+                    break
+                keys_read = True
+            found = self._assess(evidence, item.path, item.id, keys)
+            problem = status_mismatch(declared, found)
+            if problem is None:
+                backed += above
                 continue
-            source = ctx.config.relpath(bundle) if bundle else "no verified bundle bound to these contract bytes"
+            source = ctx.config.relpath(found.bundle_path) if found.bundle_path else "no verified, current bundle"
+            higher = RANK.get(declared, 0) > RANK[found.status]
             out.append(
                 finding(
                     self.name,
-                    codes.STATUS_UNBACKED,
+                    codes.STATUS_UNBACKED if higher else codes.STATUS_BEHIND,
                     item,
                     where,
-                    f"status {declared.value} but the verified evidence backs only {supported.value}",
+                    problem,
                     hint=f"evidence: {source}; run the falsifiers and `pv promote`",
                 )
             )
