@@ -83,13 +83,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("pv_mutants", "run every falsifier's mutant after it survives", type="bool", default=False)
     group.addoption(
         "--pv-isolation",
-        choices=["thread", "process"],
+        choices=["auto", "thread", "process"],
         default=None,
-        help="where checkers run unless a falsifier says (ini pv_isolation; default thread): "
-        "thread, or process (forked; killed with its children at the deadline; a crash is an error)",
+        help="where checkers run unless a falsifier says (ini pv_isolation; default auto): thread; process "
+        "(forked; killed with its children at the deadline; a crash is an error); auto: process for "
+        "ship-blocking falsifiers that need no GPU, thread for the rest",
     )
     parser.addini("pv_timeout_s", "default per-falsifier timeout in seconds", default=str(DEFAULT_TIMEOUT_S))
-    parser.addini("pv_isolation", "default checker isolation: thread or process", default="thread")
+    parser.addini("pv_isolation", "default checker isolation: auto, thread or process", default="auto")
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class PvSettings:
     checker_packages: tuple[str, ...]
     mutants: bool
     timeout_s: float
-    isolation: str = "thread"
+    isolation: str = "auto"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PvSettings:
@@ -123,9 +124,9 @@ class PvSettings:
                 timeout = float(config.getini("pv_timeout_s"))
             except ValueError as exc:
                 raise pytest.UsageError(f"pv_timeout_s must be a number of seconds: {exc}") from None
-        isolation = config.getoption("pv_isolation") or str(config.getini("pv_isolation") or "thread")
-        if isolation not in ("thread", "process"):
-            raise pytest.UsageError(f"pv_isolation must be thread or process, not {isolation!r}")
+        isolation = config.getoption("pv_isolation") or str(config.getini("pv_isolation") or "auto")
+        if isolation not in ("auto", "thread", "process"):
+            raise pytest.UsageError(f"pv_isolation must be auto, thread or process, not {isolation!r}")
         return cls(tuple(contracts), tuple(packages), bool(mutants), float(timeout), isolation)
 
 
@@ -290,7 +291,7 @@ def run_item(item: Any) -> None:
     text = FalsifierText(item.label, f.rule, f.prediction, f.if_fails)
     timeout = f.timeout_s if f.timeout_s is not None else settings.timeout_s
     expect = f.expect or ""
-    isolation = "launch" if launch is not None else (f.isolation or settings.isolation)
+    isolation = "launch" if launch is not None else (f.isolation or _default_isolation(settings.isolation, f, gpu))
     result.timeout_s = timeout if timeout and timeout > 0 else None
     result.isolation = isolation
 
@@ -367,6 +368,15 @@ def run_item(item: Any) -> None:
             result.mutant = MutantResult(mutant=f.mutant, verdict=Verdict.ERROR, message=message)
         if not result.mutant.killed:
             raise VacuousFalsifier(_vacuous_text(item, result))
+
+
+def _default_isolation(setting: str, falsifier: Any, gpu: bool) -> str:
+    """``auto``: a forked process for ship-blocking falsifiers (a crash or a hang cannot take the
+    session or its evidence down; measured overhead in README), except those that need a GPU: CUDA
+    cannot be used in a child forked after the parent initialised it."""
+    if setting != "auto":
+        return setting
+    return "process" if falsifier.ship_blocking and not gpu else "thread"
 
 
 def _skip(result: FalsifierResult, reason: str) -> NoReturn:

@@ -61,9 +61,7 @@ class Decision:
         return self.assessment.bundle_path if self.assessment else None
 
 
-def decide(
-    contract_path: Path, evidence_dir: Path, root: Path | None = None, keys: KeyRing | None = None
-) -> Decision:
+def decide(contract_path: Path, evidence_dir: Path, root: Path | None = None, keys: KeyRing | None = None) -> Decision:
     raw = contract_path.read_bytes()
     current_contract = CurrentContract.from_bytes(contract_path, raw)
     data = current_contract.data
@@ -268,7 +266,9 @@ def apply(decision: Decision, today: _dt.date | None = None, root: Path | None =
         raw = now
         text = raw.decode("utf-8")
         if _declared_status(raw) is not decision.current:
-            raise PromoteError(f"{decision.path}: its status changed since the decision was taken; run pv promote again")
+            raise PromoteError(
+                f"{decision.path}: its status changed since the decision was taken; run pv promote again"
+            )
         entry = changelog_entry(decision, today or _dt.datetime.now(_dt.UTC).date(), root)
         new = edit_text(text, decision.target, entry)
         try:

@@ -77,11 +77,10 @@ def _child_states(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # a group of its own: the deadline kills whatever it started too
-    except OSError:
-        pass
     try:
+        _single_threaded_torch()
         try:
             value = func(**kwargs)
             reply: tuple[Any, ...] = ("value", value, _child_states(kwargs))
@@ -101,6 +100,16 @@ def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int) -
             view = view[written:]
     finally:
         os._exit(0)  # never run pytest's exit handlers or flush its buffers a second time
+
+
+def _single_threaded_torch() -> None:
+    """GNU OpenMP's thread pool does not survive fork: a forked child that enters a parallel
+    region the parent already used can wait forever on a lock no thread will release.  One
+    intra-op thread keeps torch out of that pool (what torch's own DataLoader workers do)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            torch.set_num_threads(1)
 
 
 def _exit_text(status: int) -> str:

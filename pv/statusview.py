@@ -15,7 +15,7 @@ contract as it stands) and nothing else.  Each declared falsifier lands in one b
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -99,8 +99,7 @@ def verify(
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
     trust = f"; signatures checked against {len(keys.keys)} trusted key(s)" if keys is not None else ""
     typer.echo(
-        f"{len(reports)} bundles: {summary}{trust}"
-        + (f"; {len(tmp)} unfinished .tmp-* folders ignored" if tmp else "")
+        f"{len(reports)} bundles: {summary}{trust}" + (f"; {len(tmp)} unfinished .tmp-* folders ignored" if tmp else "")
     )
     if not reports:
         typer.echo("pv evidence verify: no bundles found", err=True)
@@ -113,7 +112,9 @@ def verify(
 
 @evidence_app.command("keygen")
 def keygen(
-    output: Annotated[Path, typer.Argument(help="Where to write the private key (PEM); the public key goes to OUTPUT.pub.")],
+    output: Annotated[
+        Path, typer.Argument(help="Where to write the private key (PEM); the public key goes to OUTPUT.pub.")
+    ],
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
     """Make an ed25519 signing key for evidence: keep the private key secret (a CI secret); commit
@@ -130,7 +131,7 @@ def keygen(
         f.write(private_pem)
     public.write_bytes(public_pem)
     typer.echo(f"private key: {output} (mode 0600; give it to CI as the secret PV_SIGNING_KEY)")
-    typer.echo(f"public key:  {public} (commit it; [tool.pv] trusted_keys = \"{public.name}\")")
+    typer.echo(f'public key:  {public} (commit it; [tool.pv] trusted_keys = "{public.name}")')
 
 
 @evidence_app.command("recover")

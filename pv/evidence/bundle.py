@@ -47,7 +47,7 @@ class ContractRef(_Strict):
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the contract file's exact bytes")
     binding_digest: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     binding_method: Literal["pv-canonical-v1", "pv-canonical-v2"] = Field(
-        "pv-canonical-v2", description="v1 (PyYAML 1.1 rules) is no longer computed: such bundles read as stale"
+        default="pv-canonical-v2", description="v1 (PyYAML 1.1 rules) is no longer computed: such bundles read as stale"
     )
 
 
@@ -102,9 +102,9 @@ class FalsifierEntry(_Strict):
     hypothesis: dict[str, Any] | None = None
     worker: str = "master"
     device: str = "cpu"
-    timeout_s: float | None = Field(None, description="the deadline this falsifier ran under; null: none")
+    timeout_s: float | None = Field(default=None, description="the deadline this falsifier ran under; null: none")
     isolation: Literal["thread", "process", "launch"] | None = Field(
-        None, description="where the checker ran: a thread of pytest, a forked process, torchrun ranks"
+        default=None, description="where the checker ran: a thread of pytest, a forked process, torchrun ranks"
     )
 
 
@@ -114,13 +114,13 @@ class RunSettings(_Strict):
     faults_env: list[str] = Field(
         default_factory=list, description="faults PV_FAULTS switched on for the whole run (never evidence)"
     )
-    timeout_s: float | None = Field(None, description="the default per-falsifier deadline; null: none")
-    isolation: str = Field("thread", description="the default isolation of checkers (thread or process)")
+    timeout_s: float | None = Field(default=None, description="the default per-falsifier deadline; null: none")
+    isolation: str = Field(default="auto", description="the default isolation of checkers (auto, thread or process)")
     markexpr: str = ""
     keyword: str = ""
     args: list[str] = Field(default_factory=list, description="pytest's command-line arguments")
-    workers: int = Field(0, description="pytest-xdist workers; 0: one process")
-    devices: str | None = Field(None, description="PV_DEVICES / CUDA_VISIBLE_DEVICES as the run saw them")
+    workers: int = Field(default=0, description="pytest-xdist workers; 0: one process")
+    devices: str | None = Field(default=None, description="PV_DEVICES / CUDA_VISIBLE_DEVICES as the run saw them")
 
 
 class ArtifactEntry(_Strict):
@@ -152,7 +152,7 @@ class Bundle(_Strict):
     started_at: str
     finished_at: str
     interrupted: bool = False
-    recovered: bool = Field(False, description="rebuilt from the journal of a session that died")
+    recovered: bool = Field(default=False, description="rebuilt from the journal of a session that died")
     mutants_enabled: bool = False
     selection: str = ""
     settings: RunSettings | None = None

@@ -71,7 +71,10 @@ class Assessment:
 
     @property
     def contributing(self) -> list[Path]:
-        return sorted({s.bundle_path for s in self.sources.values()} | {s.mutant_from for s in self.sources.values() if s.mutant_from})
+        return sorted(
+            {s.bundle_path for s in self.sources.values()}
+            | {s.mutant_from for s in self.sources.values() if s.mutant_from}
+        )
 
 
 def contract_id_of(path: Path) -> str:
@@ -94,39 +97,34 @@ def _mutant_pending(entry: FalsifierEntry) -> bool:
     return entry.verdict == "survived" and bool(entry.mutant.declared) and entry.mutant.verdict is None
 
 
+def _entries_of(newest_first: list[BundleReport], fid: str) -> list[tuple[BundleReport, Bundle, FalsifierEntry]]:
+    out = []
+    for r in newest_first:
+        entry = r.bundle.falsifier(fid) if r.bundle is not None else None
+        if r.bundle is not None and entry is not None:
+            out.append((r, r.bundle, entry))
+    return out
+
+
 def pick_sources(newest_first: list[BundleReport]) -> dict[str, Source]:
     """Each falsifier's counting verdict over verified, current bundles given newest first."""
-    if not newest_first or newest_first[0].bundle is None:
-        return {}
-    order = [f.id for f in newest_first[0].bundle.falsifiers]
-    for r in newest_first[1:]:
-        assert r.bundle is not None
-        order += [f.id for f in r.bundle.falsifiers if f.id not in order]
+    order: list[str] = []
+    for r in newest_first:
+        if r.bundle is not None:
+            order += [f.id for f in r.bundle.falsifiers if f.id not in order]
     sources: dict[str, Source] = {}
     for fid in order:
-        ran = [(r, e) for r in newest_first if r.bundle is not None and _measured(e := r.bundle.falsifier(fid))]
-        measured = [(r, e) for r, e in ran if e is not None and e.verdict != "skipped"]
-        if measured:
-            report, entry = measured[0]
-        elif ran:
-            report, entry = ran[0]
-        else:  # no run selected it: the newest bundle's explicit not_run
-            report = newest_first[0]
-            assert report.bundle is not None
-            found = next((r.bundle.falsifier(fid) for r in newest_first if r.bundle and r.bundle.falsifier(fid)), None)
-            assert found is not None
-            sources[fid] = Source(found, report.path, report.bundle.run_id)
-            continue
-        assert entry is not None and report.bundle is not None
-        source = Source(entry, report.path, report.bundle.run_id)
+        every = _entries_of(newest_first, fid)
+        ran = [t for t in every if _measured(t[2])]
+        measured = [t for t in ran if t[2].verdict != "skipped"]
+        # the newest measured verdict; else the newest skip; else the newest explicit not_run
+        report, bundle, entry = (measured or ran or every)[0]
+        source = Source(entry, report.path, bundle.run_id)
         if _mutant_pending(entry):
-            earlier = next(
-                ((r, e) for r, e in measured[1:] if e is not None and e.verdict == "survived" and e.mutant.verdict),
-                None,
-            )
-            if earlier is not None and earlier[1] is not None:
-                merged = entry.model_copy(update={"mutant": earlier[1].mutant})
-                source = Source(merged, report.path, report.bundle.run_id, mutant_from=earlier[0].path)
+            earlier = next((t for t in measured[1:] if t[2].verdict == "survived" and t[2].mutant.verdict), None)
+            if earlier is not None:
+                merged = entry.model_copy(update={"mutant": earlier[2].mutant})
+                source = Source(merged, report.path, bundle.run_id, mutant_from=earlier[0].path)
         sources[fid] = source
     return sources
 

@@ -327,7 +327,9 @@ def _check_binding(bundle: Bundle, current: CurrentContract | None, report: Bund
     old, new = semver_key(bundle.contract.version), semver_key(current.version)
     if old is not None and new is not None and old < new:
         report.problems.append(
-            Problem("superseded", where, f"bound to version {bundle.contract.version}; the contract is {current.version}")
+            Problem(
+                "superseded", where, f"bound to version {bundle.contract.version}; the contract is {current.version}"
+            )
         )
     else:
         report.problems.append(Problem("stale", where, "contract edited since the run without a version bump"))

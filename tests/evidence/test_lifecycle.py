@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from pathlib import Path
 
 import pytest
 
@@ -177,7 +176,10 @@ def test_a_v1_bound_bundle_reads_as_stale_with_the_reason(project: Project, writ
     bundle = write(all_survive())
     data = json.loads((bundle / "bundle.json").read_text())
     data["contract"]["binding_method"] = "pv-canonical-v1"
-    files = {"bundle.json": dumps(data).encode(), "statement.intoto.json": dumps(intoto.statement(Bundle(**data))).encode()}
+    files = {
+        "bundle.json": dumps(data).encode(),
+        "statement.intoto.json": dumps(intoto.statement(Bundle(**data))).encode(),
+    }
     for name, raw in files.items():
         (bundle / name).write_bytes(raw)
     (bundle / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))

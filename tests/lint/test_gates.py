@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from pv.config import load_config
+from pv.evidence.status import Assessment
 from pv.lint import GATE_NAMES, LintReport
 from pv.lint.gates.base import GateContext
 from pv.lint.gates.changelog import parse_date, semver_key
-from pv.evidence.status import Assessment
 from pv.lint.gates.status import StatusGate
 from pv.lint.load import TreeLoader
 from pv.model import Status

@@ -1,0 +1,162 @@
+"""Signed evidence: DSSE envelopes over the statement, trusted keys, forgeries rejected."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from pv.evidence import intoto
+from pv.evidence.bundle import Bundle
+from pv.evidence.digest import dumps, sha256_bytes
+from pv.evidence.signing import KeyRing, Signer, SigningError, generate, pae, verify_envelope
+from pv.evidence.status import assess
+from pv.evidence.verify import verify_bundle
+from pv.evidence.writer import manifest_text, write_run
+from pv.model import Status
+from pv.results import Verdict
+from tests.evidence.conftest import ENV, Project, all_survive, record, result
+from tests.evidence.test_cli import cli  # noqa: F401  (the fixture)
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> tuple[Signer, Path]:
+    private, public = generate()
+    (tmp_path / "ci.key").write_bytes(private)
+    (tmp_path / "trusted.pem").write_bytes(public)
+    return Signer.from_pem(private), tmp_path / "trusted.pem"
+
+
+def signed_write(
+    project: Project, signer: Signer | None, results: list | None = None, started: str = "2026-03-01T10:00:00+00:00"
+) -> Path:
+    [outcome] = write_run(
+        record(project, results or all_survive(), started=started), project.evidence, project.root, ENV, signer
+    )
+    assert outcome.path is not None, outcome.reason
+    return outcome.path
+
+
+def forge(bundle: Path, verdict: str = "survived") -> None:
+    """What an attacker with pv's own functions can do: edit verdicts, recompute every digest."""
+    data = json.loads((bundle / "bundle.json").read_text())
+    for f in data["falsifiers"]:
+        f["verdict"] = verdict
+        f["mutant"]["verdict"], f["mutant"]["killed"] = "falsified", True
+    files = {
+        "bundle.json": dumps(data).encode(),
+        "statement.intoto.json": dumps(intoto.statement(Bundle(**data))).encode(),
+    }
+    if (bundle / "statement.intoto.dsse.json").exists():
+        files["statement.intoto.dsse.json"] = (bundle / "statement.intoto.dsse.json").read_bytes()
+    for name, raw in files.items():
+        (bundle / name).write_bytes(raw)
+    (bundle / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))
+
+
+def test_pae_is_the_dsse_v1_encoding() -> None:
+    assert pae("a/b", b"hello") == b"DSSEv1 3 a/b 5 hello"
+
+
+def test_a_signed_bundle_verifies_against_its_key_and_no_other(project: Project, keys: tuple[Signer, Path]) -> None:
+    signer, trusted = keys
+    bundle = signed_write(project, signer)
+    envelope = json.loads((bundle / "statement.intoto.dsse.json").read_text())
+    assert envelope["payloadType"] == "application/vnd.in-toto+json"
+    assert base64.b64decode(envelope["payload"]) == (bundle / "statement.intoto.json").read_bytes()
+    report = verify_bundle(bundle, keys=KeyRing.from_file(trusted))
+    assert report.ok and report.signed_by == signer.key_id
+    other = KeyRing.from_pem(generate()[1], "other")
+    report = verify_bundle(bundle, keys=other)
+    assert report.status == "untrusted" and "not trusted" in report.problems[0].detail
+    # without keys the signature is noted, not checked
+    assert verify_bundle(bundle).notes[0].startswith("signed; no trusted keys")
+
+
+def test_a_forged_bundle_with_recomputed_digests_is_rejected_with_trusted_keys(
+    project: Project, keys: tuple[Signer, Path]
+) -> None:
+    signer, trusted = keys
+    bundle = signed_write(project, signer, [result(i, Verdict.FALSIFIED) for i in ("FALSIFY-DEMO-001",)])
+    forge(bundle)
+    assert verify_bundle(bundle).ok  # every digest checks out: what digests alone cannot catch
+    report = verify_bundle(bundle, keys=KeyRing.from_file(trusted))
+    assert report.status == "untrusted" and "not this bundle's statement" in report.problems[0].detail
+    unsigned = signed_write(project, None, started="2026-03-02T10:00:00+00:00")
+    assert verify_bundle(unsigned, keys=KeyRing.from_file(trusted)).status == "untrusted"
+
+
+def test_unsigned_or_forged_bundles_never_promote_when_keys_are_configured(
+    cli,  # noqa: F811
+    project: Project,
+    keys: tuple[Signer, Path],
+) -> None:
+    signer, trusted = keys
+    signed_write(project, None)  # unsigned, all survived
+    pyproject = project.root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'trusted_keys = "{trusted}"\n')
+    code, out = cli("promote")
+    assert code == 0 and "DRAFT" in out and "ACTIVE" not in project.contract.read_text().split("kind:")[0]
+    code, out = cli("evidence", "verify")
+    assert code == 1 and "untrusted" in out
+    signed_write(project, signer, started="2026-03-02T10:00:00+00:00")
+    assert cli("promote")[0] == 0
+    assert "status: ACTIVE" in project.contract.read_text()
+    code, out = cli("evidence", "verify", "--trusted-keys", str(trusted))
+    assert "1 untrusted" in out and "signed by" in out
+
+
+def test_a_forged_future_folder_cannot_stay_newest(project: Project) -> None:
+    real = signed_write(project, None, [result("FALSIFY-DEMO-001", Verdict.FALSIFIED)])
+    forged = real.with_name("20991231T000000000000Z-deadbeef")
+    real.rename(forged)
+    assert verify_bundle(forged).status == "tampered"  # the run id must carry the run's own start time
+    data = json.loads((forged / "bundle.json").read_text())
+    data["run_id"], data["started_at"] = forged.name, "2099-12-31T00:00:00+00:00"
+    for f in data["falsifiers"]:
+        f["verdict"] = "survived"
+    files = {
+        "bundle.json": dumps(data).encode(),
+        "statement.intoto.json": dumps(intoto.statement(Bundle(**data))).encode(),
+    }
+    for name, raw in files.items():
+        (forged / name).write_bytes(raw)
+    (forged / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))
+    report = verify_bundle(forged)
+    assert report.status == "tampered" and any("in the future" in p.detail for p in report.problems)
+    signed_write(project, None, [result("FALSIFY-DEMO-001", Verdict.FALSIFIED)], started="2026-03-03T10:00:00+00:00")
+    found = assess(project.evidence, project.contract)
+    assert found.status is Status.DRAFT and found.falsified == ["FALSIFY-DEMO-001"]
+
+
+def test_bad_keys_are_clear_errors(tmp_path: Path) -> None:
+    (tmp_path / "x.pem").write_text("not a key")
+    with pytest.raises(SigningError, match="no PEM public key"):
+        KeyRing.from_file(tmp_path / "x.pem")
+    with pytest.raises(SigningError, match="not a PEM private key"):
+        Signer.from_pem(b"nope")
+    with pytest.raises(SigningError, match="cannot read"):
+        KeyRing.from_file(tmp_path / "missing.pem")
+
+
+def test_verify_envelope_refuses_malformed_envelopes() -> None:
+    private, public = generate()
+    ring = KeyRing.from_pem(public, "k")
+    envelope = Signer.from_pem(private).envelope(b"{}")
+    assert verify_envelope(envelope, b"{}", ring)[0] is not None
+    assert verify_envelope({**envelope, "payloadType": "x"}, b"{}", ring)[0] is None
+    assert verify_envelope({**envelope, "signatures": []}, b"{}", ring) == (None, "no signatures")
+    bad = {**envelope, "signatures": [{**envelope["signatures"][0], "sig": base64.b64encode(b"0" * 64).decode()}]}
+    assert "does not verify" in verify_envelope(bad, b"{}", ring)[1]
+
+
+def test_keygen_writes_a_secret_key_and_a_public_key(cli, project: Project) -> None:  # noqa: F811
+    code, out = cli("evidence", "keygen", "ci.key")
+    assert code == 0, out
+    key = project.root / "ci.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    Signer.from_pem(key.read_bytes())
+    KeyRing.from_file(project.root / "ci.key.pub")
+    assert cli("evidence", "keygen", "ci.key")[0] == 2  # never overwritten by accident
