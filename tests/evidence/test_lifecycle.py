@@ -210,3 +210,26 @@ def test_a_run_with_faults_from_the_environment_never_backs_a_status(
     found = assess(project.evidence, project.contract)
     assert found.status is Status.DRAFT and outcome.path in found.ignored
     assert "PV_FAULTS" in found.ignored[outcome.path]
+
+
+def test_a_bundle_written_before_new_fields_existed_is_not_tampered(project: Project, write: Writer) -> None:
+    import json
+
+    from pv.evidence.digest import dumps, sha256_bytes
+    from pv.evidence.writer import manifest_text
+
+    bundle = write(all_survive())
+    data = json.loads((bundle / "bundle.json").read_text())
+    for key in ("settings", "recovered"):
+        data.pop(key)
+    for f in data["falsifiers"]:
+        f.pop("timeout_s")
+        f.pop("isolation")
+    statement = json.loads((bundle / "statement.intoto.json").read_text())
+    statement["predicate"] = data
+    files = {"bundle.json": dumps(data).encode(), "statement.intoto.json": dumps(statement).encode()}
+    for name, raw in files.items():
+        (bundle / name).write_bytes(raw)
+    (bundle / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))
+    report = verify_bundle(bundle)
+    assert report.ok, report.problems
