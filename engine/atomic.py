@@ -15,6 +15,26 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc says it (no race with other
+    threads), else by the set-and-restore idiom."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _honour_umask(path: Path, directory: bool) -> None:
+    # mkstemp/mkdtemp create 0600/0700 for their own safety; the finished file is an ordinary
+    # output and gets the mode any other writer would give it (0644 under the usual umask 022)
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
+
+
 @contextmanager
 def atomic_file(path: Path) -> Iterator[Path]:
     """Yield a temporary sibling of ``path`` to write; on success it is flushed to disk and renamed
@@ -27,6 +47,7 @@ def atomic_file(path: Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        _honour_umask(tmp, directory=False)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -47,6 +68,7 @@ def atomic_dir(path: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         yield tmp
+        _honour_umask(tmp, directory=True)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)

@@ -63,7 +63,9 @@ def _locate(loaded: LoadedContract, *keypath: str | int) -> tuple[int, int]:
     return loaded.locate(keypath)
 
 
-def collection_diagnostics(loaded: LoadedContract, packages: Sequence[str]) -> list[Diagnostic]:
+def collection_diagnostics(
+    loaded: LoadedContract, packages: Sequence[str], fault_packages: Sequence[str] = (), max_nproc: int | None = None
+) -> list[Diagnostic]:
     """``pv validate``'s per-file rules, plus what the plugin itself needs to build items.
 
     Tree-wide rules (ids repeated across files, ``depends_on``) stay with ``pv validate``: they
@@ -73,7 +75,7 @@ def collection_diagnostics(loaded: LoadedContract, packages: Sequence[str]) -> l
     from pv.rules import DUPLICATE_FALSIFIER
     from pv.validate import check_file
 
-    found = check_file(loaded, packages)
+    found = check_file(loaded, packages, fault_packages, max_nproc if max_nproc is not None else 8)
     contract = loaded.contract
     if contract is None:
         return found
@@ -122,8 +124,10 @@ class ContractFile(pytest.File):
         loaded = load_contract_file(self.path)
         from pv.plugin import settings_of
 
-        packages = settings_of(self.config).checker_packages
-        diagnostics = list(loaded.diagnostics) + collection_diagnostics(loaded, packages)
+        settings = settings_of(self.config)
+        diagnostics = list(loaded.diagnostics) + collection_diagnostics(
+            loaded, settings.checker_packages, settings.fault_packages, settings.max_nproc
+        )
         root = self.config.rootpath
         errors = [replace(d, path=display_path(d.path, root)) for d in diagnostics if d.is_error]
         if loaded.contract is None or errors:

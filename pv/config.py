@@ -20,7 +20,15 @@ from typing import Any
 DEFAULT_CONTRACTS = "contracts"
 DEFAULT_CHECKER_PACKAGES: tuple[str, ...] = ("falsifiers",)
 DEFAULT_EVIDENCE = "evidence"
-KNOWN_KEYS = ("contracts", "checker_packages", "evidence", "trusted_keys", "write_evidence")
+KNOWN_KEYS = (
+    "contracts",
+    "checker_packages",
+    "fault_packages",
+    "evidence",
+    "trusted_keys",
+    "write_evidence",
+    "max_nproc",
+)
 
 
 class ConfigError(ValueError):
@@ -34,6 +42,8 @@ class PvConfig:
     checker_packages: tuple[str, ...]
     evidence: Path
     pyproject: Path | None = None
+    fault_packages: tuple[str, ...] = ()  # where a mutant's module may live, besides checker packages
+    max_nproc: int = 8  # the most processes a falsifier's `launch: {nproc: N}` may start
     trusted_keys: Path | None = None  # public keys whose signed bundles alone count
     write_evidence: bool = False  # whether a plain pytest run writes bundles
 
@@ -156,6 +166,14 @@ def load_config(
         keys = from_table("trusted_keys", "")
     else:
         keys = None
+    faults = (
+        _packages(table["fault_packages"], f"{pyproject}: [tool.pv] fault_packages")
+        if "fault_packages" in table
+        else ()
+    )
+    max_nproc = table.get("max_nproc", 8)
+    if not isinstance(max_nproc, int) or isinstance(max_nproc, bool) or not 1 <= max_nproc <= 4096:
+        raise ConfigError(f"{pyproject}: [tool.pv] max_nproc must be a whole number from 1 to 4096")
     write = table.get("write_evidence", False)
     if not isinstance(write, bool):
         raise ConfigError(f"{pyproject}: [tool.pv] write_evidence must be true or false")
@@ -167,6 +185,8 @@ def load_config(
         pyproject=pyproject,
         trusted_keys=keys,
         write_evidence=write,
+        fault_packages=faults,
+        max_nproc=max_nproc,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -95,11 +95,21 @@ class FaultRegistry:
                 self._on.discard(name)
 
 
-def resolve_mutant(ref: str) -> tuple[FaultRegistry, str]:
-    """Resolve ``module:fault`` to its registry and fault name; raises LookupError if unknown."""
+def resolve_mutant(ref: str, allowed: Iterable[str] | None = None) -> tuple[FaultRegistry, str]:
+    """Resolve ``module:fault`` to its registry and fault name; raises LookupError if unknown.
+
+    With ``allowed`` (the checker and fault packages), a module outside them is refused before
+    anything is imported: a contract must not be able to make pv import arbitrary code."""
     module, sep, name = ref.partition(":")
     if not sep or not module or not name:
         raise LookupError(f"mutant reference {ref!r} is not of the form module:fault")
+    if allowed is not None:
+        packages = list(allowed)
+        if not any(module == p or module.startswith(p + ".") for p in packages):
+            raise LookupError(
+                f"module {module!r} is outside the checker and fault packages ({', '.join(packages) or 'none'}); "
+                "it was not imported"
+            )
     try:
         mod = importlib.import_module(module)
     except Exception as exc:

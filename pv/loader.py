@@ -35,6 +35,8 @@ from pv.model import Contract
 MAX_BYTES = 1 << 20  # 1 MiB; override with the ``max_bytes`` argument or PV_MAX_CONTRACT_BYTES
 MAX_ALIAS_NODES = 10_000  # nodes an alias expansion may add, summed over the file
 MAX_DEPTH = 100  # nesting of mappings/sequences; contracts need fewer than ten levels
+KEEP_TREE_BYTES = 64 * 1024  # larger files keep their node tree rather than compose it again
+MAX_INT = 2**63 - 1  # every integer in a contract fits a signed 64-bit word (as in the Rust pv)
 _C_SAFE_DEPTH = 1000  # libyaml's composer recurses in C: deeper input must be refused before it
 CONTRACT_SUFFIXES = (".yaml", ".yml")
 
@@ -173,13 +175,24 @@ class _Converter:
             if tag == _QUOTED:
                 return node.value
             if tag == _PLAIN:
-                return _resolve_plain(node.value)
+                value = _resolve_plain(node.value)
+                if type(value) is not int or -MAX_INT - 1 <= value <= MAX_INT:
+                    return value  # else convert() refuses it with its position
         return self.convert(node, depth, aliased)
 
     def sequence(self, node: yaml.Node, depth: int, aliased: bool = False) -> list[Any]:
         return [self._value(item, depth + 1, aliased) for item in node.value]
 
     def scalar(self, node: yaml.Node) -> Any:
+        value = self._scalar(node)
+        if type(value) is int and not -MAX_INT - 1 <= value <= MAX_INT:
+            line, col = self.mark(node)
+            digits = len(node.value)
+            message = f"integer of {digits} characters is out of range (a contract's integers fit 64 bits)"
+            raise _Refused(rules.SCHEMA.diagnostic(self.path, line, col, message))
+        return value
+
+    def _scalar(self, node: yaml.Node) -> Any:
         tag = node.tag
         value: str = node.value
         if tag == _PLAIN:
@@ -330,6 +343,14 @@ class LoadedContract:
         return rule.diagnostic(self.path, line, col, message, hint=hint)
 
 
+def is_contract_name(name: str) -> bool:
+    """The one rule for what a folder scan treats as a contract: ``*.yaml``/``*.yml``, not hidden.
+
+    ``pv validate``, ``pv lint``, ``pv promote`` and the pytest plugin all use it, so no file can be
+    run by one and skipped by the others (``.evil.yaml``, ``...yaml``)."""
+    return name.endswith(CONTRACT_SUFFIXES) and not name.startswith(".")
+
+
 def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Expand folders (recursively, ``*.yaml``/``*.yml``, hidden folders skipped) in order.
 
@@ -351,7 +372,7 @@ def find_contract_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             for root, dirs, files in os.walk(p, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
-                    if name.endswith(CONTRACT_SUFFIXES) and not name.startswith("."):
+                    if is_contract_name(name):
                         add(Path(root) / name)
         else:
             add(p)
@@ -525,9 +546,18 @@ def suggest(word: str, choices: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+MAX_SCHEMA_DIAGNOSTICS = 200  # per file: past this, one line says how many more
+
+
 def _schema_diagnostics(loaded: LoadedContract, exc: ValidationError) -> list[Diagnostic]:
     out: list[Diagnostic] = []
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False, include_input=True, include_context=False)
+    if len(errors) > MAX_SCHEMA_DIAGNOSTICS:
+        more = len(errors) - MAX_SCHEMA_DIAGNOSTICS
+        loc = _data_loc(loaded.data, errors[MAX_SCHEMA_DIAGNOSTICS]["loc"])
+        errors = errors[:MAX_SCHEMA_DIAGNOSTICS]
+        out.append(loaded.diagnostic(rules.SCHEMA, loc, f"{more} more schema errors in this file, not listed"))
+    for err in errors:
         loc = _data_loc(loaded.data, err["loc"])
         kind = err["type"]
         where = _dotted(loc)
@@ -556,11 +586,18 @@ def _schema_diagnostics(loaded: LoadedContract, exc: ValidationError) -> list[Di
             out.append(loaded.diagnostic(rules.INVALID_ENUM, loc, message, hint=hint))
         else:
             given = err.get("input")
-            shown = type(given).__name__ if isinstance(given, dict | list) else repr(given)
+            shown = type(given).__name__ if isinstance(given, dict | list) else _short_repr(given)
             if isinstance(shown, str) and len(shown) > 60:
                 shown = shown[:57] + "..."
             out.append(loaded.diagnostic(rules.SCHEMA, loc, f"{where}: {err['msg'].lower()} (got {shown})"))
     return out
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except ValueError:  # an integer past Python's digit limit: never a crash, never a wall of digits
+        return f"<{type(value).__name__} too large to show>"
 
 
 def _data_loc(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
@@ -636,8 +673,10 @@ def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>") ->
         )
         return loaded
     loaded.data = data
-    if converter.diagnostics:
-        loaded._root = root  # positions will be asked for
+    if converter.diagnostics or len(text) > KEEP_TREE_BYTES:
+        # positions will be asked for; or composing this file again would cost more than keeping
+        # its tree (a 1 MiB contract takes over a second to compose)
+        loaded._root = root
     try:
         loaded.contract = Contract.model_validate(data)
     except ValidationError as exc:

@@ -80,6 +80,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("pv_contracts", "directories of contract YAML files", type="paths")
     parser.addini("pv_checker_packages", "packages whose @checker functions contracts may bind", type="args")
+    parser.addini(
+        "pv_fault_packages",
+        "packages (besides the checker packages) whose fault registries mutants may name",
+        type="args",
+    )
+    parser.addini(
+        "pv_max_nproc", "the most processes a falsifier's launch: {nproc: N} may start (default 8)", default=""
+    )
     parser.addini("pv_mutants", "run every falsifier's mutant after it survives", type="bool", default=False)
     group.addoption(
         "--pv-isolation",
@@ -100,6 +108,12 @@ class PvSettings:
     mutants: bool
     timeout_s: float
     isolation: str = "auto"
+    fault_packages: tuple[str, ...] = ()
+    max_nproc: int = 8
+
+    @property
+    def mutant_packages(self) -> tuple[str, ...]:
+        return (*self.checker_packages, *self.fault_packages)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PvSettings:
@@ -127,7 +141,15 @@ class PvSettings:
         isolation = config.getoption("pv_isolation") or str(config.getini("pv_isolation") or "auto")
         if isolation not in ("auto", "thread", "process"):
             raise pytest.UsageError(f"pv_isolation must be auto, thread or process, not {isolation!r}")
-        return cls(tuple(contracts), tuple(packages), bool(mutants), float(timeout), isolation)
+        faults = config.getini("pv_fault_packages") or (list(table.fault_packages) if table is not None else [])
+        ini_nproc = str(config.getini("pv_max_nproc") or "")
+        try:
+            max_nproc = int(ini_nproc) if ini_nproc else (table.max_nproc if table is not None else 8)
+        except ValueError as exc:
+            raise pytest.UsageError(f"pv_max_nproc must be a whole number: {exc}") from None
+        return cls(
+            tuple(contracts), tuple(packages), bool(mutants), float(timeout), isolation, tuple(faults), max_nproc
+        )
 
 
 def _tool_pv(config: pytest.Config) -> Any:
@@ -196,12 +218,17 @@ def _add_contract_dirs(config: pytest.Config, dirs: Iterable[Path]) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix not in (".yaml", ".yml"):
+    from pv.loader import CONTRACT_SUFFIXES, is_contract_name
+
+    if not file_path.name.endswith(CONTRACT_SUFFIXES):
         return None
+    named = parent.session.isinitpath(file_path)
+    if not named and not is_contract_name(file_path.name):
+        return None  # a hidden file in a scanned folder: skipped here exactly as pv validate/lint skip it
     settings = settings_of(parent.config)
     resolved = file_path.resolve()
     inside = any(resolved.is_relative_to(d) for d in settings.contracts)
-    if not inside and not parent.session.isinitpath(file_path):
+    if not inside and not named:
         return None
     from pv.collect import ContractFile
 
@@ -275,6 +302,13 @@ def run_item(item: Any) -> None:
     if gpu:
         result.device = device_label(gpu, pinning)
 
+    collisions = _fixture_collisions(item, f.params)
+    if collisions:
+        _error(
+            result,
+            f"ERROR {item.label}: param(s) {', '.join(collisions)} have the name of a pytest fixture; a contract's "
+            "params may never replace a fixture (rename the param)",
+        )
     getfixture = item._request.getfixturevalue
     try:
         spec = resolve(f.check, settings.checker_packages)
@@ -362,12 +396,26 @@ def run_item(item: Any) -> None:
                 if launch is None
                 else {"pv_artifacts": overrides["pv_artifacts"]}
             )
-            result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs))
+            result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs), settings.mutant_packages)
         except Exception as exc:  # the harness could not run the mutant: not a kill
             message = f"mutant {f.mutant} could not be run: {type(exc).__name__}: {exc}"
             result.mutant = MutantResult(mutant=f.mutant, verdict=Verdict.ERROR, message=message)
         if not result.mutant.killed:
             raise VacuousFalsifier(_vacuous_text(item, result))
+
+
+def _fixture_collisions(item: Any, params: dict[str, Any]) -> list[str]:
+    """Params named like a fixture visible to this item (``tmp_path``, ``pv_artifacts``, a conftest's)."""
+    manager = item.session._fixturemanager
+    found = []
+    for name in sorted(params):
+        try:
+            defs = manager.getfixturedefs(name, item)
+        except TypeError:  # older pytest: (argname, nodeid)
+            defs = manager.getfixturedefs(name, item.nodeid)
+        if defs:
+            found.append(name)
+    return found
 
 
 def _default_isolation(setting: str, falsifier: Any, gpu: bool) -> str:

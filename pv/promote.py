@@ -175,7 +175,13 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
         if not isinstance(node, yaml.ScalarNode) or node.style not in (None, '"', "'"):
             raise PromoteError("metadata.status is not a one-line scalar")
         q = node.style or ""
-        edits.append((node.start_mark.index, node.end_mark.index, f"{q}{status.value}{q}"))
+        start = node.start_mark.index
+        while text[start] in "&!":  # keep an anchor (`&s`) or a tag written before the value
+            while start < node.end_mark.index and text[start] not in " \t":
+                start += 1
+            while start < node.end_mark.index and text[start] in " \t":
+                start += 1
+        edits.append((start, node.end_mark.index, f"{q}{status.value}{q}"))
     else:
         anchor = _find(meta, "version") or meta.value[-1]
         at = _after_line(text, _content_end(text, anchor[1]))

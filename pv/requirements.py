@@ -25,7 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 
 _COMPARE_RE = re.compile(r"^(cuda_mem_gib|gpus)\s*>=\s*(\d+(?:\.\d+)?)$")
-_PACKAGE_RE = re.compile(r"^package:([A-Za-z_][\w.\-]*)$")
+# one top-level name: looking up a dotted name would import its parent package
+_PACKAGE_RE = re.compile(r"^package:([A-Za-z_][\w\-]*)$")
 _CPU_FLAG_RE = re.compile(r"^cpu_flag:([a-z0-9_]+)$")
 CPUINFO = Path("/proc/cpuinfo")
 GPU_KINDS = frozenset({"cuda", "cuda_mem_gib", "gpus"})
@@ -56,6 +57,10 @@ def parse_requirement(text: str) -> Requirement:
     m = _PACKAGE_RE.match(entry)
     if m:
         return Requirement("package", m.group(1), entry)
+    if entry.startswith("package:") and "." in entry:
+        raise RequirementError(
+            f"{text!r}: a package requirement names one top-level package (no dots); nothing was imported"
+        )
     m = _CPU_FLAG_RE.match(entry)
     if m:
         return Requirement("cpu_flag", m.group(1), entry)
@@ -98,6 +103,8 @@ def current_machine() -> Machine:
 def package_available(name: str) -> bool:
     # Distribution names use '-', module names '_'; accept either spelling.
     module = name.replace("-", "_")
+    if not module.isidentifier():  # a dotted name would import its parent: never for a contract
+        return False
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):

@@ -294,6 +294,27 @@ CHECK_OUTSIDE = _r(
     "contract can never make the harness import or call arbitrary code. Nothing was imported.",
     "Move the checker into a checker package, or add its package to the configuration.",
 )
+MUTANT_OUTSIDE = _r(
+    "PV113",
+    "mutant-outside-packages",
+    E,
+    "A `mutant:` names a module outside the checker and fault packages.",
+    "A mutant's module is imported to switch its fault on, so it must live in a package the project "
+    "trusts: the checker packages or the fault packages (`pv_fault_packages` in pytest's ini or "
+    "`[tool.pv] fault_packages`). Otherwise a contract could make `pv lint` or `pytest --pv-mutants` "
+    "import any module on the machine. Nothing was imported.",
+    "Name a fault in a registry inside a configured package, or add that package to `fault_packages`.",
+)
+LAUNCH_TOO_MANY = _r(
+    "PV114",
+    "launch-too-many-processes",
+    E,
+    "A `launch: {nproc: N}` asks for more processes than the configured cap.",
+    "Each rank is a full Python process with the checker's imports (about a quarter of a GB each "
+    "with torch), so a contract could exhaust the machine's memory by asking for hundreds. The cap is "
+    "`max_nproc` in `[tool.pv]` (or `pv_max_nproc` in pytest's ini), 8 by default.",
+    "Lower `nproc`, or raise the cap in the project's configuration.",
+)
 NO_EXPECT = _r(
     "PV112",
     "no-expect",

@@ -472,14 +472,14 @@ def fault_env(name: str) -> Iterator[None]:
             os.environ[FAULTS_ENV_VAR] = old
 
 
-def run_mutant(mutant: str, run: Callable[[], Evaluation]) -> MutantResult:
+def run_mutant(mutant: str, run: Callable[[], Evaluation], allowed: Sequence[str] | None = None) -> MutantResult:
     """Run ``run`` with the mutant's fault switched on; the mutant is killed iff it is falsified.
 
     The fault is switched on only for the block and off again however ``run`` ends, including an
     exception escaping it.
     """
     try:
-        registry, name = resolve_mutant(mutant)
+        registry, name = resolve_mutant(mutant, allowed)
     except LookupError as exc:
         message = f"mutant {mutant!r} cannot be resolved: {exc}"
         return MutantResult(mutant=mutant, verdict=Verdict.ERROR, message=message)

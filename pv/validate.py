@@ -21,7 +21,7 @@ import yaml
 
 from pv import expr, rules
 from pv.checkers import in_packages
-from pv.config import DEFAULT_CHECKER_PACKAGES, load_config
+from pv.config import DEFAULT_CHECKER_PACKAGES, ConfigError, load_config
 from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
 from pv.model import CONTRACT_ID_RE, FALSIFY_ID_RE, KANI_ID_RE, OBLIGATION_ID_RE, REF_RE, SEMVER_RE
@@ -120,16 +120,16 @@ def _split(value: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _ini_checker_packages(start: Path) -> tuple[str, ...] | None:
-    """pytest's ``pv_checker_packages`` ini option, from the first configuration file pytest would
-    read at or above ``start`` (pytest.ini, pyproject.toml, tox.ini, setup.cfg)."""
+def _ini_checker_packages(start: Path, key: str = "pv_checker_packages") -> tuple[str, ...] | None:
+    """pytest's ``pv_checker_packages`` (or ``key``) ini option, from the first configuration file
+    pytest would read at or above ``start`` (pytest.ini, pyproject.toml, tox.ini, setup.cfg)."""
     here = start.resolve()
     if here.is_file():
         here = here.parent
     for d in (here, *here.parents):
         ini = d / "pytest.ini"
         if ini.is_file():
-            return _ini_option(ini, "pytest")
+            return _ini_option(ini, "pytest", key)
         pyproject = d / "pyproject.toml"
         if pyproject.is_file():
             try:
@@ -138,10 +138,10 @@ def _ini_checker_packages(start: Path) -> tuple[str, ...] | None:
                 tool = {}
             options = tool.get("pytest", {}).get("ini_options")
             if isinstance(options, dict):
-                return _split(options.get("pv_checker_packages"))
+                return _split(options.get(key))
         for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
             if (d / name).is_file():
-                found = _ini_option(d / name, section)
+                found = _ini_option(d / name, section, key)
                 if found is not None:
                     return found
         if (d / ".git").exists():
@@ -149,14 +149,14 @@ def _ini_checker_packages(start: Path) -> tuple[str, ...] | None:
     return None
 
 
-def _ini_option(ini: Path, section: str) -> tuple[str, ...] | None:
+def _ini_option(ini: Path, section: str, key: str = "pv_checker_packages") -> tuple[str, ...] | None:
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read(ini, encoding="utf-8")
     except (configparser.Error, UnicodeDecodeError):
         return None
-    if parser.has_option(section, "pv_checker_packages"):
-        return _split(parser.get(section, "pv_checker_packages"))
+    if parser.has_option(section, key):
+        return _split(parser.get(section, key))
     return None
 
 
@@ -170,6 +170,22 @@ def configured_checker_packages(start: Path | None = None) -> tuple[str, ...]:
     if cfg.checker_packages != DEFAULT_CHECKER_PACKAGES:
         return cfg.checker_packages
     return _ini_checker_packages(start or Path.cwd()) or DEFAULT_CHECKER_PACKAGES
+
+
+def _configured_max_nproc(start: Path | None) -> int:
+    try:
+        return load_config(start).max_nproc
+    except ConfigError:
+        return DEFAULT_MAX_NPROC
+
+
+def configured_fault_packages(start: Path | None = None) -> tuple[str, ...]:
+    """Packages whose modules a ``mutant:`` may name besides the checker packages:
+    ``[tool.pv] fault_packages``, else pytest's ``pv_fault_packages`` ini option, else none."""
+    cfg = load_config(start)
+    if cfg.fault_packages:
+        return cfg.fault_packages
+    return _ini_checker_packages(start or Path.cwd(), "pv_fault_packages") or ()
 
 
 # --- per-file rules ----------------------------------------------------------------------------
@@ -202,7 +218,15 @@ def _expect_position(loaded: LoadedContract, keypath: KeyPath, col_in_text: int)
     return line, col
 
 
-def check_file(loaded: LoadedContract, packages: Sequence[str] = DEFAULT_CHECKER_PACKAGES) -> list[Diagnostic]:
+DEFAULT_MAX_NPROC = 8
+
+
+def check_file(
+    loaded: LoadedContract,
+    packages: Sequence[str] = DEFAULT_CHECKER_PACKAGES,
+    fault_packages: Sequence[str] = (),
+    max_nproc: int = DEFAULT_MAX_NPROC,
+) -> list[Diagnostic]:
     """Rules that need only this file: ids, versions, predictions, expect, code references."""
     data = loaded.data
     if data is None:
@@ -281,12 +305,23 @@ def check_file(loaded: LoadedContract, packages: Sequence[str] = DEFAULT_CHECKER
             )
 
     for i, f in _items(data, "falsification_tests"):
-        out.extend(_check_falsifier(loaded, i, f, packages))
+        out.extend(_check_falsifier(loaded, i, f, packages, fault_packages))
+        launch = f.get("launch")
+        nproc = launch.get("nproc") if isinstance(launch, dict) else None
+        if isinstance(nproc, int) and not isinstance(nproc, bool) and nproc > max_nproc:
+            out.append(
+                loaded.diagnostic(
+                    rules.LAUNCH_TOO_MANY,
+                    ("falsification_tests", i, "launch", "nproc"),
+                    f"{f.get('id', f'falsification_tests[{i}]')}: launch asks for {nproc} processes; the cap is "
+                    f"{max_nproc} (max_nproc)",
+                )
+            )
     return out
 
 
 def _check_falsifier(
-    loaded: LoadedContract, i: int, f: dict[str, Any], packages: Sequence[str]
+    loaded: LoadedContract, i: int, f: dict[str, Any], packages: Sequence[str], fault_packages: Sequence[str] = ()
 ) -> Iterator[Diagnostic]:
     base: KeyPath = ("falsification_tests", i)
     fid = f.get("id")
@@ -325,6 +360,14 @@ def _check_falsifier(
                 (*base, key),
                 f"{label}: checker module `{ref.partition(':')[0]}` is outside the checker packages "
                 f"({', '.join(packages)}); it was not imported",
+            )
+        elif key == "mutant" and not in_packages(ref.partition(":")[0], (*packages, *fault_packages)):
+            allowed = ", ".join((*packages, *fault_packages))
+            yield loaded.diagnostic(
+                rules.MUTANT_OUTSIDE,
+                (*base, key),
+                f"{label}: mutant module `{ref.partition(':')[0]}` is outside the checker and fault packages "
+                f"({allowed}); it was not imported",
             )
     requires = f.get("requires")
     entries = [requires] if isinstance(requires, str) else requires if isinstance(requires, list) else []
@@ -539,13 +582,15 @@ def validate_contracts(
     *,
     strict: bool = False,
     packages: Sequence[str] = DEFAULT_CHECKER_PACKAGES,
+    fault_packages: Sequence[str] = (),
+    max_nproc: int = DEFAULT_MAX_NPROC,
 ) -> ValidationReport:
     """Validate already-loaded contracts (lint and the plugin load once and call this)."""
     diagnostics: list[Diagnostic] = []
     n_falsifiers = n_obligations = 0
     for loaded in contracts:
         diagnostics.extend(loaded.diagnostics)
-        diagnostics.extend(check_file(loaded, packages))
+        diagnostics.extend(check_file(loaded, packages, fault_packages, max_nproc))
         if loaded.data is not None:
             n_falsifiers += sum(1 for _ in _items(loaded.data, "falsification_tests"))
             n_obligations += sum(1 for _ in _items(loaded.data, "proof_obligations"))
@@ -569,7 +614,9 @@ def validate_paths(
     *,
     strict: bool = False,
     checker_packages: Sequence[str] | None = None,
+    fault_packages: Sequence[str] | None = None,
     max_bytes: int | None = None,
+    max_nproc: int | None = None,
 ) -> ValidationReport:
     """Find, load and validate the contracts under ``paths`` (default ``contracts/``)."""
     path_list = [Path(p) for p in (paths or DEFAULT_PATHS)]
@@ -577,10 +624,13 @@ def validate_paths(
     # a path that does not exist is a usage mistake, not a contract: report it, do not count it
     missing = [p for p in found if not os.path.lexists(p)]
     files = [p for p in found if os.path.lexists(p)]
-    packages = tuple(checker_packages) if checker_packages else configured_checker_packages(_config_start(path_list))
+    start = _config_start(path_list)
+    packages = tuple(checker_packages) if checker_packages else configured_checker_packages(start)
+    faults = tuple(fault_packages) if fault_packages is not None else configured_fault_packages(start)
     with _fewer_gc_passes():
         loaded = [load_contract_file(f, max_bytes=max_bytes) for f in files]
-        report = validate_contracts(loaded, strict=strict, packages=packages)
+        cap = max_nproc if max_nproc is not None else _configured_max_nproc(start)
+        report = validate_contracts(loaded, strict=strict, packages=packages, fault_packages=faults, max_nproc=cap)
     extra = [rules.UNREADABLE.diagnostic(p, 0, 0, f"{p} does not exist") for p in missing]
     if not files:
         shown = ", ".join(os.fspath(p) for p in path_list)

@@ -138,7 +138,9 @@ def repo(tmp_path: Path) -> Iterator[Path]:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     # a checker package of its own: lint must not import this repository's (torch-heavy) falsifiers
-    (root / "pyproject.toml").write_text('[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["repochecks"]\n')
+    (root / "pyproject.toml").write_text(
+        '[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["repochecks"]\nfault_packages = ["engine"]\n'
+    )
     (root / "contracts").mkdir()
     yield root
 

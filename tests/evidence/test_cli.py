@@ -23,7 +23,9 @@ runner = CliRunner()
 
 @pytest.fixture
 def cli(project: Project, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    (project.root / "pyproject.toml").write_text('[tool.pv]\ncontracts = "contracts"\nevidence = "evidence"\n')
+    (project.root / "pyproject.toml").write_text(
+        '[tool.pv]\ncontracts = "contracts"\nevidence = "evidence"\nfault_packages = ["engine"]\n'
+    )
     monkeypatch.chdir(project.root)
 
     def invoke(*args: str) -> tuple[int, str]:

@@ -209,4 +209,4 @@ def test_every_switch_that_changes_a_verdict_is_recorded(
     assert settings["keyword"] == "FALSIFY-CRASH-001" and settings["timeout_s"] == 30.0
     assert settings["isolation"] == "auto" and "-k" in settings["args"]
     first = data["falsifiers"][0]
-    assert first["timeout_s"] == 30.0 and first["isolation"] == "process" and first["worker"] == "master"
+    assert first["timeout_s"] == 30.0 and first["isolation"] == "process" and isinstance(first["worker"], str)

@@ -73,6 +73,7 @@ def e2e(pytester: pytest.Pytester) -> pytest.Pytester:
         [tool.pytest.ini_options]
         pv_contracts = "contracts"
         pv_checker_packages = "e2efalsifiers"
+        pv_fault_packages = "e2esystem"
         pythonpath = "."
         """
     )

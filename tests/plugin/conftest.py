@@ -217,6 +217,7 @@ def build_toy(pytester: pytest.Pytester, *, addopts: str = "", checkers: Mapping
         [tool.pytest.ini_options]
         pv_contracts = "contracts"
         pv_checker_packages = "toyfalsifiers"
+        pv_fault_packages = "toysystem"
         pythonpath = "."
         addopts = "{addopts}"
         """

@@ -183,6 +183,7 @@ def test_contracts_are_added_when_selecting_falsifiers_and_testpaths_names_only_
         testpaths = ["tests"]
         pv_contracts = "contracts"
         pv_checker_packages = "toyfalsifiers"
+        pv_fault_packages = "toysystem"
         pythonpath = "."
         addopts = "--pv-no-evidence"
         """

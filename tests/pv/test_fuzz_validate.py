@@ -109,7 +109,7 @@ _settings = settings(
 def test_mutated_contracts_never_raise(tmp_path: Path, text: str) -> None:
     path = tmp_path / "alpha-v1.yaml"
     path.write_text(text, encoding="utf-8")
-    report = validate_paths([path], checker_packages=["falsifiers"])
+    report = validate_paths([path], checker_packages=["falsifiers"], fault_packages=["engine"])
     _check(report.diagnostics)
     assert report.exit_code in (0, 1)
     json.dumps(report.to_json())
@@ -120,7 +120,7 @@ def test_mutated_contracts_never_raise(tmp_path: Path, text: str) -> None:
 def test_corrupted_bytes_never_raise(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "alpha-v1.yaml"
     path.write_bytes(raw)
-    report = validate_paths([path, FIXTURES], checker_packages=["falsifiers"])
+    report = validate_paths([path, FIXTURES], checker_packages=["falsifiers"], fault_packages=["engine"])
     _check(report.diagnostics)
     assert report.n_contracts == 1 + len(list(FIXTURES.glob("*.yaml")))
     # the fixtures are still checked: nothing about them is reported unless the fuzzed file collides

@@ -51,7 +51,7 @@ def run(tmp_path: Path, files: dict[str, str], *, strict: bool = False) -> Valid
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
-    return validate_paths([root], strict=strict, checker_packages=["falsifiers"])
+    return validate_paths([root], strict=strict, checker_packages=["falsifiers"], fault_packages=["engine"])
 
 
 def found(report: ValidationReport, code: str) -> list[Diagnostic]:
@@ -252,7 +252,9 @@ def test_long_dependency_chain_does_not_recurse(tmp_path: Path) -> None:
 
 def test_single_file_resolves_sibling_dependency(tmp_path: Path) -> None:
     run(tmp_path, {"alpha-v1.yaml": make(), "beta-v1.yaml": sub(make("beta-v1", "BETA"), "[]", "[alpha-v1]")})
-    report = validate_paths([tmp_path / "contracts" / "beta-v1.yaml"], checker_packages=["falsifiers"])
+    report = validate_paths(
+        [tmp_path / "contracts" / "beta-v1.yaml"], checker_packages=["falsifiers"], fault_packages=["engine"]
+    )
     assert report.diagnostics == []
     assert report.n_contracts == 1
 
@@ -284,7 +286,9 @@ def test_schema_error_in_one_falsifier_does_not_hide_other_rules(tmp_path: Path)
 
 def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     run(tmp_path, {"alpha-v1.yaml": make()})
-    report = validate_paths([tmp_path / "contracts", tmp_path / "nope"], checker_packages=["falsifiers"])
+    report = validate_paths(
+        [tmp_path / "contracts", tmp_path / "nope"], checker_packages=["falsifiers"], fault_packages=["engine"]
+    )
     assert [d.code for d in report.diagnostics] == ["PV001"]
     assert report.n_contracts == 1
     assert report.exit_code == 2
@@ -293,8 +297,11 @@ def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
 def test_validate_contracts_on_preloaded_files(tmp_path: Path) -> None:
     run(tmp_path, {"alpha-v1.yaml": make()})
     loaded = [load_contract_file(tmp_path / "contracts" / "alpha-v1.yaml")]
-    report = validate_contracts(loaded, packages=["elsewhere"])
+    report = validate_contracts(loaded, packages=["elsewhere"], fault_packages=["engine"])
     assert [d.code for d in report.diagnostics] == ["PV111"]
+    # the mutant's module (engine.faults) must lie in a checker or fault package too
+    report = validate_contracts(loaded, packages=["elsewhere"])
+    assert [d.code for d in report.diagnostics] == ["PV111", "PV113"]
     assert validate_contracts([]).errors[0].code == "PV011"
 
 
@@ -330,10 +337,14 @@ def test_configured_checker_packages(tmp_path: Path, files: dict[str, str], expe
 
 
 def test_configured_checker_package_accepts_the_check(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.pv]\nchecker_packages = ["mycheckers"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pv]\nchecker_packages = ["mycheckers"]\nfault_packages = ["engine"]\n'
+    )
     (tmp_path / "contracts").mkdir()
     text = sub(make(), "check: falsifiers.alpha:measure", "check: mycheckers.alpha:measure")
     (tmp_path / "contracts" / "alpha-v1.yaml").write_text(text)
     assert validate_paths([tmp_path / "contracts"]).diagnostics == []
-    d = one(validate_paths([tmp_path / "contracts"], checker_packages=["falsifiers"]), "PV111")
+    d = one(
+        validate_paths([tmp_path / "contracts"], checker_packages=["falsifiers"], fault_packages=["engine"]), "PV111"
+    )
     assert d.line == 17

@@ -26,7 +26,7 @@ RUST_FIXTURES = ROOT / "tests" / "fixtures" / "validate" / "rust"
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "pyproject.toml").write_text("[tool.pv]\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.pv]\nfault_packages = ["engine"]\n')
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "alpha-v1.yaml").write_text(make())
     return tmp_path

@@ -17,6 +17,12 @@ class FalsifiabilityGate:
     description = "every ship-blocking falsifier names a mutant that resolves"
 
     def run(self, ctx: GateContext) -> GateOutcome:
+        from pv.validate import configured_fault_packages
+
+        allowed = (
+            *ctx.config.checker_packages,
+            *(ctx.config.fault_packages or configured_fault_packages(ctx.config.root)),
+        )
         out: list[Finding] = []
         resolved: dict[str, str | None] = {}  # mutant ref -> error text, None when it resolves
         blocking = with_mutant = ok = 0
@@ -42,7 +48,7 @@ class FalsifiabilityGate:
                 with_mutant += 1
                 if f.mutant not in resolved:
                     try:
-                        resolve_mutant(f.mutant)
+                        resolve_mutant(f.mutant, allowed)
                         resolved[f.mutant] = None
                     except LookupError as exc:
                         resolved[f.mutant] = str(exc)
