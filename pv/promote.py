@@ -241,14 +241,29 @@ def changelog_entry(decision: Decision, today: _dt.date, root: Path | None) -> d
     }
 
 
+_HELD: dict[str, int] = {}  # folders this process holds the promote lock on (re-entrant)
+
+
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock per contract file, so two promotes never interleave their edits."""
-    fd = os.open(path.parent, os.O_RDONLY)  # the folder: a lock file would litter the contracts
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on the contract's folder, so two promotes never interleave: hold it
+    around ``decide`` and ``apply`` together and the second process decides on what the first
+    wrote.  Re-entrant within a process."""
+    folder = str(path.resolve().parent)
+    if _HELD.get(folder):
+        _HELD[folder] += 1
+        try:
+            yield
+        finally:
+            _HELD[folder] -= 1
+        return
+    fd = os.open(folder, os.O_RDONLY)  # the folder: a lock file would litter the contracts
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD[folder] = 1
         yield
     finally:
+        _HELD.pop(folder, None)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
@@ -265,7 +280,7 @@ def apply(decision: Decision, today: _dt.date | None = None, root: Path | None =
         raise PromoteError("nothing to change")
     raw = raw if raw is not None else decision.raw
     target = decision.path.resolve()  # a symlinked contract stays a symlink
-    with _locked(target):
+    with locked(target):
         now = target.read_bytes()
         if raw is not None and now != raw:
             raise PromoteError(f"{decision.path}: changed since the decision was taken; run pv promote again")

@@ -213,7 +213,7 @@ def promote(
 ) -> None:
     """Move each contract's status to exactly what its verified, current evidence supports."""
     from pv.loader import load_contract_file
-    from pv.promote import PromoteError, apply, decide
+    from pv.promote import PromoteError, apply, decide, locked
 
     config = _config("promote", evidence, trusted_keys=trusted_keys)
     keys = _keys("promote", config)
@@ -226,19 +226,20 @@ def promote(
             typer.echo(f"{shown}: not promoted: the contract does not validate (run `pv validate`)", err=True)
             continue
         try:
-            decision = decide(path, config.evidence, config.root, keys)
-            for warning in decision.warnings:
-                typer.echo(f"{shown}: warning: {warning}", err=True)
-            if not decision.changed:
-                typer.echo(f"{shown}: {decision.current.value} ({decision.reason})")
-                continue
-            changed += 1
-            arrow = f"{decision.current.value} -> {decision.target.value}"
-            if check:
-                typer.echo(f"{shown}: would change {arrow} ({decision.reason})")
-            else:
-                apply(decision, root=config.root)
-                typer.echo(f"{shown}: {arrow} ({decision.reason})")
+            with locked(path):  # decide and write under one lock: a concurrent promote waits, then sees this
+                decision = decide(path, config.evidence, config.root, keys)
+                for warning in decision.warnings:
+                    typer.echo(f"{shown}: warning: {warning}", err=True)
+                if not decision.changed:
+                    typer.echo(f"{shown}: {decision.current.value} ({decision.reason})")
+                    continue
+                changed += 1
+                arrow = f"{decision.current.value} -> {decision.target.value}"
+                if check:
+                    typer.echo(f"{shown}: would change {arrow} ({decision.reason})")
+                else:
+                    apply(decision, root=config.root)
+                    typer.echo(f"{shown}: {arrow} ({decision.reason})")
         except (PromoteError, OSError, UnicodeDecodeError) as exc:
             errors += 1
             typer.echo(f"{shown}: not promoted: {exc}", err=True)
