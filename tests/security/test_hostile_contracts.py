@@ -78,7 +78,7 @@ def test_hidden_contract_files_are_skipped_by_pytest_as_by_validate(hostile: Hos
         src = (hostile.root / "contracts" / "ok-v1.yaml").read_text().replace("ok-v1", "evil-v1")
         (hostile.root / "contracts" / f"{name}.yaml").write_text(src.replace("FALSIFY-OK-001", "FALSIFY-EVIL-001"))
     code, out = pv("validate", "contracts")
-    assert "1 contract," in out, out
+    assert code == 0 and "1 contract," in out, out
     result = hostile.pytester.runpytest("--collect-only", "-q", "contracts")
     collected = [ln for ln in result.outlines if "::" in ln]
     assert collected == ["contracts/ok-v1.yaml::FALSIFY-OK-001"], result.outlines
@@ -199,9 +199,9 @@ def test_promote_keeps_mode_and_symlink_and_refuses_a_file_changed_since(promota
 
 @pytest.fixture
 def promotable(tmp_path: Path) -> Path:
-    from tests.evidence.conftest import CONTRACT, ENV, IDS, Project, record, result
     from pv.evidence.writer import write_run
     from pv.results import Verdict
+    from tests.evidence.conftest import CONTRACT, ENV, IDS, Project, record, result
 
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "demo-v1.yaml").write_text(CONTRACT)
@@ -215,7 +215,9 @@ def promotable(tmp_path: Path) -> Path:
 # --- 8. large contracts are parsed once -----------------------------------------------------
 
 
-def test_a_large_contract_is_composed_once_by_validate_and_lint(hostile: Hostile, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_contract_is_composed_once_by_validate_and_lint(
+    hostile: Hostile, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import yaml as pyyaml
 
     path = hostile.contract("big-v1", [{"id": "FALSIFY-BIG-001"}], references=["x"] * 60_000)
