@@ -147,9 +147,9 @@ class EnforcementRule(Strict):
 class HypothesisSettings(Strict):
     """Recorded with every property-falsifier result; deterministic by default."""
 
-    max_examples: int = 100
+    max_examples: int = Field(default=100, ge=1, le=100_000)
     derandomize: bool = True
-    deadline_ms: int | None = None
+    deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
 
 
 class Launch(Strict):
@@ -173,7 +173,9 @@ class FalsificationTest(Strict):
     expect: str | None = None  # safe expression over observations and params
     requires: list[str] = Field(default_factory=list)  # "cpu", "cuda", "cuda_mem_gib>=40", "package:peft"
     mutant: str | None = None  # "module:fault", a fault the checker must falsify
-    timeout_s: float | None = None
+    # a contract can shorten or lengthen its deadline, never switch it off (`--pv-timeout 0` is the
+    # operator's, on the command line)
+    timeout_s: float | None = Field(default=None, gt=0, le=86_400, allow_inf_nan=False)
     # where the checker runs: "thread" (in pytest's process) or "process" (forked: killable at
     # the deadline, a crash ends as `error` and the session goes on); None: the run's default
     isolation: Literal["thread", "process"] | None = None

@@ -259,3 +259,21 @@ def test_security_suite_covers_each_finding() -> None:
     names = [n for n in globals() if n.startswith("test_")]
     assert len(names) >= 12 and json.dumps(sorted(names))
     assert yaml.safe_load("a: 1") == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("entry", "where"),
+    [
+        ({"timeout_s": 0}, "timeout_s"),
+        ({"timeout_s": -1}, "timeout_s"),
+        ({"timeout_s": ".inf"}, "timeout_s"),
+        ({"hypothesis": {"max_examples": 10**9}}, "max_examples"),
+        ({"hypothesis": {"deadline_ms": 0}}, "deadline_ms"),
+    ],
+)
+def test_run_settings_in_a_contract_are_bounded(hostile: Hostile, entry: dict[str, object], where: str) -> None:
+    path = hostile.contract("bound-v1", [{"id": "FALSIFY-BOUND-001", **entry}])
+    if entry.get("timeout_s") == ".inf":
+        path.write_text(path.read_text().replace("'.inf'", ".inf"))  # the YAML float, not a string
+    code, out = pv("validate", "contracts")
+    assert code == 1 and where in out, out
