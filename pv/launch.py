@@ -240,6 +240,7 @@ def evaluate_launched(
     params: Mapping[str, Any],
     text: FalsifierText,
     timeout_s: float | None,
+    allow_nonfinite: Sequence[str] = (),
 ) -> Evaluation:
     """Run the falsifier under torchrun and judge rank 0's observations like an in-process call."""
     from pv.run_checker import normalise_observations
@@ -290,7 +291,7 @@ def evaluate_launched(
             duration_s=d,
             message=f"ERROR {text.label}: malformed observations: " + "; ".join(problems),
         )
-    verdict, message = judge(expect, {**params, **obs}, text, obs)
+    verdict, message = judge(expect, {**params, **obs}, text, obs, allow_nonfinite)
     return Evaluation(verdict, observations=obs, message=message, duration_s=d)
 
 

@@ -171,6 +171,9 @@ class FalsificationTest(Strict):
     check: str | None = None  # "module:function", a registered checker
     params: dict[str, Any] = Field(default_factory=dict)
     expect: str | None = None  # safe expression over observations and params
+    # observations that may legitimately be NaN or infinite; any other non-finite value the
+    # expect reads makes the verdict `error` (NaN compares false, so it could "survive")
+    allow_nonfinite: list[str] = Field(default_factory=list)
     requires: list[str] = Field(default_factory=list)  # "cpu", "cuda", "cuda_mem_gib>=40", "package:peft"
     mutant: str | None = None  # "module:fault", a fault the checker must falsify
     # a contract can shorten or lengthen its deadline, never switch it off (`--pv-timeout 0` is the

@@ -325,7 +325,7 @@ def run_item(item: Any) -> None:
     text = FalsifierText(item.label, f.rule, f.prediction, f.if_fails)
     timeout = f.timeout_s if f.timeout_s is not None else settings.timeout_s
     expect = f.expect or ""
-    isolation = "launch" if launch is not None else (f.isolation or _default_isolation(settings.isolation, f, gpu))
+    isolation = "launch" if launch is not None else _default_isolation(f.isolation or settings.isolation, f, gpu)
     result.timeout_s = timeout if timeout and timeout > 0 else None
     result.isolation = isolation
 
@@ -348,6 +348,7 @@ def run_item(item: Any) -> None:
                 params=f.params,
                 text=text,
                 timeout_s=timeout,
+                allow_nonfinite=f.allow_nonfinite,
             )
         return evaluate_call(
             spec.func,
@@ -359,6 +360,7 @@ def run_item(item: Any) -> None:
             timeout_s=timeout,
             seed=item.seed,
             isolation=isolation,
+            allow_nonfinite=f.allow_nonfinite,
         )
 
     ev = evaluate(kwargs)
@@ -422,6 +424,10 @@ def _default_isolation(setting: str, falsifier: Any, gpu: bool) -> str:
     """``auto``: a forked process for ship-blocking falsifiers (a crash or a hang cannot take the
     session or its evidence down; measured overhead in README), except those that need a GPU: CUDA
     cannot be used in a child forked after the parent initialised it."""
+    import os
+
+    if not hasattr(os, "fork"):  # Windows: no fork, so every checker runs in a thread
+        return "thread"
     if setting != "auto":
         return setting
     return "process" if falsifier.ship_blocking and not gpu else "thread"

@@ -28,6 +28,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import math
 import os
 import pickle
 import random
@@ -356,12 +357,40 @@ def falsified_report(text: FalsifierText, expect: str, substituted: str, observa
     return "\n".join(lines)
 
 
+def _nonfinite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, list):
+        return any(_nonfinite(v) for v in value)
+    return False
+
+
 def judge(
-    expect: str, env: Mapping[str, Any], text: FalsifierText, observations: Mapping[str, Any]
+    expect: str,
+    env: Mapping[str, Any],
+    text: FalsifierText,
+    observations: Mapping[str, Any],
+    allow_nonfinite: Sequence[str] = (),
 ) -> tuple[Verdict, str]:
-    """Evaluate ``expect`` over ``env``: survived, falsified, or error when it cannot be evaluated."""
+    """Evaluate ``expect`` over ``env``: survived, falsified, or error when it cannot be evaluated.
+
+    A NaN makes every comparison false, so ``not (loss > 3)`` would *survive* a NaN loss: an
+    observation the expression reads that is NaN or infinite is an ``error``, unless the contract
+    lists it in ``allow_nonfinite``."""
     try:
         parsed = expr.parse(expect)
+    except expr.ExprError as exc:
+        return Verdict.ERROR, f"ERROR {text.label}: expect {expect!r} could not be evaluated: {exc}"
+    bad = sorted(
+        n for n in parsed.names if n in observations and n not in allow_nonfinite and _nonfinite(observations[n])
+    )
+    if bad:
+        shown = ", ".join(f"{n} = {observations[n]!r}" for n in bad)
+        return Verdict.ERROR, (
+            f"ERROR {text.label}: non-finite observation(s) {shown}: a NaN or infinity makes comparisons "
+            "meaningless; the measurement failed (list the name in allow_nonfinite if it may be)"
+        )
+    try:
         held = parsed.holds(env)
     except expr.ExprError as exc:
         return Verdict.ERROR, f"ERROR {text.label}: expect {expect!r} could not be evaluated: {exc}"
@@ -403,6 +432,7 @@ def evaluate_call(
     timeout_s: float | None,
     seed: int,
     isolation: str = "thread",
+    allow_nonfinite: Sequence[str] = (),
 ) -> Evaluation:
     """Seed, call the checker with a deadline, check its observations and judge ``expect``."""
     try:
@@ -446,7 +476,7 @@ def evaluate_call(
             message=f"ERROR {text.label}: malformed observations: " + "; ".join(problems),
             duration_s=d,
         )
-    verdict, message = judge(expect, {**params, **obs}, text, obs)
+    verdict, message = judge(expect, {**params, **obs}, text, obs, allow_nonfinite)
     return Evaluation(verdict, observations=obs, message=message, duration_s=d)
 
 

@@ -99,8 +99,9 @@ def test_judge() -> None:
     assert "with values:  x(=2) < 1" in report and "if it fails:  look at x" in report
     verdict, report = judge("x", {"x": 2}, TEXT, {"x": 2})
     assert verdict is Verdict.ERROR and "not to true or false" in report
-    # NaN compares false: a NaN measurement falsifies a bound rather than slipping through
-    assert judge("x < 1", {"x": math.nan}, TEXT, {"x": math.nan})[0] is Verdict.FALSIFIED
+    # NaN compares false: a NaN measurement is an error, never a verdict either way
+    assert judge("x < 1", {"x": math.nan}, TEXT, {"x": math.nan})[0] is Verdict.ERROR
+    assert judge("not (x >= 1)", {"x": math.nan}, TEXT, {"x": math.nan})[0] is Verdict.ERROR
 
 
 def test_evaluate_call_ends_in_exactly_one_verdict() -> None:
@@ -120,3 +121,19 @@ def test_evaluate_call_ends_in_exactly_one_verdict() -> None:
 
     ev = evaluate_call(skip, {}, observes=[], expect="1 == 1", params={}, text=TEXT, timeout_s=5, seed=0)
     assert ev.verdict is Verdict.SKIPPED and ev.skip_reason == "no backend"
+
+
+def test_a_nan_observation_the_expect_reads_is_an_error_not_a_survival() -> None:
+    from pv.run_checker import FalsifierText, judge
+
+    text = FalsifierText("c::FALSIFY-NAN-001")
+    nan = float("nan")
+    # NaN compares false, so this expect would "survive" a NaN loss
+    verdict, message = judge("not (loss > 3)", {"loss": nan}, text, {"loss": nan})
+    assert verdict is Verdict.ERROR and "non-finite observation(s) loss = nan" in message
+    verdict, _ = judge("not (loss > 3)", {"loss": nan}, text, {"loss": nan}, allow_nonfinite=["loss"])
+    assert verdict is Verdict.SURVIVED
+    verdict, _ = judge("x >= 0", {"x": 1.0, "other": nan}, text, {"x": 1.0, "other": nan})
+    assert verdict is Verdict.SURVIVED  # a non-finite value the claim does not read changes nothing
+    verdict, _ = judge("max(xs) < 5", {"xs": [1.0, float("inf")]}, text, {"xs": [1.0, float("inf")]})
+    assert verdict is Verdict.ERROR
