@@ -30,16 +30,22 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
-        if dtype == torch.float32 and self.weight.dtype == torch.float32:
+        weight = torch.ones_like(self.weight) if FAULTS.active("norm_weight_ignored") else self.weight
+        if dtype == torch.float32 and weight.dtype == torch.float32:
             # One fused kernel; bit-identical to the expression below in fp32, and decoding runs it
             # 2 * layers + 1 times per token.
-            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+            return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(dtype)
+        return weight * x32.to(dtype)
 
 
 _INV_FREQ: dict[tuple[int, float, torch.device], torch.Tensor] = {}
+
+
+def _effective_theta(theta: float) -> float:
+    # the fault acts before the caches, which are keyed by the theta actually used
+    return 10000.0 if FAULTS.active("rope_theta_ignored") else theta
 
 
 def _inv_freq(head_dim: int, theta: float, device: torch.device) -> torch.Tensor:
@@ -57,7 +63,7 @@ def rope_cos_sin(
     positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables for ``positions`` of shape [batch, seq] -> [batch, 1, seq, head_dim]."""
-    inv_freq = _inv_freq(head_dim, theta, positions.device)
+    inv_freq = _inv_freq(head_dim, _effective_theta(theta), positions.device)
     freqs = positions.to(torch.float32)[..., None] * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
@@ -75,6 +81,7 @@ def _rope_table(
     rows are computed exactly as :func:`rope_cos_sin` computes them.  The table grows
     geometrically with the longest position asked for, not to the whole context window.
     """
+    theta = _effective_theta(theta)
     key = (head_dim, theta, device, dtype)
     table = _ROPE_TABLES.get(key)
     if table is None or table[0].shape[0] < length:

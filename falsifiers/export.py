@@ -15,6 +15,7 @@ from engine.config import ModelConfig, preset
 from engine.generate import generate
 from engine.gguf_export import export_gguf, read_gguf
 from engine.hf_interop import export_hf
+from engine.model import RMSNorm
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
 from pv.checkers import checker
@@ -53,6 +54,82 @@ def hf_logits(
         worst = max(worst, float((ours - theirs).abs().max()))
         scale = max(scale, float(ours.abs().mean()))
     return {"max_abs_logit_diff": worst, "logit_scale": scale, "variants_compared": len(VARIANTS)}
+
+
+# What real checkpoints look like, unlike a fresh init: Qwen2/Llama-3 rope_theta, a non-default
+# eps, norm weights learned away from 1. A wrong theta, an unapplied norm weight or a hard-coded
+# eps all pass on the defaults (theta 10000, weights 1.0) and fail here.
+REALISTIC: dict[str, Any] = {"rope_theta": 1_000_000.0, "rms_norm_eps": 1e-5}
+NORM_WEIGHT_STD = 0.3
+PAD_LEFT = 4
+
+
+def realistic_model(factory: Any, seed: int, name: str) -> Any:
+    model = factory(seed, std=WEIGHT_STD, config=variant_config(name, **REALISTIC))
+    gen = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, RMSNorm):
+                module.weight.copy_(1.0 + NORM_WEIGHT_STD * torch.randn(module.weight.shape, generator=gen))
+    return model
+
+
+def _positions(mask: torch.Tensor) -> torch.Tensor:
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+@checker(
+    observes=["module_max_abs_diff", "decode_max_abs_diff", "logit_scale", "positions_compared", "decode_steps"],
+    ids=["FALSIFY-EXPORT-004", "FALSIFY-EXPORT-005"],
+)
+def realistic_hf_agreement(
+    tmp_path: Path,
+    engine_tokenizer: EngineTokenizer,
+    tiny_model_factory: Any,
+    seed: int = 0,
+    prompt_len: int = 16,
+    new_tokens: int = 12,
+) -> dict[str, Any]:
+    """Engine vs transformers on realistic configs (``REALISTIC``, norm weights N(1, 0.3), GQA),
+    a left-padded batch: the module forward's logits at every real position, and the fused
+    decoding path's per-step logits against transformers' forward over the generated sequence."""
+    import transformers
+
+    from engine.generate import generate
+
+    gen = torch.Generator().manual_seed(seed)
+    module_diff = decode_diff = scale = 0.0
+    positions = steps = 0
+    for name in VARIANTS:
+        model = realistic_model(tiny_model_factory, seed, name)
+        folder = export_hf(model, engine_tokenizer, fresh_dir(tmp_path, f"hf-real-{name}-"))
+        hf = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        ids = torch.randint(3, engine_tokenizer.vocab_size, (2, prompt_len), generator=gen)
+        mask = torch.ones_like(ids)
+        mask[1, :PAD_LEFT] = 0
+        ids[1, :PAD_LEFT] = 0
+        real = mask.bool()
+        with torch.inference_mode():
+            ours = model(ids, attention_mask=mask).logits.float()
+            theirs = hf(input_ids=ids, attention_mask=mask, position_ids=_positions(mask)).logits.float()
+            module_diff = max(module_diff, float((ours - theirs)[real].abs().max()))
+            scale = max(scale, float(ours[real].abs().mean()))
+            positions += int(real.sum())
+            out = generate(model, ids, mask, max_new_tokens=new_tokens, return_logits=True, eos_token_id=[])
+            assert out.scores is not None
+            full_mask = torch.cat([mask, torch.ones(2, out.scores.shape[1], dtype=mask.dtype)], dim=1)
+            replay = hf(input_ids=out.sequences, attention_mask=full_mask, position_ids=_positions(full_mask))
+            # step t was chosen from the logits at the position before its token
+            theirs_steps = replay.logits.float()[:, prompt_len - 1 : prompt_len - 1 + out.scores.shape[1]]
+            decode_diff = max(decode_diff, float((out.scores - theirs_steps).abs().max()))
+            steps += out.scores.shape[1]
+    return {
+        "module_max_abs_diff": module_diff,
+        "decode_max_abs_diff": decode_diff,
+        "logit_scale": scale,
+        "positions_compared": positions,
+        "decode_steps": steps,
+    }
 
 
 def expected_gguf_tensors(config: ModelConfig) -> int:
