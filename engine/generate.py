@@ -102,7 +102,8 @@ def _check_args(
 def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) -> torch.Tensor:
     """Set logits outside the top-k / nucleus (top-p) sets to -inf; the best token always stays."""
     if top_k is not None and top_k < logits.shape[-1]:
-        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        keep = top_k + 1 if FAULTS.active("top_k_off_by_one") and top_k + 1 < logits.shape[-1] else top_k
+        kth = torch.topk(logits, keep, dim=-1).values[..., -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     if top_p is not None and top_p < 1.0:
         sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
@@ -129,7 +130,11 @@ def choose_next(
             noise = torch.randn(logits.shape, device=logits.device) * logits.std(-1, keepdim=True)
             logits = logits + noise
         return logits.argmax(-1)
-    logits = filter_logits(logits / temperature, top_k, top_p)
+    if FAULTS.active("temperature_after_filter"):
+        # the defect: the top-k / nucleus sets chosen on the raw logits, the temperature applied after
+        logits = filter_logits(logits, top_k, top_p) / temperature
+    else:
+        logits = filter_logits(logits / temperature, top_k, top_p)
     probs = logits.softmax(-1)
     # The planted defect draws from the global RNG: the call's seed no longer decides the draw.
     draw_from = None if FAULTS.active("sampling_global_rng") else generator
