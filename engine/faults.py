@@ -24,6 +24,8 @@ FAULTS.register("rope_theta_ignored", "RoPE uses theta 10000 whatever the config
 FAULTS.register("norm_weight_ignored", "RMSNorm normalises but does not apply its learned weight")
 # --- training paths ---
 FAULTS.register("lora_before_nf4", "LoRA wrapped before the base is quantized to NF4")
+FAULTS.register("lora_b_random_init", "a fresh LoRA adapter's B is random instead of zero, so step 0 already differs")
+FAULTS.register("lora_scaling_ignored", "LoRA's update is not scaled by alpha / r")
 FAULTS.register("base_left_trainable", "base weights left trainable during LoRA fine-tuning")
 FAULTS.register("nan_in_step", "a NaN injected into the loss of a training step")
 FAULTS.register("teacher_grads_on", "distillation teacher left with requires_grad on")

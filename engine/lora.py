@@ -71,7 +71,10 @@ class LoraSettings:
     def peft_config(self) -> LoraConfig:
         return LoraConfig(
             r=self.r,
-            lora_alpha=self.alpha,  # type: ignore[arg-type]  # PEFT annotates int, accepts float
+            # the faults: scaling alpha / r collapsed to 1; B drawn at random instead of zeros, so a
+            # fresh adapter already changes the model
+            lora_alpha=float(self.r) if FAULTS.active("lora_scaling_ignored") else self.alpha,  # type: ignore[arg-type]
+            init_lora_weights=not FAULTS.active("lora_b_random_init"),
             lora_dropout=self.dropout,
             # the fault wraps every projection whatever the settings name
             target_modules=list(ALL_PROJECTIONS if FAULTS.active("lora_targets_ignored") else self.targets),

@@ -145,3 +145,47 @@ def param_count(preset: str, rank: int, targets: Sequence[str]) -> dict[str, Any
         "peft_count": peft_lora_param_count(wrapped),
         "gqa_count": gqa,
     }
+
+
+@checker(
+    observes=["step0_max_abs_diff", "logit_scale", "scaling_rel_error", "expected_scaling", "layers_checked"],
+    ids=["FALSIFY-LORA-005", "FALSIFY-LORA-006"],
+)
+def init_and_scaling(rank: int, alpha: float, seed: int = 0) -> dict[str, Any]:
+    """A fresh adapter is a no-op (B = 0: logits equal the base's exactly); with A and B set to
+    known values, each wrapped layer adds exactly (alpha / r) · B A x, computed here by hand."""
+    import torch
+
+    torch.manual_seed(seed)
+    base = build_model(engine_preset("tiny")).eval()
+    ids = torch.randint(3, base.config.vocab_size, (2, 16))
+    with torch.no_grad():
+        reference = base(ids).logits.clone()
+    wrapped = apply_lora(base, LoraSettings(r=rank, alpha=alpha, targets=("q_proj", "v_proj"))).eval()
+    with torch.no_grad():
+        step0 = wrapped(ids).logits
+    gen = torch.Generator().manual_seed(seed + 1)
+    worst = 0.0
+    layers = 0
+    for module in wrapped.modules():
+        lora_a: Any = getattr(module, "lora_A", None)
+        lora_b: Any = getattr(module, "lora_B", None)
+        base_layer: Any = getattr(module, "base_layer", None)
+        if lora_a is None or lora_b is None or base_layer is None or "default" not in lora_a:
+            continue
+        a, b = lora_a["default"].weight, lora_b["default"].weight
+        x = torch.randn(3, a.shape[1], generator=gen)
+        with torch.no_grad():
+            a.copy_(torch.randn(a.shape, generator=gen))
+            b.copy_(torch.randn(b.shape, generator=gen))
+            delta = module(x) - base_layer(x)
+            expected = (alpha / rank) * (x @ a.T @ b.T)
+        worst = max(worst, float((delta - expected).abs().max() / expected.abs().max()))
+        layers += 1
+    return {
+        "step0_max_abs_diff": float((step0 - reference).abs().max()),
+        "logit_scale": float(reference.abs().mean()),
+        "scaling_rel_error": worst,
+        "expected_scaling": alpha / rank,
+        "layers_checked": layers,
+    }
