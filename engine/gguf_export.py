@@ -101,6 +101,10 @@ def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.nda
         if dtype == "f16" and array.ndim == 2:
             array = array.astype(np.float16)
         out[gguf_tensor_name(name)] = np.ascontiguousarray(array)
+    if FAULTS.active("gguf_gate_up_swapped"):  # the defect: the two SwiGLU inputs written under each other's names
+        for n in range(cfg.num_hidden_layers):
+            gate, up = f"blk.{n}.ffn_gate.weight", f"blk.{n}.ffn_up.weight"
+            out[gate], out[up] = out[up], out[gate]
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from engine.config import ModelConfig, preset
@@ -129,6 +130,102 @@ def realistic_hf_agreement(
         "logit_scale": scale,
         "positions_compared": positions,
         "decode_steps": steps,
+    }
+
+
+# llama.cpp's tensor names for the Hugging Face ones, written out here rather than taken from the
+# engine's exporter, so that a wrong entry there cannot agree with itself.
+GGUF_LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+GGUF_GLOBAL_NAMES = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
+
+
+def interleave_rope_rows(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """llama.cpp's llama layout rotates adjacent pairs; Hugging Face rotates the two halves of a
+    head. Row 2j of a head in the GGUF is the HF head's row j, row 2j+1 its row j + d/2."""
+    d = w.shape[0] // n_heads
+    out = torch.empty_like(w)
+    for h in range(n_heads):
+        for j in range(d // 2):
+            out[h * d + 2 * j] = w[h * d + j]
+            out[h * d + 2 * j + 1] = w[h * d + j + d // 2]
+    return out
+
+
+def expected_gguf_content(model: Any) -> dict[str, torch.Tensor]:
+    cfg = model.config
+    llama = not cfg.attention_bias
+    out: dict[str, torch.Tensor] = {}
+    for name, tensor in model.state_dict().items():
+        if name == "lm_head.weight" and cfg.tie_word_embeddings:
+            continue
+        if name in GGUF_GLOBAL_NAMES:
+            out[GGUF_GLOBAL_NAMES[name]] = tensor.float()
+            continue
+        _, _, layer, rest = name.split(".", 3)
+        w = tensor.float()
+        if llama and rest == "self_attn.q_proj.weight":
+            w = interleave_rope_rows(w, cfg.num_attention_heads)
+        elif llama and rest == "self_attn.k_proj.weight":
+            w = interleave_rope_rows(w, cfg.num_key_value_heads)
+        out[f"blk.{layer}.{GGUF_LAYER_NAMES[rest]}"] = w
+    return out
+
+
+@checker(
+    observes=["tensors_expected", "tensors_missing", "tensors_extra", "tensors_mismatched", "max_abs_diff"],
+    ids=["FALSIFY-EXPORT-006"],
+)
+def gguf_content(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Export llama and qwen2 variants to GGUF (f32), read every tensor back with the ``gguf``
+    package's reader and compare it, by name and value, with the model's tensor mapped by hand."""
+    import gguf
+
+    expected_n = missing = extra = mismatched = 0
+    worst = 0.0
+    for name in VARIANTS:
+        model = tiny_model_factory(seed, std=WEIGHT_STD, config=variant_config(name))
+        path = export_gguf(model, engine_tokenizer, fresh_dir(tmp_path, f"gguf-{name}-") / "model.gguf")
+        reader = gguf.GGUFReader(str(path))
+        written = {
+            t.name: torch.from_numpy(np.array(t.data).reshape([int(d) for d in reversed(t.shape)]).astype(np.float32))
+            for t in reader.tensors
+        }
+        expected = expected_gguf_content(model)
+        expected_n += len(expected)
+        missing += len(set(expected) - set(written))
+        extra += len(set(written) - set(expected))
+        for key in set(expected) & set(written):
+            if written[key].shape != expected[key].shape:
+                mismatched += 1
+                continue
+            diff = float((written[key] - expected[key]).abs().max())
+            worst = max(worst, diff)
+            mismatched += diff != 0.0
+    return {
+        "tensors_expected": expected_n,
+        "tensors_missing": missing,
+        "tensors_extra": extra,
+        "tensors_mismatched": mismatched,
+        "max_abs_diff": worst,
     }
 
 
