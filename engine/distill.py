@@ -84,10 +84,13 @@ def distillation_loss(
     t = teacher_logits[:, :-1].float()
     target = labels[:, 1:]
     mask = target != -100
+    if FAULTS.active("distill_mask_ignored"):  # the defect: padding and prompt positions enter the KL
+        mask = torch.ones_like(mask)
     s_log = F.log_softmax(s / temperature, dim=-1)
     t_log = F.log_softmax(t / temperature, dim=-1)
     kl_per_pos = (t_log.exp() * (t_log - s_log)).sum(-1)
-    kl = (kl_per_pos * mask).sum() / mask.sum().clamp(min=1) * temperature**2
+    scale = 1.0 if FAULTS.active("distill_t2_missing") else temperature**2
+    kl = (kl_per_pos * mask).sum() / mask.sum().clamp(min=1) * scale
     ce = F.cross_entropy(s.reshape(-1, s.size(-1)), target.reshape(-1), ignore_index=-100)
     return alpha * kl + (1.0 - alpha) * ce, kl.detach(), ce.detach()
 

@@ -43,6 +43,8 @@ FAULTS.register("lora_b_frozen", "LoRA B matrices left frozen, so the adapter ne
 FAULTS.register("lora_targets_ignored", "LoRA target list ignored: every linear layer is wrapped")
 FAULTS.register("checkpoint_downcast", "checkpoint tensors silently downcast to fp16 on save")
 FAULTS.register("max_tokens_off_by_one", "generation produces one token fewer than max_new_tokens")
+FAULTS.register("distill_t2_missing", "the distillation KL term is not multiplied by T squared")
+FAULTS.register("distill_mask_ignored", "the distillation KL averages over ignored (padding) positions too")
 FAULTS.register("distill_identity_check_off", "distillation accepts a teacher identical to the student")
 FAULTS.register("base_copied_per_adapter", "each adapter gets its own copy of the frozen base")
 FAULTS.register("adapter_save_stale", "adapter checkpoint written from the untrained initial weights")

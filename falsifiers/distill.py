@@ -148,3 +148,43 @@ def loss_decreases(
     _, run = _distill(pretrained_init, pretrain_data, out, _cfg(steps, seed), temperature=temperature)
     write_loss_evidence(pv_artifacts, {"distill": run}, f"distillation, T={temperature:g}", log_dirs={"distill": out})
     return run.loss_trend(window)
+
+
+@checker(
+    observes=["loss_rel_error", "kl_rel_error", "positions_masked"],
+    ids=["FALSIFY-DISTILL-005", "FALSIFY-DISTILL-006"],
+)
+def loss_matches_reference(
+    temperature: float, alpha: float, vocab: int = 64, seq_len: int = 12, seed: int = 0
+) -> dict[str, Any]:
+    """The engine's distillation loss against Hinton et al.'s, computed here with torch's own
+    ``kl_div``: T² · KL(teacher_T ‖ student_T) averaged over the positions whose label is not
+    ignored, mixed with cross entropy as ``alpha · KL + (1 − alpha) · CE``.  A third of the labels
+    are -100 (prompt and padding)."""
+    import torch
+    import torch.nn.functional as F
+
+    from engine.distill import distillation_loss
+
+    gen = torch.Generator().manual_seed(seed)
+    student = torch.randn(2, seq_len, vocab, generator=gen) * 2
+    teacher = torch.randn(2, seq_len, vocab, generator=gen) * 2
+    labels = torch.randint(0, vocab, (2, seq_len), generator=gen)
+    labels[:, : seq_len // 3] = -100
+    loss, kl, _ = distillation_loss(student, teacher, labels, temperature, alpha)
+
+    s = student[:, :-1].reshape(-1, vocab)
+    t = teacher[:, :-1].reshape(-1, vocab)
+    target = labels[:, 1:].reshape(-1)
+    keep = target != -100
+    per_pos = F.kl_div(
+        F.log_softmax(s / temperature, -1), F.log_softmax(t / temperature, -1), log_target=True, reduction="none"
+    ).sum(-1)
+    ref_kl = per_pos[keep].mean() * temperature**2
+    ref_ce = F.cross_entropy(s[keep], target[keep])
+    ref = alpha * ref_kl + (1 - alpha) * ref_ce
+    return {
+        "loss_rel_error": float((loss - ref).abs() / ref.abs()),
+        "kl_rel_error": float((kl - ref_kl).abs() / ref_kl.abs()),
+        "positions_masked": int((~keep).sum()),
+    }
