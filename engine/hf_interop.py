@@ -96,6 +96,8 @@ def _rope_theta(hf: Mapping[str, Any]) -> float:
     for block in (params, scaling):
         if isinstance(block, dict) and block.get("rope_type", block.get("type", "default")) != "default":
             raise ExportError(f"rope scaling {block!r} is not supported by the engine (plain RoPE only)")
+    if FAULTS.active("hf_import_rope_theta_dropped"):  # the defect: the checkpoint's theta never read
+        return 10000.0
     if isinstance(params, dict) and "rope_theta" in params:
         return float(params["rope_theta"])
     return float(hf.get("rope_theta", 10000.0))
