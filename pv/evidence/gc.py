@@ -29,7 +29,7 @@ class GcPlan:
     history: list[Path] = field(default_factory=list)  # stale or superseded: removed
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -46,7 +46,7 @@ def stale_tmp_dirs(evidence_dir: Path) -> list[Path]:
     for contract_dir in sorted(p for p in evidence_dir.iterdir() if p.is_dir()):
         for tmp in sorted(contract_dir.glob(f"{TMP_PREFIX}*")):
             pid = tmp.name.rsplit("-", 1)[-1]
-            if tmp.is_dir() and not (pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid))):
+            if tmp.is_dir() and not (pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid))):
                 found.append(tmp)
     return found
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pv.evidence.bundle import Environment
+from pv.evidence.gc import pid_alive
 from pv.evidence.signing import Signer
 from pv.evidence.writer import Outcome, write_run
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
@@ -106,16 +107,6 @@ def _pid_of(path: Path) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def orphans(evidence_dir: Path) -> list[Path]:
     """Journals whose session process is gone (a crash, a kill -9, a power cut)."""
     folder = evidence_dir / JOURNAL_DIR
@@ -124,7 +115,7 @@ def orphans(evidence_dir: Path) -> list[Path]:
     out = []
     for path in sorted(folder.glob(f"*{SUFFIX}")):
         pid = _pid_of(path)
-        if pid is None or (pid != os.getpid() and not _alive(pid)):
+        if pid is None or (pid != os.getpid() and not pid_alive(pid)):
             out.append(path)
     return out
 

@@ -155,3 +155,23 @@ def write(project: Project) -> Writer:
 
 def all_survive() -> list[FalsifierResult]:
     return [result(i, Verdict.SURVIVED) for i in IDS]
+
+
+def reseal(bundle: Path, data: dict[str, Any], statement: dict[str, Any] | None = None) -> None:
+    """What a forger with pv's own functions can do: rewrite ``bundle.json`` (and the statement,
+    derived from it unless given) and recompute the manifest, so every digest checks out."""
+    from pv.evidence import intoto
+    from pv.evidence.bundle import Bundle
+    from pv.evidence.digest import dumps, sha256_bytes
+    from pv.evidence.writer import manifest_text
+
+    files = {
+        "bundle.json": dumps(data).encode(),
+        "statement.intoto.json": dumps(statement or intoto.statement(Bundle(**data))).encode(),
+    }
+    envelope = bundle / "statement.intoto.dsse.json"
+    if envelope.exists():
+        files[envelope.name] = envelope.read_bytes()
+    for name, raw in files.items():
+        (bundle / name).write_bytes(raw)
+    (bundle / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))

@@ -11,7 +11,7 @@ from pv.evidence.status import assess, status_mismatch
 from pv.evidence.verify import verify_bundle, verify_path
 from pv.model import Status
 from pv.results import Verdict
-from tests.evidence.conftest import IDS, Project, Writer, all_survive, record, result
+from tests.evidence.conftest import IDS, Project, Writer, all_survive, record, reseal, result
 from tests.evidence.test_cli import cli  # noqa: F401  (the fixture)
 
 FULL_DAY = "2026-03-01T10:00:00+00:00"
@@ -168,21 +168,10 @@ def test_promotion_does_not_stale_and_evidence_binds_to_the_loader_data(project:
 def test_a_v1_bound_bundle_reads_as_stale_with_the_reason(project: Project, write: Writer) -> None:
     import json
 
-    from pv.evidence import intoto
-    from pv.evidence.bundle import Bundle
-    from pv.evidence.digest import dumps, sha256_bytes
-    from pv.evidence.writer import manifest_text
-
     bundle = write(all_survive())
     data = json.loads((bundle / "bundle.json").read_text())
     data["contract"]["binding_method"] = "pv-canonical-v1"
-    files = {
-        "bundle.json": dumps(data).encode(),
-        "statement.intoto.json": dumps(intoto.statement(Bundle(**data))).encode(),
-    }
-    for name, raw in files.items():
-        (bundle / name).write_bytes(raw)
-    (bundle / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))
+    reseal(bundle, data)
     report = verify_bundle(bundle)
     assert report.status == "stale" and "pv-canonical-v1" in report.problems[0].detail
 
@@ -215,9 +204,6 @@ def test_a_run_with_faults_from_the_environment_never_backs_a_status(
 def test_a_bundle_written_before_new_fields_existed_is_not_tampered(project: Project, write: Writer) -> None:
     import json
 
-    from pv.evidence.digest import dumps, sha256_bytes
-    from pv.evidence.writer import manifest_text
-
     bundle = write(all_survive())
     data = json.loads((bundle / "bundle.json").read_text())
     for key in ("settings", "recovered"):
@@ -227,9 +213,6 @@ def test_a_bundle_written_before_new_fields_existed_is_not_tampered(project: Pro
         f.pop("isolation")
     statement = json.loads((bundle / "statement.intoto.json").read_text())
     statement["predicate"] = data
-    files = {"bundle.json": dumps(data).encode(), "statement.intoto.json": dumps(statement).encode()}
-    for name, raw in files.items():
-        (bundle / name).write_bytes(raw)
-    (bundle / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))
+    reseal(bundle, data, statement)
     report = verify_bundle(bundle)
     assert report.ok, report.problems

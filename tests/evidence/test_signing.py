@@ -8,16 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pv.evidence import intoto
-from pv.evidence.bundle import Bundle
-from pv.evidence.digest import dumps, sha256_bytes
 from pv.evidence.signing import KeyRing, Signer, SigningError, generate, pae, verify_envelope
 from pv.evidence.status import assess
 from pv.evidence.verify import verify_bundle
-from pv.evidence.writer import manifest_text, write_run
+from pv.evidence.writer import write_run
 from pv.model import Status
 from pv.results import Verdict
-from tests.evidence.conftest import ENV, Project, all_survive, record, result
+from tests.evidence.conftest import ENV, Project, all_survive, record, reseal, result
 from tests.evidence.test_cli import cli  # noqa: F401  (the fixture)
 
 
@@ -45,15 +42,7 @@ def forge(bundle: Path, verdict: str = "survived") -> None:
     for f in data["falsifiers"]:
         f["verdict"] = verdict
         f["mutant"]["verdict"], f["mutant"]["killed"] = "falsified", True
-    files = {
-        "bundle.json": dumps(data).encode(),
-        "statement.intoto.json": dumps(intoto.statement(Bundle(**data))).encode(),
-    }
-    if (bundle / "statement.intoto.dsse.json").exists():
-        files["statement.intoto.dsse.json"] = (bundle / "statement.intoto.dsse.json").read_bytes()
-    for name, raw in files.items():
-        (bundle / name).write_bytes(raw)
-    (bundle / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))
+    reseal(bundle, data)
 
 
 def test_pae_is_the_dsse_v1_encoding() -> None:
@@ -117,13 +106,7 @@ def test_a_forged_future_folder_cannot_stay_newest(project: Project) -> None:
     data["run_id"], data["started_at"] = forged.name, "2099-12-31T00:00:00+00:00"
     for f in data["falsifiers"]:
         f["verdict"] = "survived"
-    files = {
-        "bundle.json": dumps(data).encode(),
-        "statement.intoto.json": dumps(intoto.statement(Bundle(**data))).encode(),
-    }
-    for name, raw in files.items():
-        (forged / name).write_bytes(raw)
-    (forged / "MANIFEST.sha256").write_text(manifest_text({n: sha256_bytes(r) for n, r in files.items()}))
+    reseal(forged, data)
     report = verify_bundle(forged)
     assert report.status == "tampered" and any("in the future" in p.detail for p in report.problems)
     signed_write(project, None, [result("FALSIFY-DEMO-001", Verdict.FALSIFIED)], started="2026-03-03T10:00:00+00:00")
