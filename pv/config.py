@@ -31,6 +31,9 @@ KNOWN_KEYS = (
 )
 
 
+_RINGS: dict[Path, tuple[int, Any]] = {}  # trusted keys read once per file version
+
+
 class ConfigError(ValueError):
     """``[tool.pv]`` is malformed; the message names the file and the key."""
 
@@ -57,9 +60,18 @@ class PvConfig:
         from pv.evidence.signing import KeyRing, SigningError
 
         try:
-            return KeyRing.from_file(self.trusted_keys)
+            stamp = self.trusted_keys.stat().st_mtime_ns
+        except OSError:
+            stamp = -1
+        cached = _RINGS.get(self.trusted_keys)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            ring = KeyRing.from_file(self.trusted_keys)
         except SigningError as exc:
             raise ConfigError(f"trusted keys: {exc}") from None
+        _RINGS[self.trusted_keys] = (stamp, ring)
+        return ring
 
     @property
     def state_dir(self) -> Path:

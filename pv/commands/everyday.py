@@ -27,7 +27,9 @@ def _fail(command: str, message: str, code: int = 2) -> typer.Exit:
 
 def _config(command: str) -> PvConfig:
     try:
-        return load_config()
+        config = load_config()
+        config.key_ring()  # a missing or broken trusted-keys file is a configuration error, up front
+        return config
     except ConfigError as exc:
         raise _fail(command, f"configuration error: {exc}") from None
 

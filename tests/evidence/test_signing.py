@@ -143,3 +143,17 @@ def test_keygen_writes_a_secret_key_and_a_public_key(cli, project: Project) -> N
     Signer.from_pem(key.read_bytes())
     KeyRing.from_file(project.root / "ci.key.pub")
     assert cli("evidence", "keygen", "ci.key")[0] == 2  # never overwritten by accident
+
+
+def test_a_missing_trusted_keys_file_is_a_configuration_error_never_a_silent_off(
+    cli,  # noqa: F811
+    project: Project,
+) -> None:
+    signed_write(project, None)
+    pyproject = project.root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'trusted_keys = "no-such-keys.pem"\n')
+    for args in (["evidence", "verify"], ["promote", "--check"], ["report"], ["status"]):
+        code, out = cli(*args)
+        assert code == 2 and "no-such-keys.pem" in out, (args, out)
+    code, out = cli("lint", "--format", "json")
+    assert code == 1 and "no-such-keys.pem" in out
