@@ -222,7 +222,9 @@ def generate(
                     lengths = torch.where(hit, torch.full_like(lengths, steps), lengths)
                     finished = finished | hit
                 seq[:, pos] = nxt
-                if eos_ids and bool(finished.all()):
+                # the planted defect: the whole batch stops when its first row finishes
+                done = finished.any() if FAULTS.active("batch_stops_at_first_eos") else finished.all()
+                if eos_ids and bool(done):
                     break
                 if steps == limit:
                     break

@@ -500,7 +500,8 @@ def pretrain(
     from engine.tokenizer import cached_tokenizer
 
     dev = distributed.rank_device(resolve_device(device))
-    torch.manual_seed(cfg.seed)
+    if not FAULTS.active("pretrain_seed_ignored"):  # the defect: init from whatever the global RNG holds
+        torch.manual_seed(cfg.seed)
     init_path = None
     if init is not None:
         loaded = load_checkpoint(Path(init), device=dev)

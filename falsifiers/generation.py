@@ -225,3 +225,33 @@ def sampling_distribution(
         "support_expected": sum(1 for e in expected if e > 0),
         "samples": samples,
     }
+
+
+@checker(
+    observes=["rows_mismatched", "rows", "distinct_lengths", "rows_finished"],
+    ids=["FALSIFY-GEN-008"],
+)
+def eos_per_row(
+    engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, max_new_tokens: int, seed: int = 0
+) -> dict[str, Any]:
+    """Each row of a batch stops at its own first EOS and no sooner: greedy decoding with an EOS
+    chosen so that the rows finish at different steps must give every row exactly its EOS-free
+    continuation cut after that token."""
+    model = tiny_model_factory(seed, std=WEIGHT_STD)
+    input_ids, mask = _batch(engine_tokenizer, len(PROMPTS))
+    free = generate(model, input_ids, mask, max_new_tokens=max_new_tokens, eos_token_id=NO_EOS).new_tokens
+
+    def cut(tokens: list[int], eos: int) -> list[int]:
+        return tokens[: tokens.index(eos) + 1] if eos in tokens else tokens
+
+    # an EOS the first row meets early and at least one other row meets later or never
+    early = free[0][1 : max_new_tokens // 2]
+    eos = next((t for t in early if len({len(cut(row, t)) for row in free}) >= 2), free[0][1])
+    out = generate(model, input_ids, mask, max_new_tokens=max_new_tokens, eos_token_id=eos)
+    expected = [cut(row, eos) for row in free]
+    return {
+        "rows_mismatched": sum(1 for got, want in zip(out.new_tokens, expected, strict=True) if got != want),
+        "rows": len(expected),
+        "distinct_lengths": len({len(row) for row in expected}),
+        "rows_finished": sum(out.finished),
+    }
