@@ -54,6 +54,12 @@ class VacuousFalsifier(ContractFailure):
     kind = "vacuous"
 
 
+class BrokenMutant(ContractFailure):
+    """The falsifier's ``mutant:`` names no fault that exists: a broken reference, not a vacuous check."""
+
+    kind = "broken"
+
+
 class InvalidContract(ContractFailure):
     kind = "invalid"
 

@@ -118,5 +118,9 @@ def resolve_mutant(ref: str, allowed: Iterable[str] | None = None) -> tuple[Faul
     if registry is None or not hasattr(registry, "enabled") or not hasattr(registry, "names"):
         raise LookupError(f"module {module!r} exposes no fault registry named {REGISTRY_ATTR}")
     if name not in registry.names():
-        raise LookupError(f"{module}:{REGISTRY_ATTR} has no fault {name!r}")
+        import difflib
+
+        close = difflib.get_close_matches(name, registry.names(), n=1, cutoff=0.6)
+        hint = f"; did you mean `{module}:{close[0]}`?" if close else ""
+        raise LookupError(f"{module}:{REGISTRY_ATTR} has no fault {name!r}{hint}")
     return registry, name

@@ -272,12 +272,12 @@ def _property_runner(node: pytest.Item) -> Any:
 def run_item(item: Any) -> None:
     """Run a :class:`pv.collect.FalsifierItem`; raise the pytest outcome that matches its verdict."""
     from pv.checkers import CheckerBindingError, resolve
-    from pv.collect import CheckerError, Falsified, VacuousFalsifier
+    from pv.collect import BrokenMutant, CheckerError, Falsified, VacuousFalsifier
     from pv.devices import current_pinning, device_label, gpu_gate
     from pv.hypothesis_support import PropertyRunner
     from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
     from pv.requirements import current_machine, needs_gpu, unmet
-    from pv.run_checker import BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
+    from pv.run_checker import BROKEN_REFERENCE, BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
 
     settings = settings_of(item.config)
     f = item.falsifier
@@ -403,6 +403,8 @@ def run_item(item: Any) -> None:
             message = f"mutant {f.mutant} could not be run: {type(exc).__name__}: {exc}"
             result.mutant = MutantResult(mutant=f.mutant, verdict=Verdict.ERROR, message=message)
         if not result.mutant.killed:
+            if result.mutant.message.startswith(BROKEN_REFERENCE):
+                raise BrokenMutant(f"BROKEN {item.label}: {result.mutant.message}")
             raise VacuousFalsifier(_vacuous_text(item, result))
 
 
@@ -518,7 +520,13 @@ def _result_for_phase(item: Any, report: pytest.TestReport) -> FalsifierResult |
     return None
 
 
-_STATUS_WORDS = {"falsified": "FALSIFIED", "error": "ERROR", "vacuous": "VACUOUS", "invalid": "INVALID"}
+_STATUS_WORDS = {
+    "falsified": "FALSIFIED",
+    "error": "ERROR",
+    "vacuous": "VACUOUS",
+    "invalid": "INVALID",
+    "broken": "BROKEN",
+}
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

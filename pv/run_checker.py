@@ -47,6 +47,7 @@ from pv.faults import resolve_mutant
 from pv.results import MutantResult, Verdict
 
 DEFAULT_SEED = 0
+BROKEN_REFERENCE = "broken reference"  # a mutant that names no existing fault: not a vacuous check
 HARNESS_PARAMS = frozenset({"seed"})
 
 
@@ -511,7 +512,7 @@ def run_mutant(mutant: str, run: Callable[[], Evaluation], allowed: Sequence[str
     try:
         registry, name = resolve_mutant(mutant, allowed)
     except LookupError as exc:
-        message = f"mutant {mutant!r} cannot be resolved: {exc}"
+        message = f"{BROKEN_REFERENCE}: mutant {mutant!r} cannot be resolved: {exc}"
         return MutantResult(mutant=mutant, verdict=Verdict.ERROR, message=message)
     with registry.enabled(name), fault_env(name):
         ev = run()

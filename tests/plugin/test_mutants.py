@@ -83,6 +83,19 @@ def test_an_unresolvable_mutant_is_not_a_kill(toy: ToyProject) -> None:
     result = toy.pytester.runpytest("--pv-mutants")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*mutant 'toysystem:no_such_fault' cannot be resolved*"])
+    assert "VACUOUS" not in result.stdout.str()  # a broken reference, not a check without teeth
+
+
+def test_a_misspelled_mutant_is_a_broken_reference_with_a_suggestion(toy: ToyProject) -> None:
+    toy.contract(
+        "alpha",
+        [falsifier("FALSIFY-ALPHA-001", check=CHECK + "measure", expect="value == 1.0", mutant="toysystem:of_by_one")],
+    )
+    result = toy.pytester.runpytest("--pv-mutants", "-v")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*BROKEN*", "*BROKEN alpha::FALSIFY-ALPHA-001: broken reference: *did you mean `toysystem:off_by_one`?*"]
+    )
 
 
 def test_the_fault_is_off_for_the_next_falsifier_and_after_the_run(toy: ToyProject) -> None:
