@@ -150,6 +150,31 @@ def test_a_checker_holding_the_gil_past_its_deadline_is_not_a_result() -> None:
     assert outcome.timed_out and outcome.value is None
 
 
+def test_a_hung_checker_and_its_children_are_killed_at_the_deadline(tmp_path: Path) -> None:
+    from pv.run_checker import call_in_process
+
+    pid_file = tmp_path / "child.pid"
+
+    def hang() -> dict[str, float]:
+        child = subprocess.Popen(["sleep", "300"])
+        pid_file.write_text(str(child.pid))
+        time.sleep(300)
+        return {"value": 1.0}
+
+    outcome = call_in_process(hang, {}, timeout_s=1.0)
+    assert outcome.timed_out and outcome.killed and outcome.value is None
+    child = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+            return  # killed, waiting for init to reap it
+        time.sleep(0.1)
+    pytest.fail(f"the checker's child {child} outlived the deadline")
+
+
 # --- 7. promote is safe to run twice at once ------------------------------------------------
 
 
