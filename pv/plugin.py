@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 import pytest
 
 from pv import hookspecs
-from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
+from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict, every_declared
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONTRACTS = "contracts"
@@ -665,23 +665,10 @@ class PvSession:
         contracts = dict(self.contracts)
         missing = sorted((self.selected or set()) - set(self.results) - set(self.invalid))
         for nodeid in missing:  # selected but never reported: interrupted
-            run = self.selected_contracts.get(nodeid) or _reload_contract(self.config, nodeid)
+            run = self.contract_of(nodeid)
             if run is not None:
                 contracts.setdefault(run.contract_id, run)
-        by_id = {(r.contract_id, r.falsify_id): r for r in self.results.values()}
-        results = sorted(self.results.values(), key=lambda r: (r.contract_id, r.falsify_id))
-        for cid, run in sorted(contracts.items()):
-            for fid in run.declared:
-                if (cid, fid) not in by_id:
-                    results.append(FalsifierResult(cid, fid, Verdict.NOT_RUN, ship_blocking=fid in run.ship_blocking))
-        selection = " ".join(
-            part
-            for part in (
-                f"-m {self.config.option.markexpr!r}" if self.config.option.markexpr else "",
-                f"-k {self.config.option.keyword!r}" if self.config.option.keyword else "",
-            )
-            if part
-        )
+        results = every_declared(self.results.values(), contracts)
         return RunRecord(
             run_id=self.run_id,
             started_at=self.started_at,
@@ -689,7 +676,7 @@ class PvSession:
             contracts=contracts,
             results=results,
             mutants_enabled=settings_of(self.config).mutants,
-            selection=selection,
+            selection=self.selection_text(),
             interrupted=bool(missing) or exitstatus == pytest.ExitCode.INTERRUPTED,
             settings=self.run_settings(results),
         )

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from pv.evidence.digest import ContractUnreadable, binding_digest_of, contract_data
+from pv.evidence.digest import ContractUnreadable, binding_digest_of, contract_data, sha256_bytes
 from pv.evidence.signing import KeyRing
 from pv.evidence.status import RANK, Assessment, assess, status_mismatch
 from pv.evidence.verify import CurrentContract
@@ -49,7 +49,6 @@ class Decision:
     target: Status
     reason: str
     assessment: Assessment | None = None
-    warnings: list[str] = field(default_factory=list)
     raw: bytes | None = field(default=None, repr=False)  # the contract bytes the decision read
 
     @property
@@ -61,9 +60,19 @@ class Decision:
         return self.assessment.bundle_path if self.assessment else None
 
 
-def decide(contract_path: Path, evidence_dir: Path, root: Path | None = None, keys: KeyRing | None = None) -> Decision:
+def decide(
+    contract_path: Path,
+    evidence_dir: Path,
+    root: Path | None = None,
+    keys: KeyRing | None = None,
+    contract: CurrentContract | None = None,
+) -> Decision:
+    """``contract``: the file as a caller already read it (used only while the bytes still match)."""
     raw = contract_path.read_bytes()
-    current_contract = CurrentContract.from_bytes(contract_path, raw)
+    if contract is not None and contract.sha256 == sha256_bytes(raw):
+        current_contract = contract
+    else:
+        current_contract = CurrentContract.from_bytes(contract_path, raw)
     data = current_contract.data
     if data is None or current_contract.binding_digest is None:
         raise PromoteError(f"{contract_path}: {current_contract.problem}")

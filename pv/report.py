@@ -197,7 +197,7 @@ def build(
         cid = current.id
         assessment: Assessment
         try:
-            decision = decide(path, evidence_dir, root, keys)
+            decision = decide(path, evidence_dir, root, keys, contract=current)
             before, after, reason = decision.current.value, decision.target.value, decision.reason
             assessment = decision.assessment or assess(evidence_dir, path, cid, root, keys=keys, current=current)
         except (PromoteError, OSError) as exc:

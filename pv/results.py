@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -93,3 +94,15 @@ class RunRecord:
     interrupted: bool = False
     settings: dict[str, Any] = field(default_factory=dict)  # pv.evidence.bundle.RunSettings fields
     recovered: bool = False  # rebuilt from a dead session's journal
+
+
+def every_declared(results: Iterable[FalsifierResult], contracts: Mapping[str, ContractRun]) -> list[FalsifierResult]:
+    """``results`` in (contract, falsifier) order, then an explicit ``not_run`` for every falsifier
+    that ``contracts`` declare and no result covers: every declared id gets a verdict."""
+    rows = sorted(results, key=lambda r: (r.contract_id, r.falsify_id))
+    seen = {(r.contract_id, r.falsify_id) for r in rows}
+    for cid, run in sorted(contracts.items()):
+        for fid in run.declared:
+            if (cid, fid) not in seen:
+                rows.append(FalsifierResult(cid, fid, Verdict.NOT_RUN, ship_blocking=fid in run.ship_blocking))
+    return rows

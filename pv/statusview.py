@@ -199,7 +199,7 @@ def contract_view(config: PvConfig, path: Path, loaded: LoadedContract | None = 
     view.declared = meta.status
     view.depends_on = list(meta.depends_on)
     view.obligations = [o.id or f"proof_obligations[{i}]" for i, o in enumerate(contract.proof_obligations)]
-    current = CurrentContract.read(path)
+    current = CurrentContract.from_loaded(loaded)  # the file as just loaded, not read a second time
     found = assess(config.evidence, path, loaded.id, config.root, keys=config.key_ring(), current=current)
     view.backing = found.status
     view.bundle = config.relpath(found.bundle_path) if found.bundle_path is not None else None

@@ -181,7 +181,7 @@ def gc(
             known_ids.add(current.id)
             backing.extend(found.contributing)
             counted = {r.path.resolve() for r in found.counted}
-            backing.extend(b for b in gc_mod.changelog_bundles(path, config.root) if b.resolve() in counted)
+            backing.extend(b for b in gc_mod.changelog_bundles(current.data, config.root) if b.resolve() in counted)
             history.extend(r.path for r in found.rejected if r.intact)
     for bundle_dir in find_bundles(config.evidence):  # evidence of contracts that no longer exist
         if bundle_dir.parent.name not in known_ids and verify_content(bundle_dir, keys).intact:
@@ -212,6 +212,7 @@ def promote(
     trusted_keys: KeysOpt = None,
 ) -> None:
     """Move each contract's status to exactly what its verified, current evidence supports."""
+    from pv.evidence.verify import CurrentContract
     from pv.loader import load_contract_file
     from pv.promote import PromoteError, apply, decide, locked
 
@@ -227,9 +228,8 @@ def promote(
             continue
         try:
             with locked(path):  # decide and write under one lock: a concurrent promote waits, then sees this
-                decision = decide(path, config.evidence, config.root, keys)
-                for warning in decision.warnings:
-                    typer.echo(f"{shown}: warning: {warning}", err=True)
+                # the file as just validated, unless another promote rewrote it while we waited
+                decision = decide(path, config.evidence, config.root, keys, CurrentContract.from_loaded(loaded))
                 if not decision.changed:
                     typer.echo(f"{shown}: {decision.current.value} ({decision.reason})")
                     continue

@@ -13,6 +13,7 @@ not stale the bundle it promoted from; every other edit does.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from importlib import resources
 from typing import Any, Literal
@@ -28,6 +29,18 @@ ENVELOPE_FILE = "statement.intoto.dsse.json"  # the statement signed (DSSE, ed25
 MANIFEST_FILE = "MANIFEST.sha256"
 ARTIFACTS_DIR = "artifacts"
 TMP_PREFIX = ".tmp-"
+
+RUN_ID_TIME_FORMAT = "%Y%m%dT%H%M%S%fZ"  # a run id starts with its start time in this form
+
+
+def parse_time(text: str) -> _dt.datetime | None:
+    """A bundle's ISO 8601 time as an aware UTC datetime, or None if it is not one."""
+    try:
+        when = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
+
 
 VerdictName = Literal["survived", "falsified", "error", "skipped", "not_run"]
 SkipKind = Literal["hardware", "other"]

@@ -80,12 +80,17 @@ def read_contract(data: bytes, path: str | Path = "<contract>") -> LoadedContrac
     return load_contract_bytes(data, path)
 
 
+def first_error(loaded: LoadedContract) -> str:
+    """The loader's first error, as verify and promote report why a contract does not load."""
+    first = next((d for d in loaded.diagnostics if d.is_error), None)
+    return f"{first.code} {first.message}" if first else "the contract does not parse"
+
+
 def contract_data(data: bytes, path: str | Path = "<contract>") -> dict[str, Any]:
     """Parsed contract data; raises :class:`ContractUnreadable` with the loader's first error."""
     loaded = read_contract(data, path)
     if loaded.data is None:
-        first = next((d for d in loaded.diagnostics if d.is_error), None)
-        raise ContractUnreadable(f"{first.code} {first.message}" if first else "the contract does not parse")
+        raise ContractUnreadable(first_error(loaded))
     return loaded.data
 
 

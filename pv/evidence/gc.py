@@ -14,9 +14,9 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pv.evidence.bundle import TMP_PREFIX
-from pv.evidence.digest import ContractUnreadable, contract_data
 from pv.evidence.verify import find_bundles
 
 
@@ -51,13 +51,9 @@ def stale_tmp_dirs(evidence_dir: Path) -> list[Path]:
     return found
 
 
-def changelog_bundles(contract_path: Path, root: Path) -> list[Path]:
-    """Bundles the contract's changelog names (``pv promote`` entries): the record of why its
-    status is what it is, kept even when newer evidence exists."""
-    try:
-        data = contract_data(contract_path.read_bytes(), contract_path)
-    except (OSError, ContractUnreadable):  # an unreadable contract names nothing
-        return []
+def changelog_bundles(data: Any, root: Path) -> list[Path]:
+    """Bundles a contract's changelog names (``pv promote`` entries), from its parsed ``data`` (None
+    for a contract that does not load: it names nothing)."""
     meta = data.get("metadata") if isinstance(data, dict) else None
     log = meta.get("changelog") if isinstance(meta, dict) else None
     if not isinstance(log, list):

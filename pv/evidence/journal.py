@@ -25,7 +25,7 @@ from pv.evidence.bundle import Environment
 from pv.evidence.gc import pid_alive
 from pv.evidence.signing import Signer
 from pv.evidence.writer import Outcome, write_run
-from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
+from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict, every_declared
 
 JOURNAL_DIR = ".journal"
 SUFFIX = ".jsonl"
@@ -158,12 +158,8 @@ def record_from(path: Path) -> RunRecord | None:
                 "falsifier ran, so no verdict was reached (run it with isolation: process to get its exit status)"
             ),
         )
-    by_id = {(r.contract_id, r.falsify_id) for r in results.values()}
-    rows = sorted(results.values(), key=lambda r: (r.contract_id, r.falsify_id))
-    for cid, run in sorted(contracts.items()):
-        for fid in run.declared:
-            if (cid, fid) not in by_id and any(r.contract_id == cid for r in rows):
-                rows.append(FalsifierResult(cid, fid, Verdict.NOT_RUN, ship_blocking=fid in run.ship_blocking))
+    # a contract is journaled only with a falsifier that started, so each one here ran something
+    rows = every_declared(results.values(), contracts)
     return RunRecord(
         run_id=str(head.get("run_id", path.stem)),
         started_at=str(head.get("started_at", last)),

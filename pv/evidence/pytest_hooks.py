@@ -13,6 +13,7 @@ of the next evidence-writing session.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,7 @@ from pv.evidence.signing import Signer, SigningError
 from pv.evidence.writer import Outcome, write_run
 from pv.results import ContractRun, FalsifierResult, RunRecord
 
-_JOURNAL_KEY = pytest.StashKey["Journal | None"]()
-_SIGNER_KEY = pytest.StashKey["Signer | None"]()
+_PLAN_KEY = pytest.StashKey["_Plan"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,7 +69,7 @@ def _tool_pv(config: pytest.Config) -> PvConfig | None:
         return None
 
 
-def evidence_dir(config: pytest.Config) -> Path:
+def evidence_dir(config: pytest.Config, table: PvConfig | None) -> Path:
     """--pv-evidence-dir (relative to where pytest was invoked), else ini ``pv_evidence`` (relative
     to the rootdir), else ``[tool.pv] evidence`` as the ``pv`` commands read it, else evidence/."""
     option = config.getoption("pv_evidence_dir")
@@ -78,73 +78,76 @@ def evidence_dir(config: pytest.Config) -> Path:
     ini = str(config.getini("pv_evidence") or "")
     if ini:
         return (config.rootpath / ini).resolve()
-    table = _tool_pv(config)
     return table.evidence if table is not None else (config.rootpath / DEFAULT_EVIDENCE).resolve()
 
 
-def writes_evidence(config: pytest.Config) -> bool:
+def writes_evidence(config: pytest.Config, table: PvConfig | None) -> bool:
     """Whether this process writes bundles: asked for, not refused, and not an xdist worker."""
     if config.getoption("pv_no_evidence") or hasattr(config, "workerinput"):
         return False
     if config.getoption("pv_evidence") or config.getini("pv_write_evidence"):
         return True
-    table = _tool_pv(config)
     return bool(table is not None and table.write_evidence)
+
+
+@dataclass
+class _Plan:
+    """What this process does about evidence, decided once at configure time."""
+
+    target: Path | None = None  # where bundles go; None: this process writes none
+    signer: Signer | None = None
+    keys_trusted: bool = False  # [tool.pv] trusted_keys is set: unsigned bundles will not count
+    journal: Journal | None = None
+
+
+def _plan(config: pytest.Config) -> _Plan:
+    return config.stash.get(_PLAN_KEY, None) or _Plan()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_JOURNAL_KEY] = None
-    config.stash[_SIGNER_KEY] = None
-    if not writes_evidence(config):
+    table = _tool_pv(config)  # pyproject.toml read once for the session
+    if not writes_evidence(config, table):
+        config.stash[_PLAN_KEY] = _Plan()
         return
+    key = config.getoption("pv_signing_key")
     try:
-        config.stash[_SIGNER_KEY] = Signer.from_environment(
-            Path(config.getoption("pv_signing_key")) if config.getoption("pv_signing_key") else None
-        )
+        signer = Signer.from_environment(Path(key) if key else None)
     except SigningError as exc:
         raise pytest.UsageError(f"pv: cannot sign evidence: {exc}") from None
+    keys_trusted = table is not None and table.trusted_keys is not None
+    config.stash[_PLAN_KEY] = _Plan(evidence_dir(config, table), signer, keys_trusted)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    if not writes_evidence(config):
+    plan = _plan(config)
+    target = plan.target
+    if target is None:
         return
-    target = evidence_dir(config)
-    outcomes = recover_all(target, config.rootpath, lambda: capture(config.rootpath, exclude=[target]), _signer(config))
+    outcomes = recover_all(target, config.rootpath, lambda: capture(config.rootpath, exclude=[target]), plan.signer)
     _report(config, outcomes, "pv evidence (recovered from a session that died)")
-    from pv.plugin import pv_session
+    from pv.plugin import pv_session, settings_of
 
     pv = pv_session(config)
     if pv is None:
         return
-    journal = Journal(target, pv.run_id)
-    journal.session(
+    plan.journal = Journal(target, pv.run_id)
+    plan.journal.session(
         RunRecord(
             run_id=pv.run_id,
             started_at=pv.started_at,
             finished_at="",
-            mutants_enabled=_mutants(config),
+            mutants_enabled=settings_of(config).mutants,
             selection=pv.selection_text(),
             settings=pv.run_settings(),
         )
     )
-    config.stash[_JOURNAL_KEY] = journal
-
-
-def _mutants(config: pytest.Config) -> bool:
-    from pv.plugin import settings_of
-
-    return settings_of(config).mutants
-
-
-def _signer(config: pytest.Config) -> Signer | None:
-    return config.stash.get(_SIGNER_KEY, None)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_pv_falsifier_started(config: pytest.Config, nodeid: str, contract: ContractRun) -> None:
-    journal = config.stash.get(_JOURNAL_KEY, None)
+    journal = _plan(config).journal
     if journal is not None:
         journal.contract(contract)
         fid = nodeid.split("::", 1)[1]
@@ -155,7 +158,7 @@ def pytest_pv_falsifier_started(config: pytest.Config, nodeid: str, contract: Co
 def pytest_pv_falsifier_finished(
     config: pytest.Config, nodeid: str, result: FalsifierResult, contract: ContractRun
 ) -> None:
-    journal = config.stash.get(_JOURNAL_KEY, None)
+    journal = _plan(config).journal
     if journal is not None:
         journal.contract(contract)
         journal.result(nodeid, result)
@@ -163,30 +166,27 @@ def pytest_pv_falsifier_finished(
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
-    if not writes_evidence(config):
-        if run.results and any(r.verdict.value != "not_run" for r in run.results):
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None and not config.getoption("pv_no_evidence") and not hasattr(config, "workerinput"):
-                reporter.write_line("pv evidence: not written (pass --pv-evidence to record this run)")
+    plan = _plan(config)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if plan.target is None:
+        measured = any(r.verdict.value != "not_run" for r in run.results)
+        asked_not_to = config.getoption("pv_no_evidence") or hasattr(config, "workerinput")
+        if measured and reporter is not None and not asked_not_to:
+            reporter.write_line("pv evidence: not written (pass --pv-evidence to record this run)")
         return
-    target = evidence_dir(config)
-    environment = capture(config.rootpath, exclude=[target])
-    outcomes = write_run(run, target, config.rootpath, environment, _signer(config))
-    journal = config.stash.get(_JOURNAL_KEY, None)
-    if journal is not None:
-        journal.close()
-        config.stash[_JOURNAL_KEY] = None
+    environment = capture(config.rootpath, exclude=[plan.target])
+    outcomes = write_run(run, plan.target, config.rootpath, environment, plan.signer)
+    if plan.journal is not None:
+        plan.journal.close()
+        plan.journal = None
     _report(config, outcomes, "pv evidence")
-    table = _tool_pv(config)
-    if table is not None and table.trusted_keys is not None and _signer(config) is None and outcomes:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(
-                "pv evidence: WARNING: trusted keys are configured but these bundles are unsigned, so they "
-                "will not count (set PV_SIGNING_KEY or --pv-signing-key)",
-                yellow=True,
-                bold=True,
-            )
+    if plan.keys_trusted and plan.signer is None and outcomes and reporter is not None:
+        reporter.write_line(
+            "pv evidence: WARNING: trusted keys are configured but these bundles are unsigned, so they "
+            "will not count (set PV_SIGNING_KEY or --pv-signing-key)",
+            yellow=True,
+            bold=True,
+        )
 
 
 def _report(config: pytest.Config, outcomes: list[Outcome], label: str) -> None:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pv.evidence.bundle import Bundle, FalsifierEntry
+from pv.evidence.bundle import Bundle, FalsifierEntry, parse_time
 from pv.evidence.signing import KeyRing
-from pv.evidence.verify import BundleReport, CurrentContract, find_bundles, parse_time, verify_bundle
+from pv.evidence.verify import BundleReport, CurrentContract, find_bundles, verify_bundle
 from pv.model import Status
 
 RANK: dict[Status, int] = {Status.DRAFT: 0, Status.ACTIVE_ALGORITHM_LEVEL: 1, Status.ACTIVE: 2}

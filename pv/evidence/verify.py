@@ -28,13 +28,24 @@ from pv.evidence.bundle import (
     BUNDLE_FILE,
     ENVELOPE_FILE,
     MANIFEST_FILE,
+    RUN_ID_TIME_FORMAT,
     STATEMENT_FILE,
     TMP_PREFIX,
     Bundle,
     committed_schema,
+    parse_time,
 )
-from pv.evidence.digest import BINDING_METHOD, ContractUnreadable, binding_digest_of, sha256_file
+from pv.evidence.digest import (
+    BINDING_METHOD,
+    ContractUnreadable,
+    binding_digest_of,
+    first_error,
+    read_contract,
+    sha256_bytes,
+    sha256_file,
+)
 from pv.evidence.signing import KeyRing, verify_envelope
+from pv.loader import LoadedContract
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
 _MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
@@ -78,39 +89,27 @@ class CurrentContract:
 
     @classmethod
     def from_bytes(cls, path: Path, raw: bytes) -> CurrentContract:
-        from pv.evidence.digest import read_contract, sha256_bytes
-
         loaded = read_contract(raw, path)
+        if loaded.sha256 is None:  # refused before hashing (over the size cap)
+            loaded.sha256 = sha256_bytes(raw)
+        return cls.from_loaded(loaded)
+
+    @classmethod
+    def from_loaded(cls, loaded: LoadedContract) -> CurrentContract:
+        """From a contract pv's loader already read (``pv status`` has one in hand)."""
+        path = loaded.path
         meta = loaded.data.get("metadata") if loaded.data else None
         version = str(meta.get("version", "")) if isinstance(meta, dict) else ""
         digest: str | None = None
         problem = ""
         if loaded.data is None:
-            problem = _first_error(loaded)
+            problem = first_error(loaded)
         else:
             try:
                 digest = binding_digest_of(loaded.data)
             except ContractUnreadable as exc:
                 problem = str(exc)
-        return cls(path, loaded.id, version, sha256_bytes(raw), digest, problem, loaded.data)
-
-
-def _first_error(loaded: Any) -> str:
-    first = next((d for d in loaded.diagnostics if d.is_error), None)
-    return f"{first.code} {first.message}" if first else "the contract does not parse"
-
-
-def semver_key(version: str) -> tuple[int, int, int] | None:
-    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", version)
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
-
-
-def parse_time(text: str) -> _dt.datetime | None:
-    try:
-        when = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
+        return cls(path, loaded.id, version, loaded.sha256 or "", digest, problem, loaded.data)
 
 
 @dataclass
@@ -276,7 +275,7 @@ def _check_consistency(
     if started is None:
         report.problems.append(Problem("tampered", BUNDLE_FILE, f"started_at {bundle.started_at!r} is not a time"))
     else:
-        if started.strftime("%Y%m%dT%H%M%S%fZ") != bundle.run_id.split("-", 1)[0]:
+        if started.strftime(RUN_ID_TIME_FORMAT) != bundle.run_id.split("-", 1)[0]:
             report.problems.append(Problem("tampered", BUNDLE_FILE, "run_id does not carry the run's started_at"))
         if started > _dt.datetime.now(_dt.UTC) + FUTURE_SKEW:
             report.problems.append(Problem("tampered", BUNDLE_FILE, f"started_at {bundle.started_at} is in the future"))
@@ -326,6 +325,8 @@ def _check_binding(bundle: Bundle, current: CurrentContract | None, report: Bund
         if current.sha256 != bundle.contract.sha256:
             report.notes.append("contract bytes changed since the run (status, promotion changelog or formatting only)")
         return
+    from pv.lint.gates.changelog import semver_key  # semver precedence has one home: the gate's
+
     old, new = semver_key(bundle.contract.version), semver_key(current.version)
     if old is not None and new is not None and old < new:
         report.problems.append(

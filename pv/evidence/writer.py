@@ -25,6 +25,7 @@ from pv.evidence.bundle import (
     BUNDLE_FILE,
     ENVELOPE_FILE,
     MANIFEST_FILE,
+    RUN_ID_TIME_FORMAT,
     STATEMENT_FILE,
     TMP_PREFIX,
     ArtifactEntry,
@@ -37,6 +38,7 @@ from pv.evidence.bundle import (
     RunSettings,
     SkipKind,
     Summary,
+    parse_time,
 )
 from pv.evidence.digest import (
     ContractUnreadable,
@@ -92,13 +94,9 @@ def artifact_kind(path: Path) -> ArtifactKind:
 def make_run_id(started_at: str, salt: str) -> str:
     """``YYYYMMDDTHHMMSSffffffZ-<8 hex>``: sorts by start time; the digest keeps two bundles of
     the same contract apart even when they start in the same microsecond."""
-    try:
-        when = _dt.datetime.fromisoformat(started_at.replace("Z", "+00:00"))
-        when = when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
-    except ValueError:
-        when = _dt.datetime.now(_dt.UTC)
+    when = parse_time(started_at) or _dt.datetime.now(_dt.UTC)
     digest = hashlib.sha256(f"{salt}|{os.getpid()}|{_dt.datetime.now(_dt.UTC).isoformat()}".encode()).hexdigest()
-    return when.strftime("%Y%m%dT%H%M%S%fZ") + "-" + digest[:8]
+    return when.strftime(RUN_ID_TIME_FORMAT) + "-" + digest[:8]
 
 
 def _declared_falsifiers(data: Any) -> list[dict[str, Any]]:
