@@ -12,6 +12,7 @@ COMMAND_MODULES: list[str] = [
     "pv.commands.lint",
     "pv.commands.evidence",
     "pv.commands.everyday",
+    "pv.commands.mutation",
 ]
 
 

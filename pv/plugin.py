@@ -43,7 +43,7 @@ MARKERS = {
     "contract(id)": "the contract a falsifier belongs to (select with -m \"contract(id='<contract-id>')\")",
 }
 # The evidence writer: --pv-evidence-dir / --pv-no-evidence and a bundle per contract at session end.
-pytest_plugins = ["pv.evidence.pytest_hooks"]
+pytest_plugins = ["pv.evidence.pytest_hooks", "pv.mutation_hooks"]
 _SETTINGS_KEY = pytest.StashKey["PvSettings"]()
 _SESSION_PLUGIN = "pv-session"
 

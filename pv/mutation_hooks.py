@@ -1,0 +1,46 @@
+"""pytest side of mutation testing: log which falsifiers failed under the mutant this run tests.
+
+Loaded by the pv plugin.  ``--pv-mutation-log PATH`` (ini ``pv_mutation_log``) turns it on; the
+mutant's name comes from ``--pv-mutant-id`` or, under mutmut, from ``MUTANT_UNDER_TEST``.  A run
+with no mutant name (mutmut's clean and stats runs) writes nothing.  ``pv mutation report`` reads
+the log; see :mod:`pv.mutation`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pv.mutation import append_run, mutant_id_from_env
+from pv.results import RunRecord, Verdict
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pv")
+    group.addoption(
+        "--pv-mutation-log",
+        default=None,
+        metavar="PATH",
+        help="append the verdict of every falsifier that ran, under the mutant being tested, to PATH "
+        "(JSON lines; `pv mutation report` reads it)",
+    )
+    group.addoption(
+        "--pv-mutant-id",
+        default=None,
+        metavar="NAME",
+        help="the mutant this run tests (default: MUTANT_UNDER_TEST, as mutmut sets it)",
+    )
+    parser.addini("pv_mutation_log", "default for --pv-mutation-log", default="")
+
+
+def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
+    target = config.getoption("pv_mutation_log") or str(config.getini("pv_mutation_log") or "")
+    mutant = config.getoption("pv_mutant_id") or mutant_id_from_env()
+    if not target or not mutant:
+        return
+    verdicts = {
+        f"{r.contract_id}::{r.falsify_id}": r.verdict.value for r in run.results if r.verdict != Verdict.NOT_RUN
+    }
+    if verdicts:
+        append_run(Path(target), mutant, verdicts)
