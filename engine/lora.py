@@ -231,7 +231,10 @@ def merge_adapter(model: PeftModel, adapter_name: str = "default", *, dequantize
             inner: Any = lora_layer.get_base_layer()
             weight = dequantize_weight(inner) if is_nf4_linear(inner) else inner.weight.detach().float()
             if adapter_name in lora_layer.lora_A:
-                weight = weight + lora_layer.get_delta_weight(adapter_name).float()
+                delta = lora_layer.get_delta_weight(adapter_name).float()
+                if FAULTS.active("adapter_merge_unscaled"):  # the fault folds in B·A without alpha / r
+                    delta = delta / lora_layer.scaling[adapter_name]
+                weight = weight + delta
             lin = nn.Linear(inner.in_features, inner.out_features, bias=inner.bias is not None, device="meta")
             lin.weight = nn.Parameter(weight.detach().clone(), requires_grad=False)
             if inner.bias is not None:

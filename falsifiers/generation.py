@@ -255,3 +255,28 @@ def eos_per_row(
         "distinct_lengths": len({len(row) for row in expected}),
         "rows_finished": sum(out.finished),
     }
+
+
+@checker(observes=["rows_mismatched", "rows", "padded_rows"], ids=["FALSIFY-GEN-009"])
+def batch_matches_alone(
+    engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, max_new_tokens: int, seed: int = 0
+) -> dict[str, Any]:
+    """Padding changes nothing: each row of a left-padded greedy batch gets exactly the tokens its
+    prompt gets decoded alone, with no attention mask (the call most users make)."""
+    model = tiny_model_factory(seed, std=WEIGHT_STD)
+    input_ids, mask = _batch(engine_tokenizer, len(PROMPTS))
+    batch = generate(model, input_ids, mask, max_new_tokens=max_new_tokens, eos_token_id=NO_EOS).new_tokens
+    alone = [
+        generate(
+            model,
+            torch.tensor(engine_tokenizer.encode(prompt, add_bos=True)),
+            max_new_tokens=max_new_tokens,
+            eos_token_id=NO_EOS,
+        ).new_tokens[0]
+        for prompt in PROMPTS
+    ]
+    return {
+        "rows_mismatched": sum(1 for got, want in zip(batch, alone, strict=True) if got != want),
+        "rows": len(alone),
+        "padded_rows": int((mask == 0).any(dim=1).sum()),
+    }
