@@ -72,9 +72,9 @@ def main() -> int:
     if not by_module:
         print(f"no mutants for {args.module or 'any module'}", file=sys.stderr)
         return 2
-    rng = random.Random(args.seed)
     chosen: list[str] = []
     for module, names in by_module.items():
+        rng = random.Random(f"{args.seed}:{module}")  # per module: --module alone draws the same sample
         picked = names if args.sample <= 0 or args.sample >= len(names) else rng.sample(names, args.sample)
         print(f"{module}: {len(picked)} of {len(names)} mutants")
         chosen.extend(sorted(picked))
