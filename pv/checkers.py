@@ -7,7 +7,10 @@ A checker measures and returns observations; it never judges.  Only functions de
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
+import pkgutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -16,6 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 CHECKER_ATTR = "__pv_checker__"
 DEFAULT_PACKAGES: tuple[str, ...] = ("falsifiers",)
+HARNESS_PARAMS = frozenset({"seed"})  # consumed by the harness whether or not the checker takes them
 
 
 @dataclass(frozen=True)
@@ -74,21 +78,62 @@ def resolve(ref: str, packages: Iterable[str] = DEFAULT_PACKAGES) -> CheckerSpec
         )
     try:
         mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:  # the checker module exists; something it imports does not
+            raise CheckerBindingError(f"checker module {module!r} failed to import: {exc}") from exc
+        raise CheckerBindingError(
+            f"no checker module {module!r}" + _did_you_mean(module, _sibling_modules(module), sep=":" + name)
+        ) from exc
     except Exception as exc:  # an import error in user code is a binding defect, not a crash
         raise CheckerBindingError(f"checker module {module!r} failed to import: {exc}") from exc
+    registered = sorted(n for n, o in vars(mod).items() if isinstance(getattr(o, CHECKER_ATTR, None), CheckerSpec))
     obj = getattr(mod, name, None)
     if obj is None:
-        raise CheckerBindingError(f"module {module!r} has no attribute {name!r}")
+        raise CheckerBindingError(
+            f"module {module!r} has no attribute {name!r}" + _did_you_mean(name, registered, prefix=module + ":")
+        )
     spec = getattr(obj, CHECKER_ATTR, None)
     if not isinstance(spec, CheckerSpec):
         raise CheckerBindingError(f"{ref} exists but is not registered with @pv.checker")
     return spec
 
 
+def unaccepted_params(func: Callable[..., Any], params: Iterable[str]) -> dict[str, str]:
+    """Each param ``func`` cannot take by keyword, mapped to ``"; did you mean `x`?"`` (or ``""``).
+
+    A checker with ``**kwargs`` takes anything; :data:`HARNESS_PARAMS` are always allowed.
+    """
+    sig = inspect.signature(func)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return {}
+    named = [
+        n
+        for n, p in sig.parameters.items()
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
+    return {k: _did_you_mean(k, named) for k in params if k not in named and k not in HARNESS_PARAMS}
+
+
+def _did_you_mean(word: str, choices: Iterable[str], *, prefix: str = "", sep: str = "") -> str:
+    """``"; did you mean `x`?"`` for the closest choice above difflib's 0.6 similarity, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{prefix}{close[0]}{sep}`?" if close else ""
+
+
+def _sibling_modules(module: str) -> list[str]:
+    """The importable modules next to ``module`` (``pkg.a`` for ``pkg.b``), found without importing them."""
+    parent, _, _ = module.rpartition(".")
+    if not parent:
+        return []
+    try:
+        pkg = importlib.import_module(parent)
+    except Exception:
+        return []
+    return [f"{parent}.{info.name}" for info in pkgutil.iter_modules(getattr(pkg, "__path__", []))]
+
+
 def discover(packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, CheckerSpec]:
     """Import every module of the checker packages and return their registered checkers by ref."""
-    import pkgutil
-
     found: dict[str, CheckerSpec] = {}
     for pkg_name in packages:
         try:

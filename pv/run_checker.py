@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pv import expr
+from pv.checkers import unaccepted_params
 from pv.faults import ENV_VAR as FAULTS_ENV_VAR
 from pv.faults import resolve_mutant
 from pv.results import MutantResult, Verdict
 
 DEFAULT_SEED = 0
 BROKEN_REFERENCE = "broken reference"  # a mutant that names no existing fault: not a vacuous check
-HARNESS_PARAMS = frozenset({"seed"})
 
 
 class BindingError(TypeError):
@@ -275,14 +275,15 @@ def bind_arguments(
             kwargs[name] = overrides[name]
         elif p.default is inspect.Parameter.empty:
             kwargs[name] = fixture(name)
-    extra = [k for k in params if k not in kwargs]
     if not takes_var_kw:
-        # `seed` is the harness' own: it seeds the generators whether or not the checker takes it.
-        extra = [k for k in extra if k not in HARNESS_PARAMS]
-    if extra and not takes_var_kw:
-        raise BindingError(f"checker does not accept param(s) {', '.join(sorted(extra))}")
-    for k in extra:
-        kwargs[k] = params[k]
+        problems = unaccepted_params(func, params)
+        if problems:
+            raise BindingError(
+                "; ".join(f"param {k!r} is not a parameter of the checker{hint}" for k, hint in problems.items())
+            )
+        return kwargs
+    for k in params:
+        kwargs.setdefault(k, params[k])
     return kwargs
 
 

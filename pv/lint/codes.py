@@ -31,12 +31,13 @@ CHECK_MISSING = _r(
 CHECK_UNRESOLVED = _r(
     "PVL202",
     "checker-unresolved",
-    W,
+    E,
     "A falsifier's checker does not import or is not registered.",
     "The `check:` reference names a module that fails to import, a function that does not exist, or "
-    "a function not decorated with `@pv.checker`. The falsifier would be an `error` verdict at run "
-    "time. A warning by default, an error with `--strict-test-binding`.",
-    "Fix the module path or function name, or decorate the function with `@pv.checker(observes=[...])`.",
+    "a function not decorated with `@pv.checker`. The falsifier could only ever be an `error` verdict, "
+    "so this is an error, with the closest registered checker suggested when one is near.",
+    "Fix the module path or function name (see the suggestion), or decorate the function with "
+    "`@pv.checker(observes=[...])`.",
 )
 CHECK_ORPHAN = _r(
     "PVL203",
@@ -56,6 +57,16 @@ CHECK_PACKAGE_BROKEN = _r(
     "lint imports every module of the configured checker packages to find orphaned checkers; a module "
     "that fails to import will also fail every falsifier bound to it.",
     "Fix the import error, or correct `[tool.pv] checker_packages` / `--checker-package`.",
+)
+CHECK_PARAMS = _r(
+    "PVL205",
+    "checker-params",
+    E,
+    "A falsifier's params name a parameter its checker does not take.",
+    "Every key of `params:` is passed to the checker by keyword (except `seed`, which the harness "
+    "consumes). A key the checker's signature cannot take would make the falsifier an `error` verdict "
+    "at run time; lint reads the signature without calling the checker and says so first.",
+    "Rename the param to the checker's parameter (see the suggestion), or add it to the checker's signature.",
 )
 # --- observations --------------------------------------------------------------------------
 OBSERVATION_UNKNOWN = _r(

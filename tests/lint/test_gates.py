@@ -148,24 +148,32 @@ def test_validate_failure_skips_every_later_gate(run_fixture: Runner) -> None:
     assert report.exit_code == 1
 
 
-def test_binding_warns_by_default_and_fails_with_strict_test_binding(run_fixture: Runner) -> None:
+def test_binding_errs_on_wrong_references_and_params_and_warns_on_a_missing_check(run_fixture: Runner) -> None:
     loose = run_fixture("binding_fail")
     expected = {
-        ("PVL202", "contracts/delta.yaml", 11, 12),
-        ("PVL201", "contracts/delta.yaml", 13, 5),
-        ("PVL202", "contracts/delta.yaml", 18, 12),
+        ("PVL202", "contracts/delta.yaml", 12, 12),
+        ("PVL201", "contracts/delta.yaml", 14, 5),
+        ("PVL202", "contracts/delta.yaml", 19, 12),
+        ("PVL202", "contracts/delta.yaml", 23, 12),
+        ("PVL205", "contracts/delta.yaml", 28, 20),
     }
     assert located(loose) == expected
-    assert all(not f.is_error for f in loose.findings)
-    assert states(loose)["binding"] == "passed" and loose.exit_code == 0
-    assert loose.warnings == 3
+    # Only a falsifier with no check: at all may wait for its checker; everything else fails now.
+    assert {f.code for f in loose.findings if not f.is_error} == {"PVL201"}
+    assert states(loose)["binding"] == "failed" and loose.exit_code == 1
+    messages = {f.subject: f.message for f in loose.findings}
+    assert "no attribute 'no_such_checker'" in messages["FALSIFY-DELTA-001"]
+    assert "not registered with @pv.checker" in messages["FALSIFY-DELTA-003"]
+    assert messages["FALSIFY-DELTA-004"].endswith("did you mean `lintfx:measure_loss`?")
+    assert messages["FALSIFY-DELTA-005"] == (
+        "FALSIFY-DELTA-005: param 'numl' is not a parameter of lintfx:measure_sized; did you mean `numel`?"
+    )
+    assert "did you mean" not in messages["FALSIFY-DELTA-001"]  # nothing is close to no_such_checker
 
     strict = run_fixture("binding_fail", strict_test_binding=True)
     assert located(strict) == expected
     assert all(f.is_error for f in strict.findings)
     assert states(strict)["binding"] == "failed" and strict.exit_code == 1
-    messages = " ".join(f.message for f in strict.findings)
-    assert "no attribute 'no_such_checker'" in messages and "not registered with @pv.checker" in messages
 
 
 def test_binding_reports_orphaned_checkers(run_fixture: Runner) -> None:

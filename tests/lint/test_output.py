@@ -58,7 +58,7 @@ def test_text_marks_skipped_gates_warnings_and_new_findings(tree_copy: Copy) -> 
     assert "Summary: 1 errors, 0 warnings, 1 new" in out
 
     code, out = invoke(str(tree_copy("binding_fail") / "contracts"))
-    assert code == 0 and "[warning] [NEW]" in out and out.endswith("Result: PASS\n")
+    assert code == 1 and "[warning] [NEW]" in out and "4 errors, 1 warnings" in out and out.endswith("Result: FAIL\n")
 
 
 # --- json --------------------------------------------------------------------------------------
@@ -130,9 +130,11 @@ def test_sarif_schema_rejects_what_code_scanning_would(run_fixture: Runner) -> N
 # --- github ------------------------------------------------------------------------------------
 def test_github_annotations(run_fixture: Runner) -> None:
     lines = github.render(run_fixture("binding_fail")).splitlines()
-    assert lines[0].startswith("::warning file=contracts/delta.yaml,line=11,col=12,title=PVL202 (new)::PVL202 ")
+    assert lines[0].startswith("::error file=contracts/delta.yaml,line=12,col=12,title=PVL202 (new)::PVL202 ")
+    missing_check = "file=contracts/delta.yaml,line=14,col=5,title=PVL201 (new)::"
+    assert any(line.startswith("::warning " + missing_check) for line in lines)
     strict = github.render(run_fixture("binding_fail", strict_test_binding=True)).splitlines()
-    assert strict[0].startswith("::error file=contracts/delta.yaml,line=11,col=12,title=PVL202 (new)::")
+    assert any(line.startswith("::error " + missing_check) for line in strict)
     assert strict[-1] == "Result: FAIL"
 
 

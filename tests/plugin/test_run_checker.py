@@ -67,7 +67,7 @@ def test_bind_arguments_params_fixtures_defaults() -> None:
     assert kwargs == {"a": 1, "tmp_thing": "<tmp_thing>", "c": 30}
     assert asked == ["tmp_thing"]
     assert bind_arguments(checker, {"a": 1}, fixture, {"tmp_thing": "override"})["tmp_thing"] == "override"
-    with pytest.raises(BindingError, match="does not accept param"):
+    with pytest.raises(BindingError, match="is not a parameter of the checker"):
         bind_arguments(checker, {"a": 1, "d": 4}, fixture)
 
     def takes_all(**kw: Any) -> None: ...

@@ -216,7 +216,9 @@ def test_a_param_the_checker_cannot_take_is_an_error(toy: ToyProject) -> None:
     )
     result = toy.pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["ERROR bind::FALSIFY-BIND-001: cannot bind checker*does not accept param(s) ofset"])
+    result.stdout.fnmatch_lines(
+        ["ERROR bind::FALSIFY-BIND-001: cannot bind checker*param 'ofset' is not a parameter*did you mean `offset`?"]
+    )
 
 
 def test_an_expect_naming_no_observation_is_an_error(toy: ToyProject) -> None:

@@ -123,7 +123,7 @@ def test_launch_binding_accepts_params_defaults_and_pv_artifacts(tmp_path: Path)
     assert child_arguments(_checker, {"n": 3, "seed": 1}, tmp_path) == {"n": 3, "pv_artifacts": tmp_path}
     with pytest.raises(BindingError, match="cannot reach a torchrun rank"):
         launch_arguments(_needs_fixture, {}, tmp_path)
-    with pytest.raises(BindingError, match="does not accept param"):
+    with pytest.raises(BindingError, match="is not a parameter of the checker"):
         launch_arguments(_checker, {"n": 3, "bogus": 1}, tmp_path)
 
 

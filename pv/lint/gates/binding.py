@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pv.checkers import CheckerBindingError, discover, in_packages
+from pv.checkers import CheckerBindingError, discover, in_packages, unaccepted_params
 from pv.diagnostics import Severity
 from pv.lint import codes
 from pv.lint.findings import Finding
@@ -14,8 +14,9 @@ class BindingGate:
     description = "every falsifier's check: resolves to a registered checker"
 
     def run(self, ctx: GateContext) -> GateOutcome:
-        # Without --strict-test-binding a contract may be ahead of its checkers (written first,
-        # bound later); with it, CI insists that everything declared can actually run.
+        # A falsifier with no check: at all may be ahead of its checkers (written first, bound
+        # later, or a Rust-dialect contract): a warning unless --strict-test-binding.  A check:
+        # that names something wrong, or params the checker cannot take, is always an error.
         severity = Severity.ERROR if ctx.strict_test_binding else Severity.WARNING
         out: list[Finding] = []
         total = bound = unbound = 0
@@ -54,11 +55,23 @@ class BindingGate:
                             f"{f.id}: {spec}",
                             subject=f.id,
                             hint=f"checker packages: {', '.join(ctx.config.checker_packages)}",
-                            severity=severity,
+                            severity=Severity.ERROR,
                         )
                     )
-                else:
-                    bound += 1
+                    continue
+                bound += 1
+                for key, hint in unaccepted_params(spec.func, f.params).items():
+                    out.append(
+                        finding(
+                            self.name,
+                            codes.CHECK_PARAMS,
+                            item,
+                            (*where, "params", key),
+                            f"{f.id}: param {key!r} is not a parameter of {f.check}{hint}",
+                            subject=f.id,
+                            severity=Severity.ERROR,
+                        )
+                    )
         orphans = self._orphans(ctx, declared_ids, severity, out)
         summary = f"{plural(total, 'falsifier')}, {bound} bound"
         if unbound:
