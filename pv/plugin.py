@@ -31,6 +31,7 @@ import pytest
 
 from pv import hookspecs
 from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict, every_declared
+from pv.selection import unregistered_markers
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONTRACTS = "contracts"
@@ -651,9 +652,14 @@ class PvSession:
 
     def _check_zero_selection(self, session: pytest.Session) -> None:
         markexpr = self.config.option.markexpr or ""
+        selected = len(self.selected) if self.selected is not None else len(self.results) + len(self.invalid)
+        if markexpr and selected == 0 and not session.items:
+            unknown = unregistered_markers(markexpr, self.config.getini("markers"))
+            if unknown:  # pytest deselects everything for a misspelled marker and says nothing more
+                self.zero_selection = f"pv: -m {markexpr!r} selected 0 tests: " + "; ".join(unknown)
+                return
         if "ship_blocking" not in markexpr:
             return
-        selected = len(self.selected) if self.selected is not None else len(self.results) + len(self.invalid)
         if selected == 0:
             self.zero_selection = (
                 f"pv: -m {markexpr!r} selected 0 falsifiers; a ship-blocking run that checks nothing "

@@ -109,6 +109,22 @@ def test_zero_selection_under_ship_blocking_fails_the_run(toy: ToyProject) -> No
     ok.assert_outcomes(passed=1, deselected=1)
 
 
+def test_a_misspelled_marker_that_selects_nothing_gets_a_hint(toy: ToyProject) -> None:
+    _tree(toy)
+    result = toy.pytester.runpytest("-m", "ship_blockng and not slow")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        [
+            "*pv: -m 'ship_blockng and not slow' selected 0 tests: "
+            "marker 'ship_blockng' is not registered; did you mean 'ship_blocking'?"
+        ]
+    )
+    # registered markers, marker arguments and grouping say nothing, even when nothing matches
+    quiet = toy.pytester.runpytest("-m", 'advisory and not (contract(id="alpha") or contract(id="beta"))')
+    assert quiet.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "is not registered" not in quiet.stdout.str()
+
+
 def test_zero_selection_in_collect_only_fails_too(toy: ToyProject) -> None:
     toy.contract("alpha", [falsifier("FALSIFY-ALPHA-001", check=MEASURE, expect="value == 1.0")])
     result = toy.pytester.runpytest("--collect-only", "-m", "ship_blocking")
