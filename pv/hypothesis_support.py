@@ -14,11 +14,21 @@ the harness does, from the observation.  The runner replays the contract's ``exa
 then runs ``@given`` with deterministic settings (``derandomize=True``, no deadline, no example
 database, unless the contract's ``hypothesis:`` block says otherwise), records the settings and
 any counterexample, and renders a ready-to-paste ``examples:`` entry for the failure report.
+
+A pasted example must run as it was found.  A checker may run several properties: each example is
+replayed only on the properties whose parameters it names (all the required ones, nothing else),
+and one that fits none of them is reported by the harness as an error.  Values are written so
+that they can be read back: a dataclass becomes a mapping of its fields and is rebuilt from the
+property's annotation, ``bytes`` become ``{__bytes__: <hex>}``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import inspect
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,18 +65,75 @@ class PropertySettings:
         }
 
 
+BYTES_KEY = "__bytes__"
+
+
 def plain(value: Any) -> Any:
-    """A YAML/JSON-friendly copy of a generated value (tuples become lists, arrays lists)."""
+    """A YAML/JSON-friendly copy of a generated value that :func:`revive` can read back.
+
+    Tuples and arrays become lists, a dataclass the mapping of its fields, ``bytes`` a one-key
+    mapping holding their hex; anything else is written as its ``repr`` (and cannot be replayed).
+    """
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, bytes):
+        return {BYTES_KEY: value.hex()}
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         return plain(tolist())
     return repr(value)
+
+
+def revive(value: Any, annotation: Any = Any) -> Any:
+    """Undo :func:`plain` for a value read from YAML, guided by the parameter's annotation."""
+    if isinstance(value, Mapping) and set(value) == {BYTES_KEY}:
+        return bytes.fromhex(str(value[BYTES_KEY]))
+    if isinstance(value, Mapping):
+        cls = _dataclass_in(annotation)
+        if cls is not None:
+            hints = typing.get_type_hints(cls)
+            return cls(**{k: revive(v, hints.get(k, Any)) for k, v in value.items()})
+        return {k: revive(v) for k, v in value.items()}
+    if isinstance(value, list):
+        args = typing.get_args(annotation)
+        item = args[0] if args and typing.get_origin(annotation) in (list, Sequence) else Any
+        revived = [revive(v, item) for v in value]
+        return tuple(revived) if typing.get_origin(annotation) is tuple else revived
+    return value
+
+
+def _dataclass_in(annotation: Any) -> type | None:
+    """The dataclass an annotation names, alone or in a union with None (``Scenario | None``)."""
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        found = [a for a in typing.get_args(annotation) if isinstance(a, type) and dataclasses.is_dataclass(a)]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def fits(prop: Callable[..., Any], example: Mapping[str, Any]) -> bool:
+    """True when ``example`` names every required parameter of ``prop`` and nothing it cannot take."""
+    params = inspect.signature(prop).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return True
+    named = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    required = {p.name for p in params if p.default is inspect.Parameter.empty and p.kind is not p.VAR_POSITIONAL}
+    return required <= set(example) <= named
+
+
+def _replayable(prop: Callable[..., Any], example: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(prop)
+    except Exception:  # an annotation that does not resolve: replay the values as read
+        hints = {}
+    return {k: revive(v, hints.get(k, Any)) for k, v in example.items()}
 
 
 def examples_snippet(example: Mapping[str, Any]) -> str:
@@ -85,6 +152,8 @@ class PropertyRecord:
     counterexample_source: str | None = None  # "examples" (a listed example failed) or "search"
     error: str | None = None  # the property's failure, last lines of its traceback
     snippet: str | None = None
+    parameters: tuple[str, ...] = ()  # the property's, to say which examples fit it
+    replayed: tuple[int, ...] = ()  # indices into the falsifier's examples replayed on it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -128,12 +197,15 @@ class PropertyRunner:
         """
         from hypothesis import HealthCheck, given, settings
 
-        record = PropertyRecord(settings=self.settings)
+        record = PropertyRecord(settings=self.settings, parameters=tuple(inspect.signature(prop).parameters))
         self.records.append(record)
-        for example in self.examples:
+        for index, example in enumerate(self.examples):
+            if not fits(prop, example):
+                continue  # written for another property of the same checker
             record.examples_replayed += 1
+            record.replayed += (index,)
             try:
-                prop(**example)
+                prop(**_replayable(prop, example))
             except Exception as exc:
                 record.counterexample = plain(dict(example))
                 record.counterexample_source = "examples"
@@ -178,6 +250,18 @@ class PropertyRunner:
             "counterexamples": 0 if record.counterexample is None else 1,
             "examples_replayed": record.examples_replayed,
         }
+
+    def unmatched_examples(self) -> list[str]:
+        """Each ``examples:`` entry that fits none of the properties the checker ran, explained."""
+        if not self.records:
+            return []
+        used = {i for r in self.records for i in r.replayed}
+        shapes = " or ".join(f"({', '.join(r.parameters)})" for r in self.records)
+        return [
+            f"examples[{i}] {plain(dict(e))} names parameters no property takes; the properties take {shapes}"
+            for i, e in enumerate(self.examples)
+            if i not in used
+        ]
 
     def summary(self) -> dict[str, Any] | None:
         """What goes into ``FalsifierResult.hypothesis``; None when no property was run."""

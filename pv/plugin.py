@@ -375,6 +375,12 @@ def run_item(item: Any) -> None:
     runners = [v for v in kwargs.values() if isinstance(v, PropertyRunner)]
     if runners:
         result.hypothesis = runners[0].summary()
+        unmatched = runners[0].unmatched_examples()
+        if unmatched and ev.verdict is Verdict.SURVIVED:
+            # A pasted example that replays nowhere would leave the falsifier looking covered.
+            # (After a falsified run a checker may have stopped before the property it fits.)
+            result.verdict = ev.verdict = Verdict.ERROR
+            result.message = ev.message = f"ERROR {item.label}: " + "; ".join(unmatched)
 
     if ev.verdict is Verdict.SKIPPED:
         _skip(result, ev.skip_reason or "skipped by the checker")

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+import yaml
 
 from engine.device import ADDRESSING_MODE_ATS, gpu_memory_class
 from engine.faults import FAULTS
@@ -75,6 +76,30 @@ def test_classification_property_holds_and_catches_the_inverted_class() -> None:
     with FAULTS.enabled("memory_class_inverted"):
         broken = classification_total(_runner())
     assert broken["counterexamples"] == 2
+
+
+def test_both_pasted_counterexamples_of_device_001_replay_on_their_own_property() -> None:
+    """The snippets the failure report prints are pasted under the falsifier as they are, and run."""
+    with FAULTS.enabled("memory_class_inverted"):
+        found = _runner()
+        classification_total(found)
+    snippets = [r.snippet for r in found.records]
+    assert all(snippets), "each of the two searches prints a snippet"
+    examples = [e for text in snippets for e in yaml.safe_load(str(text))["examples"]]
+    assert {frozenset(e) for e in examples} == {
+        frozenset({"gpu_present", "override", "is_integrated", "mode", "fb"}),
+        frozenset({"scenario", "override"}),
+    }
+    pasted = PropertyRunner(settings=PropertySettings(max_examples=10), examples=examples)
+    with FAULTS.enabled("memory_class_inverted"):
+        again = classification_total(pasted)
+    assert again["counterexamples"] == 2 and again["examples_replayed"] == 2
+    assert [r.counterexample_source for r in pasted.records] == ["examples", "examples"]
+    assert all("TypeError" not in str(r.error) for r in pasted.records)
+    assert pasted.unmatched_examples() == []
+    fixed = PropertyRunner(settings=PropertySettings(max_examples=10), examples=examples)
+    assert classification_total(fixed)["counterexamples"] == 0
+    assert [r.replayed for r in fixed.records] == [(0,), (1,)]
 
 
 def test_override_and_no_gpu_checkers_see_their_faults() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import yaml
 from hypothesis import strategies as st
 
@@ -106,3 +108,49 @@ def test_a_broken_strategy_is_an_error_not_a_counterexample() -> None:
 def test_snippet_values_are_plain_yaml() -> None:
     text = examples_snippet({"shape": (2, 3), "name": "q_proj", "scale": 0.5})
     assert yaml.safe_load(text) == {"examples": [{"name": "q_proj", "scale": 0.5, "shape": [2, 3]}]}
+
+
+def test_an_example_that_fits_no_property_is_an_error(toy: ToyProject) -> None:
+    toy.contract(
+        "prop",
+        [
+            falsifier(
+                "FALSIFY-PROP-001",
+                check=CHECK + "small_ints_ok",
+                params={"forbidden": 777},
+                expect="counterexamples == 0",
+                examples=[{"x": 3}, {"fb": True, "x": 3}],
+            )
+        ],
+    )
+    result = toy.pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    assert (
+        "ERROR prop::FALSIFY-PROP-001: examples[1] {'fb': True, 'x': 3} names parameters no property takes; "
+        "the properties take (x)"
+    ) in result.stdout.lines
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str | bytes
+    sizes: tuple[int, ...] = ()
+
+
+def test_dataclasses_and_bytes_survive_the_snippet_and_replay() -> None:
+    seen: list[Scenario] = []
+
+    def prop(scenario: Scenario, label: str | None = None) -> None:
+        seen.append(scenario)
+        assert not isinstance(scenario.name, bytes)
+
+    found = PropertyRunner(settings=PropertySettings(max_examples=50))
+    found.run(prop, scenario=st.builds(Scenario, name=st.just(b"GB10"), sizes=st.tuples(st.integers(1, 3))))
+    snippet = found.records[-1].snippet
+    assert snippet is not None and "__bytes__" in snippet
+    examples = yaml.safe_load(snippet)["examples"]
+    replay = PropertyRunner(settings=PropertySettings(max_examples=1), examples=examples)
+    seen.clear()
+    replay.run(prop, scenario=st.builds(Scenario, name=st.just("x")))
+    assert seen[0] == Scenario(name=b"GB10", sizes=(1,))
+    assert replay.records[-1].counterexample_source == "examples"
