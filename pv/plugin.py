@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 import pytest
 
 from pv import hookspecs
+from pv.config import ensure_importable
 from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict, every_declared
 from pv.selection import unregistered_markers
 
@@ -111,6 +112,7 @@ class PvSettings:
     isolation: str = "auto"
     fault_packages: tuple[str, ...] = ()
     max_nproc: int = 8
+    root: Path = Path()  # the project root: [tool.pv]'s pyproject folder, else pytest's rootdir
 
     @property
     def mutant_packages(self) -> tuple[str, ...]:
@@ -149,7 +151,14 @@ class PvSettings:
         except ValueError as exc:
             raise pytest.UsageError(f"pv_max_nproc must be a whole number: {exc}") from None
         return cls(
-            tuple(contracts), tuple(packages), bool(mutants), float(timeout), isolation, tuple(faults), max_nproc
+            tuple(contracts),
+            tuple(packages),
+            bool(mutants),
+            float(timeout),
+            isolation,
+            tuple(faults),
+            max_nproc,
+            root=table.root if table is not None else config.rootpath,
         )
 
 
@@ -186,6 +195,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     settings = PvSettings.from_config(config)
     config.stash[_SETTINGS_KEY] = settings
+    # The same rule as every pv command: the project root comes first on sys.path, so a checker
+    # package that lint binds is one pytest imports (the `pytest` script does not add the cwd).
+    ensure_importable(settings.root)
     _add_contract_dirs(config, settings.contracts)
     config.pluginmanager.register(PvSession(config), _SESSION_PLUGIN)
 
