@@ -2,6 +2,7 @@
 
 from pv.checkers import checker
 from pv.faults import FaultRegistry
+from pv.patch_faults import PatchFaults
 
-__all__ = ["FaultRegistry", "__version__", "checker"]
+__all__ = ["FaultRegistry", "PatchFaults", "__version__", "checker"]
 __version__ = "0.1.0"

@@ -123,4 +123,7 @@ def resolve_mutant(ref: str, allowed: Iterable[str] | None = None) -> tuple[Faul
         close = difflib.get_close_matches(name, registry.names(), n=1, cutoff=0.6)
         hint = f"; did you mean `{module}:{close[0]}`?" if close else ""
         raise LookupError(f"{module}:{REGISTRY_ATTR} has no fault {name!r}{hint}")
+    verify = getattr(registry, "verify", None)
+    if callable(verify):  # a registry that patches the system checks its targets still exist
+        verify(name)
     return registry, name
