@@ -11,3 +11,20 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from pv import __version__
+
+        typer.echo(f"pv {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print pv's version and exit."
+    ),
+) -> None:
+    """Contract-first falsification harness for ML training and inference code."""
