@@ -15,9 +15,10 @@ access, subscripts, lambdas, comprehensions, keyword arguments, starred argument
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import numbers
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,13 +182,14 @@ def coerce(value: Value) -> Value:
     raise EvalError(f"values of type {type(value).__name__} cannot be used in an expression")
 
 
-def format_value(value: Value, limit: int = 60) -> str:
-    """How a value is written into :meth:`Expression.substitute` output (exact floats, short lists)."""
+def format_value(value: Value, limit: int = 60, digits: int | None = None) -> str:
+    """How a value is written into :meth:`Expression.substitute` output: exact floats (for failure
+    messages), or ``digits`` significant digits (for reports), and short lists."""
     try:
         value = coerce(value)
     except EvalError:
         return f"<{type(value).__name__}>"
-    text = repr(value)
+    text = f"{value:.{digits}g}" if digits is not None and isinstance(value, float) else repr(value)
     if isinstance(value, tuple) and len(text) > limit:
         text = f"[{len(value)} items: {text[: limit - 20]}…]"
     return text
@@ -213,13 +215,40 @@ class Expression:
             raise EvalError(f"the expression evaluated to {format_value(result)}, not to true or false", 1, self.text)
         return result
 
-    def substitute(self, env: Mapping[str, Value]) -> str:
+    def deciding_name(self, env: Mapping[str, Value], candidates: Collection[str]) -> str | None:
+        """The name among ``candidates`` (the observations) whose comparison decides the verdict.
+
+        For a predicate that fails, the first clause of its top-level ``and`` that is false; for
+        one that holds, the comparison with the smallest relative margin to its bound (the one
+        closest to failing).  Falls back to the first candidate named in the text.
+        """
+        clauses = list(_conjuncts(self.tree.body))
+        tightest: tuple[float, str] | None = None
+        for clause in clauses:
+            names = [n.id for n in ast.walk(clause) if isinstance(n, ast.Name) and n.id in candidates]
+            if not names:
+                continue
+            try:
+                value = _Evaluator(self.text, env).visit(clause)
+            except EvalError:
+                continue
+            if value is False:
+                return min(names, key=lambda n: self.text.find(n))
+            for margin, name in _margins(self.text, clause, env, candidates):
+                if tightest is None or margin < tightest[0]:
+                    tightest = (margin, name)
+        if tightest is not None:
+            return tightest[1]
+        named = sorted((n for n in self.names if n in candidates), key=self.text.find)
+        return named[0] if named else None
+
+    def substitute(self, env: Mapping[str, Value], digits: int | None = None) -> str:
         """The original text with each name's value written after it: ``x(=0.31) <= 0.05``."""
         raw = self.text.encode("utf-8")
         inserts: list[tuple[int, str]] = []
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Name) and node.id in self.names and node.end_col_offset is not None:
-                shown = format_value(env[node.id]) if node.id in env else "?"
+                shown = format_value(env[node.id], digits=digits) if node.id in env else "?"
                 inserts.append((node.end_col_offset + _prefix_bytes(self.text), f"(={shown})"))
         out = bytearray()
         last = 0
@@ -232,6 +261,39 @@ class Expression:
 
     def __str__(self) -> str:
         return self.text
+
+
+def _conjuncts(node: ast.AST) -> Iterator[ast.AST]:
+    """The clauses of a top-level ``a and b and c`` (the node itself when it is not one)."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        for value in node.values:
+            yield from _conjuncts(value)
+    else:
+        yield node
+
+
+def _margins(
+    text: str, clause: ast.AST, env: Mapping[str, Value], candidates: Collection[str]
+) -> Iterator[tuple[float, str]]:
+    """(relative distance to the bound, name) for each ``name <op> bound`` pair of a comparison."""
+    if not isinstance(clause, ast.Compare):
+        return
+    operands = [clause.left, *clause.comparators]
+    for (left, right), op in zip(itertools.pairwise(operands), clause.ops, strict=True):
+        if not isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+            continue  # an equality holds with no margin at all: it is not a bound to be near
+        for side, other in ((left, right), (right, left)):
+            if not (isinstance(side, ast.Name) and side.id in candidates):
+                continue
+            try:
+                a, b = (_Evaluator(text, env).visit(n) for n in (side, other))
+            except EvalError:
+                continue
+            if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, numbers.Real | float):
+                continue
+            if not isinstance(b, numbers.Real) or not (math.isfinite(a) and math.isfinite(b)):
+                continue
+            yield abs(float(a) - float(b)) / max(abs(float(a)), abs(float(b)), 1e-12), side.id
 
 
 def _prefix_bytes(text: str) -> int:

@@ -81,8 +81,12 @@ class Report:
         )
 
 
+REPORT_DIGITS = 4  # significant digits of a float in the review table; bundles keep every digit
+
+
 def observation_and_bound(entry: FalsifierEntry) -> tuple[str, str]:
-    """The first observation the ``expect`` reads, and the expect with values written in."""
+    """The observation that decides the verdict (the failing clause's, else the one closest to its
+    bound) and the expect with values written in, floats rounded to :data:`REPORT_DIGITS`."""
     if not entry.expect:
         return "", ""
     env: dict[str, Any] = {**entry.params, **entry.observations}
@@ -94,10 +98,10 @@ def observation_and_bound(entry: FalsifierEntry) -> tuple[str, str]:
         return "", entry.expect
     if entry.verdict in ("not_run", "skipped") or not entry.observations:
         return "", entry.expect
-    key = next((n for n in sorted(expr.names, key=entry.expect.find) if n in entry.observations), None)
-    observation = f"{key} = {format_value(entry.observations[key])}" if key else ""
+    key = expr.deciding_name(env, entry.observations.keys())
+    observation = f"{key} = {format_value(entry.observations[key], digits=REPORT_DIGITS)}" if key else ""
     try:
-        bound = expr.substitute(env)
+        bound = expr.substitute(env, digits=REPORT_DIGITS)
     except Exception:
         bound = entry.expect
     return observation, bound

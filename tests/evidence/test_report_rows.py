@@ -1,0 +1,54 @@
+"""The review table's key observation is the one that decides the verdict, its floats rounded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pv.evidence.bundle import FalsifierEntry, MutantEntry
+from pv.expr import parse
+from pv.report import observation_and_bound
+
+EXPECT = "adapter_effect > 0.1 and reload_max_abs_diff == 0 and merge_max_abs_diff <= 1e-5 and 0 < rel <= 0.095"
+SURVIVING = {"adapter_effect": 0.8664723634, "reload_max_abs_diff": 0.0, "merge_max_abs_diff": 3.874e-07, "rel": 0.0915}
+
+
+def _entry(verdict: str, observations: dict[str, Any], expect: str = EXPECT) -> FalsifierEntry:
+    return FalsifierEntry(
+        id="FALSIFY-X-001",
+        ship_blocking=True,
+        selected=True,
+        verdict=verdict,  # type: ignore[arg-type]
+        expect=expect,
+        observations=observations,
+        mutant=MutantEntry(declared=None, verdict=None),
+    )
+
+
+def test_a_surviving_falsifier_shows_the_observation_closest_to_its_bound() -> None:
+    observation, bound = observation_and_bound(_entry("survived", SURVIVING))
+    # rel sits 3.7% under 0.095; adapter_effect and merge_max_abs_diff are far from theirs, and an
+    # equality that holds is no bound to be near
+    assert observation == "rel = 0.0915"
+    assert "adapter_effect(=0.8665) > 0.1" in bound and "merge_max_abs_diff(=3.874e-07) <= 1e-5" in bound
+
+
+def test_a_falsified_one_shows_the_clause_that_failed() -> None:
+    observation, _ = observation_and_bound(_entry("falsified", {**SURVIVING, "merge_max_abs_diff": 0.5}))
+    assert observation == "merge_max_abs_diff = 0.5"
+    observation, _ = observation_and_bound(_entry("falsified", {**SURVIVING, "reload_max_abs_diff": 2.0e-3}))
+    assert observation == "reload_max_abs_diff = 0.002"
+
+
+@pytest.mark.parametrize(
+    ("expect", "observations", "decides"),
+    [
+        ("counterexamples == 0", {"counterexamples": 0}, "counterexamples"),
+        ("x < limit", {"x": 3.0}, "x"),  # the bound is a param, not an observation
+        ("a <= 1 or b <= 1", {"a": 0.5, "b": 2.0}, "a"),  # no conjunction to split: first named
+    ],
+)
+def test_deciding_name_falls_back_sensibly(expect: str, observations: dict[str, Any], decides: str) -> None:
+    env = {**observations, "limit": 4.0}
+    assert parse(expect).deciding_name(env, observations.keys()) == decides
