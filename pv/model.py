@@ -28,7 +28,7 @@ REF_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 class Status(StrEnum):
-    """DESIGN.md's status ladder; only `pv promote` moves a contract up it."""
+    """docs/design.md's status ladder; only `pv promote` moves a contract up it."""
 
     DRAFT = "DRAFT"
     ACTIVE_ALGORITHM_LEVEL = "ACTIVE_ALGORITHM_LEVEL"

@@ -1,4 +1,4 @@
-"""Which status a contract's evidence supports: DESIGN.md's ladder, computed, never declared.
+"""Which status a contract's evidence supports: docs/design.md's ladder, computed, never declared.
 
 Evidence counts only from bundles that verify (digests, schema, and a trusted signature when keys
 are configured), are bound to the contract as it stands, and ran with no fault switched on by the
