@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
 
 from engine.config import preset

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
 
 from engine.quant import import_bnb

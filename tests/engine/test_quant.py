@@ -130,7 +130,15 @@ def test_cpu_kernel_misalignment_is_real() -> None:
     shaped = bnb.functional.dequantize_4bit(codes, state)
     flat = bnb.functional.dequantize_4bit(flat_codes, flat_state).reshape(64, 176)
     assert (flat - w).abs().mean() / w.abs().mean() < 0.12
-    assert (shaped - w).abs().mean() / w.abs().mean() > 0.15
+    shaped_err = float((shaped - w).abs().mean() / w.abs().mean())
+    if shaped_err < 0.12:
+        # The defect lives in one of bitsandbytes' CPU kernels (seen on AVX512 machines); other CPUs
+        # take a path that gets it right, where keeping those layers in full precision only costs memory.
+        pytest.skip(
+            f"bitsandbytes dequantizes row-crossing blocks correctly on this CPU "
+            f"({torch.backends.cpu.get_cpu_capability()}, error {shaped_err:.3f})"
+        )
+    assert shaped_err > 0.15
 
 
 def test_dequantize_model_restores_linear_layers() -> None:
