@@ -336,10 +336,11 @@ def inspect_checkpoint(path: str | Path) -> tuple[ModelConfig, EngineTokenizer, 
 
 
 def _with_special_ids(config: ModelConfig, tok: EngineTokenizer) -> ModelConfig:
+    pad = tok.pad_id if config.pad_token_id is None else config.pad_token_id
     return config.replace(
         bos_token_id=tok.bos_id if config.bos_token_id is None else config.bos_token_id,
         eos_token_id=tok.eos_id if config.eos_token_id is None else config.eos_token_id,
-        pad_token_id=tok.pad_id if config.pad_token_id is None else config.pad_token_id,
+        pad_token_id=config.pad_token_id if FAULTS.active("checkpoint_pad_id_dropped") else pad,
     )
 
 

@@ -57,3 +57,6 @@ FAULTS.register("memory_class_override_ignored", "the PV_GPU_MEMORY_CLASS overri
 FAULTS.register("nvml_missing_raises", "a machine without NVML raises instead of answering 'no GPU'")
 FAULTS.register("sampling_global_rng", "seeded sampling draws from the global RNG instead of its own generator")
 FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls as timed repetitions")
+FAULTS.register("generate_args_unchecked", "generate decodes malformed requests instead of refusing them")
+FAULTS.register("gguf_f16_declared_f32", "an f16 GGUF export declares general.file_type ALL_F32")
+FAULTS.register("checkpoint_pad_id_dropped", "a loaded checkpoint's config keeps no pad id instead of the tokenizer's")

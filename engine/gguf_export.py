@@ -124,7 +124,8 @@ def gguf_vocab(tokenizer: EngineTokenizer, vocab_size: int) -> tuple[list[str], 
 
 def _write_metadata(writer: gguf.GGUFWriter, cfg: ModelConfig, tok: EngineTokenizer, dtype: GgufDtype) -> None:
     writer.add_name("pv-engine")
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    f16 = dtype == "f16" and not FAULTS.active("gguf_f16_declared_f32")
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32)
     writer.add_context_length(cfg.max_position_embeddings)
     writer.add_embedding_length(cfg.hidden_size)
     writer.add_block_count(cfg.num_hidden_layers)

@@ -111,3 +111,73 @@ def roundtrip_logits(
         "max_abs_logit_diff": float((before - after).abs().max()),
         "saved_dtype_matches": int(dtypes_before == dtypes_after),
     }
+
+
+# Configs real checkpoints have and the tiny preset does not: one KV head (multi-query attention),
+# a single layer, Qwen2/Llama-3 rope and eps, q/k/v biases with a tied head, and plain multi-head
+# attention (as many KV heads as query heads: the attention path without grouped KV).
+CONFIG_VARIANTS: dict[str, dict[str, Any]] = {
+    "mha": {"num_key_value_heads": 4},
+    "mqa-one-layer": {
+        "num_key_value_heads": 1,
+        "num_hidden_layers": 1,
+        "rope_theta": 1_000_000.0,
+        "rms_norm_eps": 1e-5,
+    },
+    "qwen2-tied": {"architecture": "qwen2", "attention_bias": True, "tie_word_embeddings": True, "rope_theta": 1e6},
+}
+
+
+@checker(
+    observes=[
+        "fields_compared",
+        "field_mismatches",
+        "special_ids_from_tokenizer",
+        "tied_heads_shared",
+        "dtype_loads",
+        "max_abs_logit_diff",
+    ],
+    ids=["FALSIFY-CKPT-005"],
+)
+def config_round_trip(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Save models of each variant with no special ids in their config, load them back: every
+    config field is what was saved, the special ids are the embedded tokenizer's, a tied head is
+    the embedding again (one storage), ``dtype=bfloat16`` loads every float tensor as bf16, and the
+    loaded model computes the saved one's logits exactly."""
+    from engine.config import preset
+
+    compared = mismatches = from_tokenizer = tied = dtype_ok = 0
+    worst = 0.0
+    prompts = [engine_tokenizer.encode(p, add_bos=True) for p in PROMPTS]
+    input_ids, mask = pad_prompts(prompts, engine_tokenizer.pad_id)
+    expected_ids = (engine_tokenizer.bos_id, engine_tokenizer.eos_id, engine_tokenizer.pad_id)
+    for name, overrides in CONFIG_VARIANTS.items():
+        config = preset("tiny", **overrides).replace(bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        model = tiny_model_factory(seed, std=0.2, config=config)
+        path = _save(tmp_path / name, model, engine_tokenizer, seed)
+        loaded = load_checkpoint(path)
+        for field, want in config.to_dict().items():
+            if field.endswith("_token_id"):
+                continue
+            compared += 1
+            mismatches += getattr(loaded.config, field) != want
+        got_ids = (loaded.config.bos_token_id, loaded.config.eos_token_id, loaded.config.pad_token_id)
+        from_tokenizer += sum(g == w for g, w in zip(got_ids, expected_ids, strict=True))
+        if config.tie_word_embeddings:
+            tied += loaded.model.lm_head.weight.data_ptr() == loaded.model.model.embed_tokens.weight.data_ptr()
+        with torch.inference_mode():
+            before = model(input_ids, attention_mask=mask).logits.float()
+            after = loaded.model(input_ids, attention_mask=mask).logits.float()
+        worst = max(worst, float((before - after).abs().max()))
+        as_bf16 = load_checkpoint(path, dtype=torch.bfloat16)
+        dtype_ok += all(t.dtype == torch.bfloat16 for t in as_bf16.model.state_dict().values() if t.is_floating_point())
+    return {
+        "fields_compared": compared,
+        "field_mismatches": mismatches,
+        "special_ids_from_tokenizer": from_tokenizer,
+        "tied_heads_shared": tied,
+        "dtype_loads": dtype_ok,
+        "max_abs_logit_diff": worst,
+    }

@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.checkpoint import make_manifest, save_checkpoint
 from engine.config import ModelConfig, preset
 from engine.generate import generate
-from engine.gguf_export import export_gguf, read_gguf
+from engine.gguf_export import engine_state_from_gguf, export_checkpoint_gguf, export_gguf, read_gguf
 from engine.hf_interop import export_hf
-from engine.model import RMSNorm
+from engine.model import DecoderLayer, RMSNorm
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
 from pv.checkers import checker
@@ -80,7 +81,15 @@ def _positions(mask: torch.Tensor) -> torch.Tensor:
 
 
 @checker(
-    observes=["module_max_abs_diff", "decode_max_abs_diff", "logit_scale", "positions_compared", "decode_steps"],
+    observes=[
+        "module_max_abs_diff",
+        "decode_max_abs_diff",
+        "logit_scale",
+        "positions_compared",
+        "decode_steps",
+        "fused_layers",
+        "decoder_layers",
+    ],
     ids=["FALSIFY-EXPORT-004", "FALSIFY-EXPORT-005"],
 )
 def realistic_hf_agreement(
@@ -93,16 +102,21 @@ def realistic_hf_agreement(
 ) -> dict[str, Any]:
     """Engine vs transformers on realistic configs (``REALISTIC``, norm weights N(1, 0.3), GQA),
     a left-padded batch: the module forward's logits at every real position, and the fused
-    decoding path's per-step logits against transformers' forward over the generated sequence."""
+    decoding path's per-step logits against transformers' forward over the generated sequence.
+    ``fused_layers`` counts the decoder layers that qualify for the fused path, so a fused path
+    that silently falls back to the module forward cannot pass as "fused decoding agrees"."""
     import transformers
 
     from engine.generate import generate
 
     gen = torch.Generator().manual_seed(seed)
     module_diff = decode_diff = scale = 0.0
-    positions = steps = 0
+    positions = steps = fused = layers = 0
     for name in VARIANTS:
         model = realistic_model(tiny_model_factory, seed, name)
+        decoder_layers = [m for m in model.modules() if isinstance(m, DecoderLayer)]
+        layers += len(decoder_layers)
+        fused += sum(layer.fuse() is not None for layer in decoder_layers)
         folder = export_hf(model, engine_tokenizer, fresh_dir(tmp_path, f"hf-real-{name}-"))
         hf = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
         ids = torch.randint(3, engine_tokenizer.vocab_size, (2, prompt_len), generator=gen)
@@ -130,6 +144,8 @@ def realistic_hf_agreement(
         "logit_scale": scale,
         "positions_compared": positions,
         "decode_steps": steps,
+        "fused_layers": fused,
+        "decoder_layers": layers,
     }
 
 
@@ -226,6 +242,107 @@ def gguf_content(
         "tensors_extra": extra,
         "tensors_mismatched": mismatched,
         "max_abs_diff": worst,
+    }
+
+
+def expected_gguf_metadata(model: Any, tokenizer: EngineTokenizer, dtype: str) -> dict[str, Any]:
+    """The GGUF keys llama.cpp reads to rebuild the model, from the config, written out here."""
+    cfg = model.config
+    arch = "qwen2" if cfg.attention_bias else "llama"
+    return {
+        "general.architecture": arch,
+        "general.file_type": {"f32": 0, "f16": 1}[dtype],  # llama.cpp's LLAMA_FTYPE_ALL_F32 / MOSTLY_F16
+        f"{arch}.context_length": cfg.max_position_embeddings,
+        f"{arch}.embedding_length": cfg.hidden_size,
+        f"{arch}.block_count": cfg.num_hidden_layers,
+        f"{arch}.feed_forward_length": cfg.intermediate_size,
+        f"{arch}.attention.head_count": cfg.num_attention_heads,
+        f"{arch}.attention.head_count_kv": cfg.num_key_value_heads,
+        f"{arch}.rope.dimension_count": cfg.hidden_size // cfg.num_attention_heads,
+        f"{arch}.rope.freq_base": cfg.rope_theta,
+        f"{arch}.attention.layer_norm_rms_epsilon": cfg.rms_norm_eps,
+        "tokenizer.ggml.model": "gpt2",
+        "tokenizer.ggml.pre": "gpt-2",  # the byte-level BPE split llama.cpp must apply
+        "tokenizer.ggml.bos_token_id": tokenizer.bos_id,
+        "tokenizer.ggml.eos_token_id": tokenizer.eos_id,
+        "tokenizer.ggml.padding_token_id": tokenizer.pad_id,
+        "tokenizer.ggml.merges": len(tokenizer.merges()),
+    }
+
+
+def _field_value(field: Any) -> Any:
+    value = field.contents()
+    return len(value) if isinstance(value, list) else value
+
+
+@checker(
+    observes=[
+        "fields_checked",
+        "field_mismatches",
+        "f16_tensors",
+        "f16_max_rel_err",
+        "f32_tensors_exact",
+        "engine_reimports_exact",
+    ],
+    ids=["FALSIFY-EXPORT-008"],
+)
+def gguf_metadata(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Export realistic llama and qwen2 models as f32 and as f16 GGUF files and read back every key
+    llama.cpp needs (file type, shape, rope, eps, tokenizer) and every tensor: 2-D weights of an f16
+    file are stored as F16 within half-precision rounding, an f32 file holds the exact values.  The
+    f32 files are written from a saved checkpoint (the CLI's path), and the engine's own GGUF reader
+    must give back the model's state dict exactly (names and q/k permutation undone)."""
+    import gguf
+
+    checked = mismatches = f16_tensors = f32_exact = reimported = 0
+    worst = 0.0
+    for name in VARIANTS:
+        model = realistic_model(tiny_model_factory, seed, name)
+        expected_tensors = expected_gguf_content(model)
+        for dtype in ("f32", "f16"):
+            folder = fresh_dir(tmp_path, f"gguf-{name}-{dtype}-")
+            if dtype == "f32":  # the CLI's path: from a saved checkpoint
+                ckpt = save_checkpoint(folder / "model.safetensors", model, engine_tokenizer, make_manifest(step=0))
+                path = export_checkpoint_gguf(ckpt, folder / "m.gguf", dtype)
+                state = engine_state_from_gguf(read_gguf(path), model.config)
+                own = {k: v for k, v in model.state_dict().items() if k in state}
+                reimported += len(own) == len(state) and all(torch.equal(state[k], v.float()) for k, v in own.items())
+            else:
+                path = export_gguf(model, engine_tokenizer, folder / "m.gguf", dtype)
+            reader = gguf.GGUFReader(str(path))
+            for key, want in expected_gguf_metadata(model, engine_tokenizer, dtype).items():
+                checked += 1
+                field = reader.fields.get(key)
+                got = None if field is None else _field_value(field)
+                same = (
+                    got == want
+                    if not isinstance(want, float)
+                    else got is not None and abs(got - want) <= 1e-6 * abs(want)
+                )
+                mismatches += not same
+            for t in reader.tensors:
+                data = torch.from_numpy(np.array(t.data).astype(np.float32)).reshape(
+                    [int(d) for d in reversed(t.shape)]
+                )
+                want_t = expected_tensors.get(t.name)
+                if want_t is None or want_t.shape != data.shape:
+                    mismatches += 1
+                    continue
+                if dtype == "f32":
+                    f32_exact += bool(torch.equal(data, want_t))
+                elif data.dim() == 2:
+                    f16_tensors += t.tensor_type == gguf.GGMLQuantizationType.F16
+                    rel = float((data - want_t).abs().max() / want_t.abs().max().clamp(min=1e-12))
+                    worst = max(worst, rel)
+    return {
+        "fields_checked": checked,
+        "field_mismatches": mismatches,
+        "f16_tensors": f16_tensors,
+        "f16_max_rel_err": worst,
+        "f32_tensors_exact": f32_exact,
+        "engine_reimports_exact": reimported,
     }
 
 

@@ -280,3 +280,99 @@ def batch_matches_alone(
         "rows": len(alone),
         "padded_rows": int((mask == 0).any(dim=1).sum()),
     }
+
+
+def _requests(model: Any, width: int) -> tuple[list[tuple[str, str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
+    """(refused, accepted): each malformed request with the word its refusal must name, and the
+    requests on the boundary of each rule, which must decode."""
+    vocab, ctx = model.config.vocab_size, model.config.max_position_embeddings
+    ids = torch.randint(3, vocab, (2, width), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    half_padded = mask.clone()
+    half_padded[1, :-1] = 0
+
+    def call(**changes: Any) -> dict[str, Any]:
+        return {"input_ids": ids, "attention_mask": mask, "max_new_tokens": 2, **changes}
+
+    def with_token(token: int) -> torch.Tensor:
+        changed = ids.clone()
+        changed[0, -1] = token
+        return changed
+
+    refused = [
+        ("1-D input_ids", "input_ids", call(input_ids=ids[0], attention_mask=mask[0])),
+        ("float input_ids", "input_ids", call(input_ids=ids.float())),
+        ("an empty prompt", "prompt", call(input_ids=ids[:, :0], attention_mask=mask[:, :0])),
+        ("a mask of another shape", "attention_mask", call(attention_mask=mask[:, 1:])),
+        ("a row with no real token", "attention_mask", call(attention_mask=mask * torch.tensor([[1], [0]]))),
+        ("max_new_tokens -1", "max_new_tokens", call(max_new_tokens=-1)),
+        ("max_new_tokens 2.0", "max_new_tokens", call(max_new_tokens=2.0)),
+        ("temperature -0.1", "temperature", call(temperature=-0.1)),
+        ("top_k 0", "top_k", call(temperature=1.0, top_k=0)),
+        ("top_p 0", "top_p", call(temperature=1.0, top_p=0.0)),
+        ("top_p 1.01", "top_p", call(temperature=1.0, top_p=1.01)),
+        ("a token id of vocab_size", "input_ids", call(input_ids=with_token(vocab))),
+        ("a token id of -1", "input_ids", call(input_ids=with_token(-1))),
+        (
+            "a prompt longer than the context",
+            "context window",
+            call(input_ids=torch.full((1, ctx + 1), 3), attention_mask=torch.ones(1, ctx + 1, dtype=torch.long)),
+        ),
+        ("prompt + max_new_tokens one past the context", "context window", call(max_new_tokens=ctx - width + 1)),
+    ]
+    accepted = [
+        ("max_new_tokens 0", call(max_new_tokens=0)),
+        ("temperature 0 (greedy)", call(temperature=0.0)),
+        ("top_k 1", call(temperature=1.0, top_k=1, seed=0)),
+        ("top_p 1.0", call(temperature=1.0, top_p=1.0, seed=0)),
+        ("prompt + max_new_tokens exactly the context", call(max_new_tokens=ctx - width)),
+        ("token ids 0 and vocab_size - 1", call(input_ids=with_token(vocab - 1).index_fill(1, torch.tensor([0]), 0))),
+        ("int32 input_ids", call(input_ids=ids.to(torch.int32))),
+        ("a row with one real token", call(attention_mask=half_padded)),
+    ]
+    return refused, accepted
+
+
+@checker(
+    observes=["refused_cases", "refused", "refusals_naming_the_argument", "accepted_cases", "accepted"],
+    ids=["FALSIFY-GEN-010"],
+)
+def malformed_requests_refused(
+    engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, prompt_len: int = 8, seed: int = 0
+) -> dict[str, Any]:
+    """Each malformed request must raise ``GenerationError`` naming the argument at fault (and
+    nothing else may escape); each request on the boundary of a rule must decode.  Also the two
+    refusals of ``pad_prompts`` (no prompts, an empty prompt)."""
+    from engine.errors import GenerationError
+
+    model = tiny_model_factory(seed)
+    refused_cases, accepted_cases = _requests(model, prompt_len)
+    refused = named = 0
+    for _, word, request in refused_cases:
+        try:
+            generate(model, eos_token_id=NO_EOS, **request)
+        except GenerationError as exc:
+            refused += 1
+            named += word in str(exc)
+        except Exception:  # refused, but not as a GenerationError a caller can catch: not counted
+            pass
+    for prompts, word in (([], "prompts"), ([[5, 6], []], "prompt is empty")):
+        try:
+            pad_prompts(prompts, engine_tokenizer.pad_id)
+        except GenerationError as exc:
+            refused += 1
+            named += word in str(exc)
+    accepted = 0
+    for _, request in accepted_cases:
+        try:
+            out = generate(model, eos_token_id=NO_EOS, **request)
+        except Exception:
+            continue
+        accepted += all(len(row) == request["max_new_tokens"] for row in out.new_tokens)
+    return {
+        "refused_cases": len(refused_cases) + 2,
+        "refused": refused,
+        "refusals_naming_the_argument": named,
+        "accepted_cases": len(accepted_cases),
+        "accepted": accepted,
+    }

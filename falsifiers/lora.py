@@ -191,48 +191,83 @@ def init_and_scaling(rank: int, alpha: float, seed: int = 0) -> dict[str, Any]:
     }
 
 
+# The two architectures the engine builds: llama (no bias) and qwen2 (q/k/v bias, tied head).
+BASES: dict[str, dict[str, Any]] = {
+    "llama": {},
+    "qwen2": {"architecture": "qwen2", "attention_bias": True, "tie_word_embeddings": True},
+}
+
+
 @checker(
-    observes=["adapter_effect", "reload_max_abs_diff", "merge_max_abs_diff", "merge_exact_max_abs_diff"],
+    observes=[
+        "adapter_effect",
+        "reload_max_abs_diff",
+        "merge_max_abs_diff",
+        "merge_exact_max_abs_diff",
+        "lora_layers_left",
+    ],
     ids=["FALSIFY-LORA-007", "FALSIFY-QLORA-006"],
 )
 def adapter_round_trip(tmp_path: Path, rank: int, alpha: float, seed: int = 0, nf4: bool = False) -> dict[str, Any]:
     """An adapter with known non-zero A and B gives the same logits in memory, saved and loaded
     into a fresh copy of the base, and folded into the base by both merge paths.  ``nf4``: the
-    base's linears are NF4 (QLoRA), quantized the same way each time."""
+    base's linears are NF4 (QLoRA), quantized the same way each time.
+
+    Two bases: the tiny llama, and a qwen2 variant whose q/k/v carry a bias the merge must keep.
+    k_proj is left without an adapter, so a merge that stops at the first plain layer it meets
+    leaves v_proj and o_proj unmerged."""
     import torch
+    from peft.tuners.lora import LoraLayer
 
     from engine.lora import load_adapter, merge_adapter, save_adapter
     from engine.quant import quantize_model
 
-    def fresh_base() -> Any:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = build_model(engine_preset("tiny"))
-        return (quantize_model(model) if nf4 else model).eval()
+    effect = reload_diff = merge_diff = exact_diff = 0.0
+    left = 0
+    for variant, overrides in BASES.items():
 
-    base = fresh_base()
-    ids = torch.randint(3, base.config.vocab_size, (2, 16), generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        plain = base(ids).logits.clone()
-    wrapped = apply_lora(base, LoraSettings(r=rank, alpha=alpha, targets=("q_proj", "k_proj", "v_proj", "o_proj")))
-    gen = torch.Generator().manual_seed(seed + 1)
-    with torch.no_grad():
-        for name, p in wrapped.named_parameters():
-            if ".lora_" in name:
-                p.copy_(0.05 * torch.randn(p.shape, generator=gen))
-        in_memory = wrapped.eval()(ids).logits.clone()
-    folder = save_adapter(wrapped, fresh_dir(tmp_path, "adapter-"))
+        def fresh_base(overrides: dict[str, Any] = overrides) -> Any:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                model = build_model(engine_preset("tiny", **overrides))
+                if overrides.get("attention_bias"):
+                    with torch.no_grad():  # biases away from their zero init, so dropping one shows
+                        for name, p in model.named_parameters():
+                            if name.endswith("_proj.bias"):
+                                p.copy_(0.5 * torch.randn(p.shape))
+            return (quantize_model(model) if nf4 else model).eval()
 
-    def reloaded() -> Any:
-        return load_adapter(fresh_base(), folder).eval()
+        base = fresh_base()
+        ids = torch.randint(3, base.config.vocab_size, (2, 16), generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            plain = base(ids).logits.clone()
+        wrapped = apply_lora(base, LoraSettings(r=rank, alpha=alpha, targets=("q_proj", "v_proj", "o_proj")))
+        gen = torch.Generator().manual_seed(seed + 1)
+        with torch.no_grad():
+            for name, p in wrapped.named_parameters():
+                if ".lora_" in name:
+                    p.copy_(0.05 * torch.randn(p.shape, generator=gen))
+            in_memory = wrapped.eval()(ids).logits.clone()
+        folder = save_adapter(wrapped, fresh_dir(tmp_path, f"adapter-{variant}-"))
 
-    with torch.no_grad():
-        reload_logits = reloaded()(ids).logits
-        merged = merge_adapter(reloaded()).eval()(ids).logits
-        merged_exact = merge_adapter(reloaded(), dequantize=True).eval()(ids).logits
+        def reloaded(fresh: Any = fresh_base, folder: Path = folder) -> Any:
+            return load_adapter(fresh(), folder).eval()
+
+        with torch.no_grad():
+            reload_logits = reloaded()(ids).logits
+            merged_model = merge_adapter(reloaded()).eval()
+            exact_model = merge_adapter(reloaded(), dequantize=True).eval()
+            merged, merged_exact = merged_model(ids).logits, exact_model(ids).logits
+        # A layer the merge skipped still computes W + BA: the logits cannot tell, the modules can.
+        left += sum(isinstance(m, LoraLayer) for mm in (merged_model, exact_model) for m in mm.modules())
+        effect = max(effect, float((in_memory - plain).abs().max()))
+        reload_diff = max(reload_diff, float((reload_logits - in_memory).abs().max()))
+        merge_diff = max(merge_diff, float((merged - in_memory).abs().max()))
+        exact_diff = max(exact_diff, float((merged_exact - in_memory).abs().max()))
     return {
-        "adapter_effect": float((in_memory - plain).abs().max()),
-        "reload_max_abs_diff": float((reload_logits - in_memory).abs().max()),
-        "merge_max_abs_diff": float((merged - in_memory).abs().max()),
-        "merge_exact_max_abs_diff": float((merged_exact - in_memory).abs().max()),
+        "adapter_effect": effect,
+        "reload_max_abs_diff": reload_diff,
+        "merge_max_abs_diff": merge_diff,
+        "merge_exact_max_abs_diff": exact_diff,
+        "lora_layers_left": left,
     }
