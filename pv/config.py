@@ -28,7 +28,9 @@ KNOWN_KEYS = (
     "trusted_keys",
     "write_evidence",
     "max_nproc",
+    "dialect",
 )
+DIALECTS = ("pv", "rust")  # rust: upstream conventions are accepted and reported as warnings
 
 
 _RINGS: dict[Path, tuple[int, Any]] = {}  # trusted keys read once per file version
@@ -49,6 +51,7 @@ class PvConfig:
     max_nproc: int = 8  # the most processes a falsifier's `launch: {nproc: N}` may start
     trusted_keys: Path | None = None  # public keys whose signed bundles alone count
     write_evidence: bool = False  # whether a plain pytest run writes bundles
+    dialect: str = "pv"  # "rust": read contracts as the Rust pv writes them (pv.dialect)
 
     def key_ring(self) -> Any:
         """The trusted keys as a :class:`pv.evidence.signing.KeyRing`, or None when none are set.
@@ -189,6 +192,9 @@ def load_config(
     write = table.get("write_evidence", False)
     if not isinstance(write, bool):
         raise ConfigError(f"{pyproject}: [tool.pv] write_evidence must be true or false")
+    dialect = table.get("dialect", "pv")
+    if dialect not in DIALECTS:
+        raise ConfigError(f"{pyproject}: [tool.pv] dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
     return PvConfig(
         root=root.resolve(),
         contracts=contracts_path,
@@ -197,6 +203,7 @@ def load_config(
         pyproject=pyproject,
         trusted_keys=keys,
         write_evidence=write,
+        dialect=dialect,
         fault_packages=faults,
         max_nproc=max_nproc,
     )

@@ -11,6 +11,7 @@ core scalar resolution (``yes``/``on``/``2024-01-01`` stay strings, as in the Ru
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import hashlib
@@ -29,7 +30,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from pv import rules
-from pv.diagnostics import Diagnostic
+from pv.diagnostics import Diagnostic, Severity
 from pv.model import Contract
 
 MAX_BYTES = 1 << 20  # 1 MiB; override with the ``max_bytes`` argument or PV_MAX_CONTRACT_BYTES
@@ -258,6 +259,7 @@ class LoadedContract:
     sha256: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     text: str | None = field(default=None, repr=False)
+    skipped: str | None = None  # why the file is not a contract at all (Rust dialect data files)
     _root: yaml.Node | None = field(default=None, repr=False)
 
     @property
@@ -541,8 +543,12 @@ def _dotted(loc: Sequence[str | int]) -> str:
     return out or "(top level)"
 
 
+SUGGEST_CUTOFF = 0.75
+
+
 def suggest(word: str, choices: Iterable[str]) -> str | None:
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    # 0.75: real typos score 0.85 and up; below it a "suggestion" is noise (quantizations -> equations: 0.73)
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=SUGGEST_CUTOFF)
     return matches[0] if matches else None
 
 
@@ -618,18 +624,24 @@ def _data_loc(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
 # --- the entry point --------------------------------------------------------------------------
 
 
-def load_contract_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> LoadedContract:
-    """Read one contract file; every problem is in ``.diagnostics``, nothing is raised for bad input."""
+def load_contract_file(
+    path: str | os.PathLike[str], *, max_bytes: int | None = None, dialect: str = "pv"
+) -> LoadedContract:
+    """Read one contract file; every problem is in ``.diagnostics``, nothing is raised for bad input.
+
+    ``dialect="rust"`` reads the file as the Rust pv does (:mod:`pv.dialect`): unknown keys are
+    warnings and the contract loads without them; a YAML file with no ``metadata`` is a data file,
+    not a contract, and is skipped (``.skipped`` says why)."""
     p = Path(path)
     raw, diag = _read(p, _max_bytes() if max_bytes is None else max_bytes)
     if raw is None:
         loaded = LoadedContract(path=p)
         loaded.diagnostics.append(diag)  # type: ignore[arg-type]
         return loaded
-    return load_contract_bytes(raw, p)
+    return load_contract_bytes(raw, p, dialect=dialect)
 
 
-def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>") -> LoadedContract:
+def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>", *, dialect: str = "pv") -> LoadedContract:
     """Parse contract bytes already in hand (the evidence binding digests exactly these bytes),
     with the same YAML 1.2 rules, alias and depth caps as :func:`load_contract_file`; ``path``
     only labels the diagnostics.  Over the size cap is refused like a file."""
@@ -672,6 +684,9 @@ def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>") ->
             rules.NOT_MAPPING.diagnostic(p, line, col, f"the document is {kind}; a contract is a mapping")
         )
         return loaded
+    if dialect == "rust" and "metadata" not in data:
+        loaded.skipped = "no `metadata` section: a data file, not a contract"
+        return loaded
     loaded.data = data
     if converter.diagnostics or len(text) > KEEP_TREE_BYTES:
         # positions will be asked for; or composing this file again would cost more than keeping
@@ -681,5 +696,29 @@ def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>") ->
         loaded.contract = Contract.model_validate(data)
     except ValidationError as exc:
         loaded._root = root
-        loaded.diagnostics.extend(_schema_diagnostics(loaded, exc))
+        diagnostics = _schema_diagnostics(loaded, exc)
+        if dialect == "rust":
+            # serde ignores fields it does not know: so does this dialect, loudly
+            unknown = [_data_loc(data, e["loc"]) for e in exc.errors() if e["type"] == "extra_forbidden"]
+            diagnostics = [
+                d.with_severity(Severity.WARNING) if d.code == rules.UNKNOWN_KEY.code else d for d in diagnostics
+            ]
+            if unknown and len(unknown) == len(exc.errors()):
+                with contextlib.suppress(ValidationError):
+                    loaded.contract = Contract.model_validate(_without(data, unknown))
+        loaded.diagnostics.extend(diagnostics)
     return loaded
+
+
+def _without(data: dict[str, Any], locs: Sequence[tuple[str | int, ...]]) -> dict[str, Any]:
+    """A copy of ``data`` without the keys at ``locs`` (the document itself is left as read)."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for loc in locs:
+        node: Any = out
+        for part in loc[:-1]:
+            node = node[part]
+        if isinstance(node, dict):
+            node.pop(loc[-1], None)
+    return out

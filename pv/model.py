@@ -49,6 +49,9 @@ class Kind(StrEnum):
     INTEROP = "interop"
     DEVICE = "device"
     BENCHMARK = "benchmark"
+    # the Rust dialect's later kinds
+    BEAT_BENCHMARK = "beat-benchmark"
+    COMPETITIVE_PARITY = "competitive-parity"
 
 
 class ObligationType(StrEnum):
@@ -108,6 +111,23 @@ class Metadata(Strict):
     changelog: list[ChangelogEntry] = Field(default_factory=list)
     registry: bool | None = None  # Rust back-compat: `registry: true` means kind: registry
     tags: list[str] = Field(default_factory=list)
+    # the Rust dialect's gradual enforcement: the level reached, and the floor it may not drop below
+    enforcement_level: Literal["basic", "standard", "strict", "proven"] | None = None
+    locked_level: str | None = None
+
+
+class ShapeExpr(Strict):
+    dims: list[str | int]
+    dtype: str | None = None
+
+
+class ShapeContract(Strict):
+    """Compositional shapes an equation assumes from upstream or guarantees downstream (Rust dialect)."""
+
+    shapes: dict[str, ShapeExpr] = Field(default_factory=dict)
+    constraints: list[str] = Field(default_factory=list)
+    from_contract: str | None = None
+    from_equation: str | None = None
 
 
 class Equation(Strict):
@@ -116,6 +136,12 @@ class Equation(Strict):
     codomain: str | None = None
     invariants: list[str] = Field(default_factory=list)
     description: str | None = None
+    preconditions: list[str] = Field(default_factory=list)
+    postconditions: list[str] = Field(default_factory=list)
+    lean_theorem: str | None = None
+    float_tolerance: float | None = None
+    assumes: ShapeContract | None = None
+    guarantees: ShapeContract | None = None
 
 
 class LeanInfo(Strict):
@@ -124,6 +150,7 @@ class LeanInfo(Strict):
     status: str | None = None
     depends_on: list[str] = Field(default_factory=list)
     mathlib_imports: list[str] = Field(default_factory=list)
+    notes: str | None = None
 
 
 class ProofObligation(Strict):
@@ -135,6 +162,7 @@ class ProofObligation(Strict):
     applies_to: str | None = None
     requires: str | None = None
     parent_contract: str | None = None
+    applies_to_phase: str | None = None
     lean: LeanInfo | None = None
 
 
@@ -142,6 +170,7 @@ class EnforcementRule(Strict):
     description: str
     check: str | None = None
     severity: str | None = None
+    reference: str | None = None
 
 
 class HypothesisSettings(Strict):
@@ -164,6 +193,8 @@ class FalsificationTest(Strict):
     rule: str | None = None
     prediction: str
     test: str | None = None  # free text in the Rust dialect: documentation only
+    test_harness: str | None = None  # the Rust dialect's other spelling of `test`: documentation
+    name: str | None = None  # the Rust dialect's bare test-function name: documentation
     if_fails: str | None = None
     ship_blocking: bool = False
     # --- this project's runtime binding ---
@@ -201,6 +232,7 @@ class KaniHarness(Strict):
     strategy: str | None = None
     solver: str | None = None
     harness: str | None = None
+    actually_verified: bool | None = None
 
 
 class QaGate(Strict):
@@ -210,6 +242,31 @@ class QaGate(Strict):
     checks: list[str] = Field(default_factory=list)
     pass_criteria: str | None = None
     falsification: str | None = None
+
+
+class TypeInvariant(Strict):
+    name: str
+    type: str
+    predicate: str
+    description: str | None = None
+
+
+class CoqDefinition(Strict):
+    name: str
+    statement: str
+
+
+class CoqObligation(Strict):
+    links_to: str
+    coq_lemma: str
+    status: str = "stub"
+
+
+class CoqSpec(Strict):
+    module: str
+    imports: list[str] = Field(default_factory=list)
+    definitions: list[CoqDefinition] = Field(default_factory=list)
+    obligations: list[CoqObligation] = Field(default_factory=list)
 
 
 class Contract(Strict):
@@ -223,6 +280,10 @@ class Contract(Strict):
     kani_harnesses: list[KaniHarness] = Field(default_factory=list)
     verification_summary: dict[str, Any] | None = None
     qa_gate: QaGate | None = None
+    type_invariants: list[TypeInvariant] = Field(default_factory=list)
+    coq_spec: CoqSpec | None = None
+    beat: dict[str, Any] | None = None  # Rust dialect, kind beat-benchmark: kept, not interpreted
+    parity: dict[str, Any] | None = None  # Rust dialect, kind competitive-parity: kept, not interpreted
 
     def falsifier(self, falsify_id: str) -> FalsificationTest | None:
         return next((f for f in self.falsification_tests if f.id == falsify_id), None)

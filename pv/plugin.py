@@ -113,6 +113,7 @@ class PvSettings:
     fault_packages: tuple[str, ...] = ()
     max_nproc: int = 8
     root: Path = Path()  # the project root: [tool.pv]'s pyproject folder, else pytest's rootdir
+    dialect: str = "pv"  # [tool.pv] dialect: how contract files are read (pv.dialect)
 
     @property
     def mutant_packages(self) -> tuple[str, ...]:
@@ -159,6 +160,7 @@ class PvSettings:
             tuple(faults),
             max_nproc,
             root=table.root if table is not None else config.rootpath,
+            dialect=table.dialect if table is not None else "pv",
         )
 
 
@@ -765,7 +767,7 @@ def _reload_contract(config: pytest.Config, nodeid: str) -> ContractRun | None:
     path_part, _, name = nodeid.partition("::")
     if name == INVALID_ITEM_NAME:
         return None
-    loaded = load_contract_file(config.rootpath / path_part)
+    loaded = load_contract_file(config.rootpath / path_part, dialect=settings_of(config).dialect)
     return contract_run(loaded, config.rootpath) if loaded.contract is not None else None
 
 

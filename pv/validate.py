@@ -23,6 +23,7 @@ from pv import expr, rules
 from pv.checkers import in_packages
 from pv.config import DEFAULT_CHECKER_PACKAGES, ConfigError, load_config
 from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics
+from pv.dialect import relax
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
 from pv.model import CONTRACT_ID_RE, FALSIFY_ID_RE, KANI_ID_RE, OBLIGATION_ID_RE, REF_RE, SEMVER_RE
 from pv.requirements import RequirementError, parse_requirement
@@ -43,6 +44,8 @@ class ValidationReport:
     n_falsifiers: int = 0
     n_obligations: int = 0
     missing_paths: list[str] = field(default_factory=list)  # named on the command line, not there
+    skipped: dict[str, str] = field(default_factory=dict)  # path -> why it is not a contract (Rust dialect)
+    dialect: str = "pv"
 
     @property
     def n_contracts(self) -> int:
@@ -76,11 +79,16 @@ class ValidationReport:
 
     def summary(self) -> str:
         c = self.counts
-        return (
+        text = (
             f"{_plural(c['contracts'], 'contract')}, {_plural(c['falsifiers'], 'falsifier')}, "
             f"{_plural(c['obligations'], 'obligation')}: {_plural(c['errors'], 'error')}, "
             f"{_plural(c['warnings'], 'warning')}"
         )
+        if self.skipped:
+            text += f"; {_plural(len(self.skipped), 'data file')} without metadata skipped"
+        if self.dialect != "pv":
+            text += f" ({self.dialect} dialect)"
+        return text
 
     def diagnostics_for(self, path: str | os.PathLike[str]) -> list[Diagnostic]:
         key = os.fspath(path)
@@ -101,6 +109,8 @@ class ValidationReport:
                 for c in self.contracts
             ],
             "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "skipped": [{"path": path, "reason": why} for path, why in sorted(self.skipped.items())],
+            "dialect": self.dialect,
         }
 
 
@@ -177,6 +187,15 @@ def _configured_max_nproc(start: Path | None) -> int:
         return load_config(start).max_nproc
     except ConfigError:
         return DEFAULT_MAX_NPROC
+
+
+def _configured_dialect(start: Path | None) -> str:
+    from pv.config import ConfigError, load_config
+
+    try:
+        return load_config(start).dialect
+    except ConfigError:
+        return "pv"  # a broken [tool.pv] is reported by the commands that need the rest of it
 
 
 def configured_fault_packages(start: Path | None = None) -> tuple[str, ...]:
@@ -427,14 +446,20 @@ def _index(contracts: Iterable[LoadedContract]) -> _Index:
     return idx
 
 
-def _duplicates(table: dict[str, list[_Decl]], rule: rules.Rule, what: str) -> Iterator[Diagnostic]:
+def _duplicates(
+    table: dict[str, list[_Decl]], rule: rules.Rule, what: str, per_contract: bool = False
+) -> Iterator[Diagnostic]:
+    """A diagnostic for each repeat of an id.  With ``per_contract`` (the Rust dialect, where ids
+    are unique per contract) a repeat within one file is an error and one in another file a warning."""
     for ident, decls in table.items():
-        for later in decls[1:]:
-            yield later.loaded.diagnostic(
-                rule,
-                later.keypath,
-                f"{what} `{ident}` is already declared at {decls[0].where()}",
-                key=later.key,
+        for i, later in enumerate(decls[1:], 1):
+            same_file = next((d for d in decls[:i] if d.loaded is later.loaded), None)
+            first = same_file if per_contract and same_file is not None else decls[0]
+            diagnostic = later.loaded.diagnostic(
+                rule, later.keypath, f"{what} `{ident}` is already declared at {first.where()}", key=later.key
+            )
+            yield (
+                diagnostic if not per_contract or same_file is not None else diagnostic.with_severity(Severity.WARNING)
             )
 
 
@@ -454,14 +479,15 @@ def _known_stems(contracts: Sequence[LoadedContract]) -> set[str]:
     return stems
 
 
-def check_tree(contracts: Sequence[LoadedContract]) -> list[Diagnostic]:
+def check_tree(contracts: Sequence[LoadedContract], dialect: str = "pv") -> list[Diagnostic]:
     """Rules over the whole tree: duplicate ids, unresolved references, depends_on and its cycles."""
     idx = _index(contracts)
     out: list[Diagnostic] = []
+    per_contract = dialect == "rust"
     out.extend(_duplicates(idx.contracts, rules.DUPLICATE_CONTRACT, "contract id"))
-    out.extend(_duplicates(idx.falsifiers, rules.DUPLICATE_FALSIFIER, "FALSIFY id"))
-    out.extend(_duplicates(idx.obligations, rules.DUPLICATE_OBLIGATION, "obligation id"))
-    out.extend(_duplicates(idx.kani, rules.DUPLICATE_KANI, "Kani harness id"))
+    out.extend(_duplicates(idx.falsifiers, rules.DUPLICATE_FALSIFIER, "FALSIFY id", per_contract))
+    out.extend(_duplicates(idx.obligations, rules.DUPLICATE_OBLIGATION, "obligation id", per_contract))
+    out.extend(_duplicates(idx.kani, rules.DUPLICATE_KANI, "Kani harness id", per_contract))
 
     for loaded in contracts:
         data = loaded.data
@@ -584,8 +610,13 @@ def validate_contracts(
     packages: Sequence[str] = DEFAULT_CHECKER_PACKAGES,
     fault_packages: Sequence[str] = (),
     max_nproc: int = DEFAULT_MAX_NPROC,
+    dialect: str = "pv",
 ) -> ValidationReport:
-    """Validate already-loaded contracts (lint and the plugin load once and call this)."""
+    """Validate already-loaded contracts (lint and the plugin load once and call this).
+
+    Files the loader skipped as data files (Rust dialect) are listed in ``skipped``, not checked."""
+    skipped = [c for c in contracts if c.skipped]
+    contracts = [c for c in contracts if not c.skipped]
     diagnostics: list[Diagnostic] = []
     n_falsifiers = n_obligations = 0
     for loaded in contracts:
@@ -594,9 +625,11 @@ def validate_contracts(
         if loaded.data is not None:
             n_falsifiers += sum(1 for _ in _items(loaded.data, "falsification_tests"))
             n_obligations += sum(1 for _ in _items(loaded.data, "proof_obligations"))
-    diagnostics.extend(check_tree(contracts))
+    diagnostics.extend(check_tree(contracts, dialect))
     if not contracts:
         diagnostics.append(rules.NO_CONTRACTS.diagnostic("<none>", 0, 0, "no contract files found"))
+    if dialect == "rust":
+        diagnostics = relax(diagnostics)
     if strict:
         diagnostics = [d.with_severity(Severity.ERROR) for d in diagnostics]
     return ValidationReport(
@@ -606,6 +639,8 @@ def validate_contracts(
         checker_packages=tuple(packages),
         n_falsifiers=n_falsifiers,
         n_obligations=n_obligations,
+        skipped={os.fspath(c.path): str(c.skipped) for c in skipped},
+        dialect=dialect,
     )
 
 
@@ -617,8 +652,11 @@ def validate_paths(
     fault_packages: Sequence[str] | None = None,
     max_bytes: int | None = None,
     max_nproc: int | None = None,
+    dialect: str | None = None,
 ) -> ValidationReport:
-    """Find, load and validate the contracts under ``paths`` (default ``contracts/``)."""
+    """Find, load and validate the contracts under ``paths`` (default ``contracts/``).
+
+    ``dialect`` defaults to ``[tool.pv] dialect`` (``pv``)."""
     path_list = [Path(p) for p in (paths or DEFAULT_PATHS)]
     found = find_contract_files(path_list)
     # a path that does not exist is a usage mistake, not a contract: report it, do not count it
@@ -627,10 +665,13 @@ def validate_paths(
     start = _config_start(path_list)
     packages = tuple(checker_packages) if checker_packages else configured_checker_packages(start)
     faults = tuple(fault_packages) if fault_packages is not None else configured_fault_packages(start)
+    dialect = dialect or _configured_dialect(start)
     with _fewer_gc_passes():
-        loaded = [load_contract_file(f, max_bytes=max_bytes) for f in files]
+        loaded = [load_contract_file(f, max_bytes=max_bytes, dialect=dialect) for f in files]
         cap = max_nproc if max_nproc is not None else _configured_max_nproc(start)
-        report = validate_contracts(loaded, strict=strict, packages=packages, fault_packages=faults, max_nproc=cap)
+        report = validate_contracts(
+            loaded, strict=strict, packages=packages, fault_packages=faults, max_nproc=cap, dialect=dialect
+        )
     extra = [rules.UNREADABLE.diagnostic(p, 0, 0, f"{p} does not exist") for p in missing]
     if not files:
         shown = ", ".join(os.fspath(p) for p in path_list)

@@ -22,6 +22,11 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
+class Dialect(StrEnum):
+    PV = "pv"
+    RUST = "rust"
+
+
 def contract_schema() -> dict[str, Any]:
     """The JSON Schema of the contract format (pydantic's, with the draft and a title)."""
     schema = Contract.model_json_schema()
@@ -72,13 +77,26 @@ def validate(
         list[str] | None,
         typer.Option("--checker-package", help="Allowed checker package (repeatable); overrides configuration."),
     ] = None,
+    dialect: Annotated[
+        Dialect | None,
+        typer.Option(
+            "--dialect",
+            help="rust: read contracts as the Rust pv writes them (unknown keys, id-less obligations, "
+            "per-contract ids are warnings; files without metadata are skipped). Default: [tool.pv] dialect, else pv.",
+        ),
+    ] = None,
 ) -> None:
     """Check contracts statically: schema, ids, references, expect predicates. Exit 0 clean, 1 errors, 2 usage."""
     from pv.config import ConfigError
     from pv.validate import validate_paths
 
     try:
-        report = validate_paths(paths or None, strict=strict, checker_packages=checker_package or None)
+        report = validate_paths(
+            paths or None,
+            strict=strict,
+            checker_packages=checker_package or None,
+            dialect=dialect.value if dialect else None,
+        )
     except ConfigError as exc:
         typer.echo(f"pv validate: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None

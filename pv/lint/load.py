@@ -69,8 +69,11 @@ def _key(keypath: KeyPath) -> str:
 class _FileEntry:
     """One file's cache entry; records each location asked for so the next run can answer it."""
 
-    def __init__(self, path: Path, sha256: str, entry: dict[str, Any], loaded: LoadedContract | None) -> None:
+    def __init__(
+        self, path: Path, sha256: str, entry: dict[str, Any], loaded: LoadedContract | None, dialect: str = "pv"
+    ) -> None:
         self.path = path
+        self.dialect = dialect
         self.sha256 = sha256
         self.entry = entry
         self.loaded = loaded
@@ -83,7 +86,7 @@ class _FileEntry:
         if hit is not None:
             return hit[0], hit[1]
         if self.loaded is None:
-            self.loaded = load_contract_file(self.path)
+            self.loaded = load_contract_file(self.path, dialect=self.dialect)
         line, col = self.loaded.locate(list(keypath))
         locations[k] = [line, col]
         self.dirty = True
@@ -139,12 +142,15 @@ class TreeLoader:
             checker_packages=self.config.checker_packages,
             fault_packages=self.fault_packages,
             max_nproc=self.config.max_nproc,
+            dialect=self.config.dialect,
         )
         return self._from_report(report, tree_key)
 
     def _tree_key(self, digests: Sequence[tuple[Path, str, str]]) -> str:
         h = hashlib.sha256()
-        h.update(f"{self.config.root}\x00{self.config.contracts}\x00{self.strict}\x00".encode())
+        h.update(
+            f"{self.config.root}\x00{self.config.contracts}\x00{self.strict}\x00{self.config.dialect}\x00".encode()
+        )
         h.update(",".join(self.config.checker_packages).encode())
         h.update(("|" + ",".join(self.fault_packages)).encode())
         for _, rel, sha in sorted(digests, key=lambda d: d[1]):
@@ -159,12 +165,14 @@ class TreeLoader:
             rel = self.config.relpath(loaded.path)
             sha = loaded.sha256 or ""
             entry: dict[str, Any] = {"sha256": sha, "locations": {}}
-            if loaded.contract is not None and loaded.data is not None and _json_safe(loaded.data):
+            if self.config.dialect != "pv" and loaded.contract is not None:
+                entry["data"] = None  # the model drops keys the data keeps: a warm run reloads this file
+            elif loaded.contract is not None and loaded.data is not None and _json_safe(loaded.data):
                 entry["data"] = loaded.data
             elif loaded.contract is not None:
                 entry["data"] = None  # not representable in JSON: a warm run reloads this file
             entries[rel] = entry
-            fe = _FileEntry(Path(loaded.path), sha, entry, loaded)
+            fe = _FileEntry(Path(loaded.path), sha, entry, loaded, self.config.dialect)
             self._entries[rel] = fe
             contracts.append(
                 LintContract(Path(os.path.abspath(loaded.path)), rel, sha, loaded.contract, loaded.data, fe.locate)
@@ -198,12 +206,12 @@ class TreeLoader:
                 entry = files[rel]
                 if entry.get("sha256") != sha:
                     return None
-                fe = _FileEntry(p, sha, entry, None)
+                fe = _FileEntry(p, sha, entry, None, self.config.dialect)
                 self._entries[rel] = fe
                 contract: Contract | None = None
                 data = entry.get("data")
                 if "data" in entry and data is None:
-                    fe.loaded = load_contract_file(p)
+                    fe.loaded = load_contract_file(p, dialect=self.config.dialect)
                     contract, data = fe.loaded.contract, fe.loaded.data
                     reloaded += 1
                 elif data is not None:
