@@ -60,3 +60,4 @@ FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls 
 FAULTS.register("generate_args_unchecked", "generate decodes malformed requests instead of refusing them")
 FAULTS.register("gguf_f16_declared_f32", "an f16 GGUF export declares general.file_type ALL_F32")
 FAULTS.register("checkpoint_pad_id_dropped", "a loaded checkpoint's config keeps no pad id instead of the tokenizer's")
+FAULTS.register("full_finetune_embeddings_frozen", "a full fine-tune leaves the token embeddings frozen")

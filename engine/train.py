@@ -607,6 +607,8 @@ def finetune(
     model: nn.Module = loaded.model
     if method == "full":
         model.requires_grad_(True)
+        if FAULTS.active("full_finetune_embeddings_frozen"):
+            loaded.model.model.embed_tokens.requires_grad_(False)
     elif method == "lora":
         model = apply_lora(model, lora or LoraSettings())
     else:

@@ -204,3 +204,50 @@ def same_seed_same_run(
         "tensors_compared": len(weights_a),
         "seeds_differ": int(any(not torch.equal(weights_a[k], weights_c[k]) for k in weights_a)),
     }
+
+
+@checker(
+    observes=["tensors_total", "tensors_trained", "checkpoint_loads", "resume_refused_naming_field"],
+    ids=["FALSIFY-PINIT-007"],
+)
+def full_finetune(
+    pretrained_init: Path, instruction_data: Any, tmp_path: Path, steps: int, seed: int = 0
+) -> dict[str, Any]:
+    """A full fine-tune from the init moves every tensor, writes a checkpoint that loads on its own,
+    and refuses to resume that run under a changed config, naming the field that changed."""
+    import torch
+
+    from engine.train import ResumeError, finetune
+
+    cfg = TrainConfig(steps=steps, batch_size=4, seq_len=64, lr=1e-3, warmup_steps=1, seed=seed)
+    out = fresh_dir(tmp_path, "full-")
+    result = finetune(pretrained_init, out, cfg, method="full", data=instruction_data, device="cpu")
+    before = load_checkpoint(pretrained_init).model.state_dict()
+    loads = 0
+    trained = 0
+    if result.checkpoint is not None:
+        try:
+            after = load_checkpoint(result.checkpoint / "model.safetensors").model.state_dict()
+            loads = 1
+            trained = sum(not torch.equal(before[k], after[k]) for k in before)
+        except CheckpointError:
+            pass
+    named = 0
+    try:
+        finetune(
+            pretrained_init,
+            out,
+            TrainConfig(**{**cfg.to_dict(), "lr": 5e-4}),
+            method="full",
+            data=instruction_data,
+            device="cpu",
+            resume=True,
+        )
+    except ResumeError as exc:
+        named = int("lr" in str(exc))
+    return {
+        "tensors_total": len(before),
+        "tensors_trained": trained,
+        "checkpoint_loads": loads,
+        "resume_refused_naming_field": named,
+    }
