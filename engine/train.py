@@ -320,7 +320,8 @@ def run_training(
                         "last_checkpoint": str(last_good) if last_good else None,
                     }
                 )
-                raise NonFiniteLossError(step, "the loss", value, last_good)
+                kept = None if FAULTS.active("nan_stop_forgets_checkpoint") else last_good
+                raise NonFiniteLossError(step, "the loss", value, kept)
             loss.backward()
             params = [p for _, p in named]
             if cfg.grad_clip > 0:

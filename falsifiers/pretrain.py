@@ -251,3 +251,49 @@ def full_finetune(
         "checkpoint_loads": loads,
         "resume_refused_naming_field": named,
     }
+
+
+@checker(
+    observes=["stopped", "stop_step", "last_checkpoint_step", "last_checkpoint_loads", "checkpoints_after_stop"],
+    ids=["FALSIFY-PINIT-008"],
+)
+def divergence_stops_cleanly(
+    engine_tokenizer: EngineTokenizer, pretrain_data: TokenData, tmp_path: Path, lr: float, steps: int, seed: int = 0
+) -> dict[str, Any]:
+    """Pretrain the tiny preset with a learning rate that must diverge, saving every step: the run
+    stops at the first non-finite loss with an error that names the last checkpoint written before
+    it, that checkpoint loads, and nothing is written after the stop."""
+    from engine.config import preset
+    from engine.train import NonFiniteLossError
+
+    cfg = TrainConfig(
+        steps=steps, batch_size=4, seq_len=32, lr=lr, warmup_steps=0, grad_clip=0.0, save_every=1, seed=seed
+    )
+    out = fresh_dir(tmp_path, "diverge-")
+    config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)
+    try:
+        pretrain(out, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu")
+    except NonFiniteLossError as exc:
+        last = exc.last_checkpoint
+        loads = 0
+        if last is not None:
+            try:
+                load_checkpoint(Path(last) / "model.safetensors")
+                loads = 1
+            except CheckpointError:
+                pass
+        written = sorted(int(p.name.removeprefix("step-")) for p in out.glob("step-*") if p.is_dir())
+        return {
+            "stopped": 1,
+            "stop_step": exc.step,
+            "last_checkpoint_step": int(Path(last).name.removeprefix("step-")) if last is not None else -1,
+            "last_checkpoint_loads": loads,
+            "checkpoints_after_stop": sum(s > exc.step for s in written),
+        }
+    return {
+        "stopped": 0,
+        "stop_step": -1,
+        "last_checkpoint_step": -1,
+        "last_checkpoint_loads": 0,
+        "checkpoints_after_stop": 0,
+    }
