@@ -259,13 +259,20 @@ def config_from_metadata(meta: Mapping[str, str]) -> ModelConfig:
     for key in SPECIAL_ID_KEYS:
         if key in meta:
             v = _json_value(meta, key)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < values["vocab_size"]):
-                raise CheckpointError(f"metadata key `{key}` must be a token id below vocab_size, got {meta[key]}")
-            values[key] = v
+            several = key == "eos_token_id" and isinstance(v, list) and len(v) > 0
+            ids = v if several else [v]
+            if v is not None and not all(_token_id(i, values["vocab_size"]) for i in ids):
+                alt = " or a list of them" if key == "eos_token_id" else ""
+                raise CheckpointError(f"metadata key `{key}` must be a token id below vocab_size{alt}, got {meta[key]}")
+            values[key] = tuple(v) if several else v
     try:
         return ModelConfig.from_dict(values)
     except ValueError as exc:
         raise CheckpointError(f"inconsistent architecture metadata: {exc}") from None
+
+
+def _token_id(v: Any, vocab_size: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < vocab_size
 
 
 def tokenizer_from_metadata(meta: Mapping[str, str], config: ModelConfig) -> EngineTokenizer:

@@ -40,7 +40,8 @@ class ModelConfig:
     tie_word_embeddings: bool = False
     architecture: Architecture = "llama"
     bos_token_id: int | None = None
-    eos_token_id: int | None = None
+    # one id, or several (Llama 3 / Qwen2 instruct checkpoints end a turn on any of a few tokens)
+    eos_token_id: int | tuple[int, ...] | None = None
     pad_token_id: int | None = None
 
     def __post_init__(self) -> None:
@@ -59,6 +60,13 @@ class ModelConfig:
             raise ValueError(f"head_dim {self.head_dim} must be even for rotary embeddings")
 
     @property
+    def eos_ids(self) -> tuple[int, ...]:
+        """Every end-of-sequence id, as a tuple (empty when none is set)."""
+        if self.eos_token_id is None:
+            return ()
+        return (self.eos_token_id,) if isinstance(self.eos_token_id, int) else tuple(self.eos_token_id)
+
+    @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
@@ -71,6 +79,9 @@ class ModelConfig:
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"unknown config keys: {', '.join(unknown)}")
+        eos = data.get("eos_token_id")
+        if isinstance(eos, list):  # JSON has no tuples
+            data = {**data, "eos_token_id": tuple(eos)}
         return cls(**data)
 
     def replace(self, **changes: Any) -> ModelConfig:

@@ -61,4 +61,7 @@ FAULTS.register("generate_args_unchecked", "generate decodes malformed requests 
 FAULTS.register("gguf_f16_declared_f32", "an f16 GGUF export declares general.file_type ALL_F32")
 FAULTS.register("checkpoint_pad_id_dropped", "a loaded checkpoint's config keeps no pad id instead of the tokenizer's")
 FAULTS.register("full_finetune_embeddings_frozen", "a full fine-tune leaves the token embeddings frozen")
-FAULTS.register("nan_stop_forgets_checkpoint", "a non-finite stop reports no last good checkpoint though one was written")
+FAULTS.register("nan_stop_forgets_checkpoint", "a non-finite stop names no last good checkpoint though one exists")
+FAULTS.register(
+    "hf_import_eos_list_dropped", "HF import drops a list-valued eos_token_id: generation runs past the end"
+)

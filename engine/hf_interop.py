@@ -77,7 +77,7 @@ def to_hf_config(config: ModelConfig, dtype: torch.dtype = torch.float32) -> dic
         "hidden_act": "silu",
         "tie_word_embeddings": config.tie_word_embeddings,
         "bos_token_id": config.bos_token_id,
-        "eos_token_id": config.eos_token_id,
+        "eos_token_id": list(config.eos_token_id) if isinstance(config.eos_token_id, tuple) else config.eos_token_id,
         "pad_token_id": config.pad_token_id,
         "initializer_range": 0.02,
         "use_cache": True,
@@ -141,10 +141,36 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
         v = hf.get(key)
         if isinstance(v, int) and not isinstance(v, bool):
             values[key] = v
+    eos = _eos_list(hf.get("eos_token_id"), "config.json")
+    if eos is not None and len(eos) > 1:
+        values["eos_token_id"] = eos
     try:
         return ModelConfig.from_dict(values)
     except ValueError as exc:
         raise ExportError(f"config.json is inconsistent: {exc}") from None
+
+
+def _eos_list(value: Any, where: str) -> tuple[int, ...] | None:
+    """An ``eos_token_id`` that is a list of ids, as a tuple; None when it is not a list."""
+    if not isinstance(value, list):
+        return None
+    if not value or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ExportError(f"{where}: eos_token_id must be a token id or a non-empty list of them, got {value!r}")
+    if FAULTS.active("hf_import_eos_list_dropped"):  # the defect: only a single id is understood
+        return None
+    return tuple(value)
+
+
+def _generation_eos(folder: Path) -> int | tuple[int, ...] | None:
+    """``generation_config.json``'s end-of-sequence id(s): what generation stops on, when present."""
+    path = folder / "generation_config.json"
+    if not path.is_file():
+        return None
+    value = _read_json(path).get("eos_token_id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    eos = _eos_list(value, str(path))
+    return eos if eos is None or len(eos) > 1 else eos[0]
 
 
 def hf_state_dict(model: DecoderLM, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
@@ -197,9 +223,11 @@ def export_hf(
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    config = model.config.replace(
-        bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id
-    )
+    # several end ids are the checkpoint's own (an instruct model's turn ends); one is the tokenizer's
+    several = len(model.config.eos_ids) > 1
+    config_eos: int | tuple[int, ...] = model.config.eos_ids if several else tokenizer.eos_id
+    eos: int | list[int] = list(model.config.eos_ids) if several else tokenizer.eos_id
+    config = model.config.replace(bos_token_id=tokenizer.bos_id, eos_token_id=config_eos, pad_token_id=tokenizer.pad_id)
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
     tensors = hf_state_dict(model, dtype)
@@ -209,7 +237,7 @@ def export_hf(
     special = {"bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token}
     generation = {
         "bos_token_id": tokenizer.bos_id,
-        "eos_token_id": tokenizer.eos_id,
+        "eos_token_id": eos,
         "pad_token_id": tokenizer.pad_id,
         "do_sample": False,
     }
@@ -324,11 +352,15 @@ def import_hf(
         raise ExportError(f"{tok_path}: {exc}") from None
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
+    generation_eos = _generation_eos(folder)
+    eos = generation_eos if generation_eos is not None else config.eos_token_id
     config = config.replace(
         bos_token_id=config.bos_token_id if config.bos_token_id is not None else tokenizer.bos_id,
-        eos_token_id=config.eos_token_id if config.eos_token_id is not None else tokenizer.eos_id,
+        eos_token_id=eos if eos is not None else tokenizer.eos_id,
         pad_token_id=config.pad_token_id if config.pad_token_id is not None else tokenizer.pad_id,
     )
+    if any(not 0 <= i < config.vocab_size for i in config.eos_ids):
+        raise ExportError(f"eos_token_id {config.eos_token_id!r} is outside the vocabulary of {config.vocab_size}")
     state = _read_weights(_weight_files(folder))
     state = {k: v for k, v in state.items() if not k.endswith("rotary_emb.inv_freq")}
     if config.tie_word_embeddings and TIED_HEAD in state:

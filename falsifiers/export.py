@@ -465,3 +465,54 @@ def llama_cpp_tokens(
             break
     mismatched = sum(1 for a, b in zip(ours, theirs, strict=False) if a != b) + abs(len(ours) - len(theirs))
     return {"mismatched_tokens": mismatched, "tokens_compared": len(ours)}
+
+
+@checker(
+    observes=[
+        "eos_ids_imported",
+        "generated_before_stop",
+        "stop_step",
+        "eos_ids_after_checkpoint",
+        "eos_ids_reexported",
+    ],
+    ids=["FALSIFY-EXPORT-009"],
+)
+def multi_eos_round_trip(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, stop_step: int = 3, seed: int = 0
+) -> dict[str, Any]:
+    """An instruct-style HF folder whose config.json and generation_config.json list two EOS ids
+    (the tokenizer's, and the token greedy decoding emits at ``stop_step``): the import keeps both,
+    greedy generation with the model's own EOS stops at ``stop_step``, and both ids survive a save to
+    an engine checkpoint and a second export."""
+    import json
+
+    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+    from engine.generate import pad_prompts
+    from engine.hf_interop import import_hf
+
+    model = tiny_model_factory(seed, std=WEIGHT_STD)
+    ids, mask = pad_prompts([engine_tokenizer.encode("def main(args):\n    return", add_bos=True)], 0)
+    free = generate(model, ids, mask, max_new_tokens=12, eos_token_id=[])
+    second = free.new_tokens[0][stop_step - 1]
+    eos = [engine_tokenizer.eos_id, second]
+    folder = export_hf(model, engine_tokenizer, fresh_dir(tmp_path, "hf-eos-"))
+    for name in ("config.json", "generation_config.json"):  # as a Llama 3 instruct checkpoint lists them
+        data = json.loads((folder / name).read_text())
+        data["eos_token_id"] = eos
+        (folder / name).write_text(json.dumps(data))
+    imported = import_hf(folder)
+    out = generate(imported.model, ids, mask, max_new_tokens=12)  # the model's own EOS ids
+    row = out.new_tokens[0]
+    ckpt = save_checkpoint(
+        fresh_dir(tmp_path, "ckpt-eos-") / "m.safetensors", imported.model, imported.tokenizer, make_manifest(step=0)
+    )
+    reloaded = load_checkpoint(ckpt)
+    again = export_hf(reloaded.model, reloaded.tokenizer, fresh_dir(tmp_path, "hf-eos-again-"))
+    written = json.loads((again / "generation_config.json").read_text()).get("eos_token_id")
+    return {
+        "eos_ids_imported": len(set(imported.model.config.eos_ids) & set(eos)),
+        "generated_before_stop": len(row),
+        "stop_step": stop_step,
+        "eos_ids_after_checkpoint": len(set(reloaded.config.eos_ids) & set(eos)),
+        "eos_ids_reexported": len(set(written) & set(eos)) if isinstance(written, list) else int(written in eos),
+    }

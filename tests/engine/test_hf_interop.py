@@ -275,3 +275,36 @@ def test_model_is_untouched_by_export(tmp_path: Path, tok: EngineTokenizer) -> N
         export_hf(model, tok, tmp_path)
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k]), k
+
+
+def _set_eos(folder: Path, value: object, files: tuple[str, ...] = ("config.json", "generation_config.json")) -> None:
+    for name in files:
+        data = json.loads((folder / name).read_text())
+        data["eos_token_id"] = value
+        (folder / name).write_text(json.dumps(data))
+
+
+def test_a_list_of_eos_ids_is_kept_and_generation_config_governs(tmp_path: Path, tok: EngineTokenizer) -> None:
+    export_hf(tiny_model(), tok, tmp_path)
+    _set_eos(tmp_path, [tok.eos_id, 7], ("config.json",))
+    assert import_hf(tmp_path).config.eos_ids == (tok.eos_id,)  # generation_config.json still says one id
+    _set_eos(tmp_path, [tok.eos_id, 7, 9], ("generation_config.json",))
+    loaded = import_hf(tmp_path)
+    assert loaded.config.eos_token_id == (tok.eos_id, 7, 9)
+    ckpt = save_checkpoint(tmp_path / "m.safetensors", loaded.model, loaded.tokenizer, make_manifest(step=0))
+    from engine.checkpoint import load_checkpoint
+
+    assert load_checkpoint(ckpt).config.eos_ids == (tok.eos_id, 7, 9)
+    with FAULTS.enabled("hf_import_eos_list_dropped"):
+        assert import_hf(tmp_path).config.eos_ids == (tok.eos_id,)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [([], "non-empty list"), (["2"], "non-empty list"), ([2, 100_000], "outside the vocabulary")],
+)
+def test_a_bad_eos_list_is_named(tmp_path: Path, tok: EngineTokenizer, value: object, message: str) -> None:
+    export_hf(tiny_model(), tok, tmp_path)
+    _set_eos(tmp_path, value)
+    with pytest.raises(ExportError, match=message):
+        import_hf(tmp_path)
