@@ -236,6 +236,8 @@ def config_from_metadata(meta: Mapping[str, str]) -> ModelConfig:
     if fmt != FORMAT:
         raise CheckpointError(f"metadata `format` is {fmt!r}, expected {FORMAT!r}: not a pv engine checkpoint")
     version = meta.get("format_version")
+    if version is None:
+        raise CheckpointError("missing metadata key `format_version`: the checkpoint's format cannot be told")
     if version != FORMAT_VERSION:
         raise CheckpointError(
             f"unsupported checkpoint format_version {version!r}; this engine reads {FORMAT_VERSION!r}"

@@ -33,6 +33,7 @@ from engine.checkpoint import (
     expected_tensors,
     load_checkpoint,
     model_from_state,
+    read_header,
 )
 from engine.config import ModelConfig
 from engine.errors import ExportError, TokenizerError
@@ -126,6 +127,8 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
         }
     except KeyError as exc:
         raise ExportError(f"config.json lacks `{exc.args[0]}`") from None
+    except ExportError:
+        raise  # an unsupported setting says so itself; it is not a malformed value
     except (TypeError, ValueError) as exc:
         raise ExportError(f"config.json has a malformed value: {exc}") from None
     if hf.get("hidden_act", "silu") != "silu":
@@ -323,6 +326,10 @@ def _read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
     for path in files:
         if not path.is_file():
             raise ExportError(f"{path}: weight shard missing")
+        try:
+            read_header(path)  # names what the file is instead (JSON, pickle, zip, GGUF, truncated)
+        except CheckpointError as exc:
+            raise ExportError(str(exc)) from None
         try:
             with safe_open(str(path), framework="pt", device="cpu") as fh:
                 for name in fh.keys():  # noqa: SIM118 (safe_open has no __iter__)

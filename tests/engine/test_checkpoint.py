@@ -228,6 +228,8 @@ def test_plain_safetensors_without_format(tmp_path: Path) -> None:
         (lambda m: m.update(architecture='"gpt2"'), "unknown architecture `gpt2`"),
         (lambda m: m.update(format="other"), "metadata `format` is 'other'"),
         (lambda m: m.update(format_version="9"), "unsupported checkpoint format_version '9'"),
+        (lambda m: m.pop("format_version"), "missing metadata key `format_version`"),
+        (lambda m: m.update(eos_token_id="[2, 9999]"), "`eos_token_id` must be a token id below vocab_size or a list"),
         (lambda m: m.update(hidden_size="sixty"), "metadata key `hidden_size` is not valid JSON"),
         (lambda m: m.update(num_hidden_layers="2.5"), "`num_hidden_layers` must be a positive integer"),
         (lambda m: m.update(rms_norm_eps="-1"), "`rms_norm_eps` must be a positive number"),

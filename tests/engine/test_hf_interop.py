@@ -228,7 +228,10 @@ def test_import_weight_problems(tmp_path: Path, tok: EngineTokenizer) -> None:
     with pytest.raises(ExportError, match=r"missing tensor `model.norm\.weight`"):
         import_hf(folder)
     (folder / "model.safetensors").write_bytes(b"garbage")
-    with pytest.raises(ExportError, match="cannot read safetensors weights"):
+    with pytest.raises(ExportError, match=r"truncated \(7 bytes"):
+        import_hf(folder)
+    (folder / "model.safetensors").write_text(json.dumps({"a JSON file": "named .safetensors"}))
+    with pytest.raises(ExportError, match="not a safetensors file"):
         import_hf(folder)
     (folder / "model.safetensors").unlink()
     (folder / "pytorch_model.bin").write_bytes(b"x")
@@ -308,3 +311,13 @@ def test_a_bad_eos_list_is_named(tmp_path: Path, tok: EngineTokenizer, value: ob
     _set_eos(tmp_path, value)
     with pytest.raises(ExportError, match=message):
         import_hf(tmp_path)
+
+
+def test_an_unsupported_rope_setting_is_named_as_unsupported(tmp_path: Path, tok: EngineTokenizer) -> None:
+    folder = _exported(tmp_path, tok)
+    data = json.loads((folder / "config.json").read_text())
+    data["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}
+    (folder / "config.json").write_text(json.dumps(data))
+    with pytest.raises(ExportError) as err:
+        import_hf(folder)
+    assert "is not supported by the engine" in str(err.value) and "malformed" not in str(err.value)
