@@ -23,6 +23,20 @@ TOKENIZER_VOCAB = 512
 TinyModelFactory = Callable[..., DecoderLM]
 
 
+@pytest.fixture(autouse=True)
+def _cold_engine_caches() -> None:
+    """Every falsifier builds the engine's cached tables (RoPE frequencies, epoch orders) itself.
+
+    A table left warm by an earlier falsifier would hide a defect in the code that builds it from
+    every later one; mutation testing found exactly that (a wrong RoPE frequency survived because
+    only the first falsifier of the session computed the table, and it could not tell).
+    """
+    from engine import data, model
+
+    model.clear_caches()
+    data.clear_caches()
+
+
 @pytest.fixture(scope="session")
 def engine_tokenizer() -> EngineTokenizer:
     """The engine's 512-token BPE tokenizer (trained once, then read from the engine's cache)."""

@@ -79,6 +79,11 @@ class TokenData:
 _PERM_CACHE: dict[tuple[int, int, int], torch.Tensor] = {}
 
 
+def clear_caches() -> None:
+    """Forget the cached epoch permutations; the next epoch draws its order again."""
+    _PERM_CACHE.clear()
+
+
 def _epoch_permutation(seed: int, epoch: int, n: int) -> torch.Tensor:
     key = (seed, epoch, n)
     perm = _PERM_CACHE.get(key)

@@ -72,6 +72,12 @@ def rope_cos_sin(
 _ROPE_TABLES: dict[tuple[int, float, torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
 
 
+def clear_caches() -> None:
+    """Forget the cached RoPE frequencies and tables; the next forward builds them again."""
+    _INV_FREQ.clear()
+    _ROPE_TABLES.clear()
+
+
 def _rope_table(
     length: int, head_dim: int, theta: float, device: torch.device, dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor]:
