@@ -65,3 +65,4 @@ FAULTS.register("nan_stop_forgets_checkpoint", "a non-finite stop names no last 
 FAULTS.register(
     "hf_import_eos_list_dropped", "HF import drops a list-valued eos_token_id: generation runs past the end"
 )
+FAULTS.register("resume_optimizer_state_dropped", "a resumed run restarts the optimizer instead of loading its state")

@@ -269,7 +269,8 @@ def run_training(
             diff = sorted(k for k in cfg.to_dict() if meta["config"].get(k) != cfg.to_dict()[k])
             raise ResumeError(f"--resume with a different training config ({', '.join(diff)}); same config needed")
         task.load(folder)
-        state_from_files(optimizer, scheduler, names, load_file(str(folder / STATE_TENSORS)), meta, device)
+        if not FAULTS.active("resume_optimizer_state_dropped"):  # the defect: AdamW restarts from zero moments
+            state_from_files(optimizer, scheduler, names, load_file(str(folder / STATE_TENSORS)), meta, device)
         start = int(meta["step"])
         last_good = folder
     else:

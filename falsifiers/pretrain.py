@@ -297,3 +297,46 @@ def divergence_stops_cleanly(
         "last_checkpoint_loads": 0,
         "checkpoints_after_stop": 0,
     }
+
+
+@checker(
+    observes=["tensors_compared", "tensors_differing", "resumed_from_step", "loss_steps_differing"],
+    ids=["FALSIFY-PINIT-009"],
+)
+def resume_equals_uninterrupted(
+    engine_tokenizer: EngineTokenizer, pretrain_data: TokenData, tmp_path: Path, steps: int, seed: int = 0
+) -> dict[str, Any]:
+    """Train ``steps`` steps with a checkpoint halfway; then, in a folder holding only that halfway
+    checkpoint, resume the same config: the resumed run's final weights and its losses after the
+    halfway point are those of the uninterrupted run, bit for bit."""
+    import json
+    import shutil
+
+    import torch
+
+    from engine.config import preset
+    from engine.train import LATEST_NAME
+
+    half = steps // 2
+    cfg = TrainConfig(steps=steps, batch_size=4, seq_len=32, lr=1e-3, warmup_steps=1, save_every=half, seed=seed)
+    config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)
+    whole_dir, resumed_dir = fresh_dir(tmp_path, "whole-"), fresh_dir(tmp_path, "resumed-")
+    whole = pretrain(whole_dir, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu")
+    halfway = f"step-{half:06d}"
+    shutil.copytree(whole_dir / halfway, resumed_dir / halfway)
+    (resumed_dir / LATEST_NAME).write_text(json.dumps({"folder": halfway}))
+    resumed = pretrain(
+        resumed_dir, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu", resume=True
+    )
+    if whole.checkpoint is None or resumed.checkpoint is None:
+        raise RuntimeError("a run finished without a final checkpoint")
+    a = load_checkpoint(whole.checkpoint / "model.safetensors").model.state_dict()
+    b = load_checkpoint(resumed.checkpoint / "model.safetensors").model.state_dict()
+    tail = whole.losses[half:]
+    return {
+        "tensors_compared": len(a),
+        "tensors_differing": sum(not torch.equal(a[k], b[k]) for k in a),
+        "resumed_from_step": resumed.start_step,
+        "loss_steps_differing": sum(x != y for x, y in zip(tail, resumed.losses, strict=False))
+        + abs(len(tail) - len(resumed.losses)),
+    }
