@@ -244,7 +244,7 @@ def full_finetune(
             resume=True,
         )
     except ResumeError as exc:
-        named = int("lr" in str(exc))
+        named = int("training config (lr)" in str(exc))  # exactly the field that changed, no other
     return {
         "tensors_total": len(before),
         "tensors_trained": trained,
@@ -300,7 +300,13 @@ def divergence_stops_cleanly(
 
 
 @checker(
-    observes=["tensors_compared", "tensors_differing", "resumed_from_step", "loss_steps_differing"],
+    observes=[
+        "tensors_compared",
+        "tensors_differing",
+        "resumed_from_step",
+        "loss_steps_differing",
+        "checkpoints_record_data",
+    ],
     ids=["FALSIFY-PINIT-009"],
 )
 def resume_equals_uninterrupted(
@@ -308,7 +314,8 @@ def resume_equals_uninterrupted(
 ) -> dict[str, Any]:
     """Train ``steps`` steps with a checkpoint halfway; then, in a folder holding only that halfway
     checkpoint, resume the same config: the resumed run's final weights and its losses after the
-    halfway point are those of the uninterrupted run, bit for bit."""
+    halfway point are those of the uninterrupted run, bit for bit, and both final checkpoints record
+    the digest of the data they were trained on."""
     import json
     import shutil
 
@@ -330,13 +337,15 @@ def resume_equals_uninterrupted(
     )
     if whole.checkpoint is None or resumed.checkpoint is None:
         raise RuntimeError("a run finished without a final checkpoint")
-    a = load_checkpoint(whole.checkpoint / "model.safetensors").model.state_dict()
-    b = load_checkpoint(resumed.checkpoint / "model.safetensors").model.state_dict()
+    first, second = (load_checkpoint(r.checkpoint / "model.safetensors") for r in (whole, resumed))
+    a, b = first.model.state_dict(), second.model.state_dict()
     tail = whole.losses[half:]
+    recorded = sum(c.manifest.get("data_digest") == pretrain_data.digest for c in (first, second))
     return {
         "tensors_compared": len(a),
         "tensors_differing": sum(not torch.equal(a[k], b[k]) for k in a),
         "resumed_from_step": resumed.start_step,
         "loss_steps_differing": sum(x != y for x, y in zip(tail, resumed.losses, strict=False))
         + abs(len(tail) - len(resumed.losses)),
+        "checkpoints_record_data": recorded,
     }
