@@ -66,3 +66,4 @@ FAULTS.register(
     "hf_import_eos_list_dropped", "HF import drops a list-valued eos_token_id: generation runs past the end"
 )
 FAULTS.register("resume_optimizer_state_dropped", "a resumed run restarts the optimizer instead of loading its state")
+FAULTS.register("nf4_bias_trainable", "an NF4 layer's bias is left trainable: the frozen base is not frozen")

@@ -92,7 +92,8 @@ def to_nf4_linear(linear: nn.Linear, config: NF4Config, device: torch.device | s
     )
     if linear.bias is not None:
         layer.bias = nn.Parameter(
-            linear.bias.detach().to(device=weight.device, dtype=torch.float32).clone(), requires_grad=False
+            linear.bias.detach().to(device=weight.device, dtype=torch.float32).clone(),
+            requires_grad=FAULTS.active("nf4_bias_trainable"),  # the defect: the frozen base's bias trains
         )
     layer = layer.to(weight.device)  # Params4bit quantizes on its first move
     set_cpu_repack(layer, enabled=FAULTS.active("bf16_repack_left_on"))

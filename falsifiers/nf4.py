@@ -127,3 +127,42 @@ def codes_match_bitsandbytes(tiny_model_factory: Any, preset: str, seed: int = 0
         "layout_mismatches": layout,
         "layers_kept_full_precision": len(getattr(model, "nf4_kept_full_precision", ())),
     }
+
+
+@checker(
+    observes=[
+        "nf4_layers",
+        "blocksize_honoured",
+        "nf4_params_trainable",
+        "nf4_biases_not_fp32",
+        "dequantized_params_trainable",
+    ],
+    ids=["FALSIFY-NF4-004"],
+)
+def biased_base_frozen(blocksize: int, seed: int = 0) -> dict[str, Any]:
+    """Quantize a bf16 qwen2-style model (q/k/v biases) at a non-default blocksize: every NF4 layer
+    uses that blocksize, holds nothing trainable, keeps its bias in fp32; the linears
+    ``dequantize_model`` gives back are frozen too."""
+    from engine.config import preset
+    from engine.model import build_model
+    from engine.quant import dequantize_model
+
+    torch.manual_seed(seed)
+    config = preset("tiny", architecture="qwen2", attention_bias=True, tie_word_embeddings=True)
+    model = build_model(config).to(torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NF4AlignmentWarning)
+        quantize_model(model, NF4Config(blocksize=blocksize), device="cpu")
+    layers = dict(nf4_layers(model))
+    honoured = sum(int(layer.weight.quant_state.blocksize) == blocksize for layer in layers.values())
+    trainable = sum(p.requires_grad for layer in layers.values() for p in layer.parameters())
+    not_fp32 = sum(layer.bias.dtype != torch.float32 for layer in layers.values() if layer.bias is not None)
+    dequantize_model(model)
+    restored = [dict(model.named_modules())[name] for name in layers]
+    return {
+        "nf4_layers": len(layers),
+        "blocksize_honoured": honoured,
+        "nf4_params_trainable": trainable,
+        "nf4_biases_not_fp32": not_fp32,
+        "dequantized_params_trainable": sum(p.requires_grad for m in restored for p in m.parameters()),
+    }
