@@ -136,6 +136,7 @@ CONFIG_VARIANTS: dict[str, dict[str, Any]] = {
         "tied_heads_shared",
         "dtype_loads",
         "max_abs_logit_diff",
+        "manifests_loaded",
     ],
     ids=["FALSIFY-CKPT-005"],
 )
@@ -148,7 +149,7 @@ def config_round_trip(
     loaded model computes the saved one's logits exactly."""
     from engine.config import preset
 
-    compared = mismatches = from_tokenizer = tied = dtype_ok = 0
+    compared = mismatches = from_tokenizer = tied = dtype_ok = manifests = 0
     worst = 0.0
     prompts = [engine_tokenizer.encode(p, add_bos=True) for p in PROMPTS]
     input_ids, mask = pad_prompts(prompts, engine_tokenizer.pad_id)
@@ -163,6 +164,7 @@ def config_round_trip(
                 continue
             compared += 1
             mismatches += getattr(loaded.config, field) != want
+        manifests += isinstance(loaded.manifest, dict) and loaded.manifest.get("seed") == seed
         got_ids = (loaded.config.bos_token_id, loaded.config.eos_token_id, loaded.config.pad_token_id)
         from_tokenizer += sum(g == w for g, w in zip(got_ids, expected_ids, strict=True))
         if config.tie_word_embeddings:
@@ -180,4 +182,79 @@ def config_round_trip(
         "tied_heads_shared": tied,
         "dtype_loads": dtype_ok,
         "max_abs_logit_diff": worst,
+        "manifests_loaded": manifests,
     }
+
+
+def _rewrite(src: Path, dest: Path, edit: Any) -> Path:
+    """A copy of checkpoint ``src`` whose safetensors metadata ``edit(meta)`` changed in place."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(str(src), framework="pt") as fh:
+        meta = dict(fh.metadata())
+    edit(meta)
+    save_file(load_file(str(src)), str(dest), metadata=meta)
+    return dest
+
+
+@checker(observes=["cases", "refused", "refusals_naming_the_defect", "valid_loads"], ids=["FALSIFY-CKPT-006"])
+def malformed_refused(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Hand ``load_checkpoint`` files that are not a checkpoint, or one with a defect, and require a
+    CheckpointError whose message names what is wrong (a word written here for each case)."""
+    import io
+    import pickle
+    import zipfile
+
+    from engine.errors import CheckpointError
+
+    good = _save(tmp_path, tiny_model_factory(seed), engine_tokenizer, seed)
+    work = fresh_dir(tmp_path, "malformed-")
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr("archive/data.pkl", pickle.dumps({"w": 1}))
+    raw_cases: dict[str, tuple[bytes, str]] = {
+        "pickle protocol 2": (pickle.dumps({"w": 1}, protocol=2), "pickle"),
+        "pickle protocol 4": (pickle.dumps({"w": 1}, protocol=4), "pickle"),
+        "torch.save zip": (zipped.getvalue(), "zip archive"),
+        "GGUF": (b"GGUF" + bytes(60), "GGUF file"),
+        "five bytes": (b"12345", "truncated"),
+        "JSON text": (json.dumps({"weights": [1, 2]}).encode(), "not a safetensors file"),
+    }
+    paths: list[tuple[Path, str]] = []
+    for i, (data, word) in enumerate(raw_cases.values()):
+        (work / f"raw{i}.safetensors").write_bytes(data)
+        paths.append((work / f"raw{i}.safetensors", word))
+
+    def manifest_without_step(m: dict[str, str]) -> None:
+        m["manifest"] = json.dumps({k: v for k, v in json.loads(m["manifest"]).items() if k != "step"})
+
+    edits: list[tuple[Any, str]] = [
+        (lambda m: m.update(architecture='"gpt2"'), "unknown architecture `gpt2`"),
+        (lambda m: m.pop("format_version"), "format_version"),
+        (lambda m: m.update(format="other"), "not a pv engine checkpoint"),
+        (manifest_without_step, "manifest lacks `step`"),
+        (lambda m: m.update(pad_token_id="4096"), "`pad_token_id` must be a token id below vocab_size, got"),
+        (lambda m: m.update(eos_token_id="[2, 4096]"), "or a list of them"),
+    ]
+    for i, (edit, word) in enumerate(edits):
+        paths.append((_rewrite(good, work / f"meta{i}.safetensors", edit), word))
+    refused = named = 0
+    for path, word in paths:
+        try:
+            load_checkpoint(path)
+        except CheckpointError as exc:
+            refused += 1
+            text = str(exc)
+            # the pad id case must not claim that lists are allowed: only eos takes several
+            named += word in text and not ("pad_token_id" in word and "list" in text)
+        except Exception:  # refused, but not as the CheckpointError a caller catches: not counted
+            pass
+    try:
+        load_checkpoint(good)
+        valid = 1
+    except CheckpointError:
+        valid = 0
+    return {"cases": len(paths), "refused": refused, "refusals_naming_the_defect": named, "valid_loads": valid}

@@ -7,6 +7,7 @@ CLI or ``engine.train.pretrain``) from it inside its own call.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -254,7 +255,14 @@ def full_finetune(
 
 
 @checker(
-    observes=["stopped", "stop_step", "last_checkpoint_step", "last_checkpoint_loads", "checkpoints_after_stop"],
+    observes=[
+        "stopped",
+        "stop_step",
+        "last_checkpoint_step",
+        "last_checkpoint_loads",
+        "checkpoints_after_stop",
+        "log_records_the_stop",
+    ],
     ids=["FALSIFY-PINIT-008"],
 )
 def divergence_stops_cleanly(
@@ -262,7 +270,8 @@ def divergence_stops_cleanly(
 ) -> dict[str, Any]:
     """Pretrain the tiny preset with a learning rate that must diverge, saving every step: the run
     stops at the first non-finite loss with an error that names the last checkpoint written before
-    it, that checkpoint loads, and nothing is written after the stop."""
+    it, that checkpoint loads, nothing is written after the stop, and the run's log records the
+    stop (its step, value and last checkpoint) and the checkpoint it names."""
     from engine.config import preset
     from engine.train import NonFiniteLossError
 
@@ -283,12 +292,22 @@ def divergence_stops_cleanly(
             except CheckpointError:
                 pass
         written = sorted(int(p.name.removeprefix("step-")) for p in out.glob("step-*") if p.is_dir())
+        records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
+        stop = [r for r in records if r.get("kind") == "nonfinite"]
+        logged = int(
+            len(stop) == 1
+            and stop[0].get("step") == exc.step
+            and stop[0].get("last_checkpoint") == (str(last) if last is not None else None)
+            and stop[0].get("value") == str(exc.value)
+            and any(r.get("kind") == "checkpoint" and r.get("step") == exc.step for r in records)
+        )
         return {
             "stopped": 1,
             "stop_step": exc.step,
             "last_checkpoint_step": int(Path(last).name.removeprefix("step-")) if last is not None else -1,
             "last_checkpoint_loads": loads,
             "checkpoints_after_stop": sum(s > exc.step for s in written),
+            "log_records_the_stop": logged,
         }
     return {
         "stopped": 0,
@@ -296,6 +315,7 @@ def divergence_stops_cleanly(
         "last_checkpoint_step": -1,
         "last_checkpoint_loads": 0,
         "checkpoints_after_stop": 0,
+        "log_records_the_stop": 0,
     }
 
 
@@ -337,7 +357,8 @@ def resume_equals_uninterrupted(
     )
     if whole.checkpoint is None or resumed.checkpoint is None:
         raise RuntimeError("a run finished without a final checkpoint")
-    first, second = (load_checkpoint(r.checkpoint / "model.safetensors") for r in (whole, resumed))
+    first = load_checkpoint(whole.checkpoint / "model.safetensors")
+    second = load_checkpoint(resumed.checkpoint / "model.safetensors")
     a, b = first.model.state_dict(), second.model.state_dict()
     tail = whole.losses[half:]
     recorded = sum(c.manifest.get("data_digest") == pretrain_data.digest for c in (first, second))
