@@ -191,6 +191,30 @@ def init_and_scaling(rank: int, alpha: float, seed: int = 0) -> dict[str, Any]:
     }
 
 
+def _misuse_refused(model: Any, folder: Path, tmp_path: Path) -> int:
+    """Loading the same adapter name twice, and loading a folder whose config is not LoRA, are each
+    refused with a ValueError that names the adapter or the adapter type (0, 1 or 2)."""
+    import json
+    import shutil
+
+    from engine.lora import load_adapter
+
+    refused = 0
+    try:
+        load_adapter(model, folder)  # "default" is already there
+    except ValueError as exc:
+        refused += "'default'" in str(exc) and "already loaded" in str(exc)
+    other = fresh_dir(tmp_path, "ia3-")
+    shutil.copytree(folder, other, dirs_exist_ok=True)
+    config = json.loads((other / "adapter_config.json").read_text())
+    (other / "adapter_config.json").write_text(json.dumps({**config, "peft_type": "IA3"}))
+    try:
+        load_adapter(model, other, "other")
+    except ValueError as exc:
+        refused += "'IA3'" in str(exc)
+    return refused
+
+
 # The two architectures the engine builds: llama (no bias) and qwen2 (q/k/v bias, tied head).
 BASES: dict[str, dict[str, Any]] = {
     "llama": {},
@@ -205,6 +229,8 @@ BASES: dict[str, dict[str, Any]] = {
         "merge_max_abs_diff",
         "merge_exact_max_abs_diff",
         "lora_layers_left",
+        "misuse_refused_by_name",
+        "lora_params_fp32_on_bf16_base",
     ],
     ids=["FALSIFY-LORA-007", "FALSIFY-QLORA-006"],
 )
@@ -223,7 +249,7 @@ def adapter_round_trip(tmp_path: Path, rank: int, alpha: float, seed: int = 0, n
     from engine.quant import quantize_model
 
     effect = reload_diff = merge_diff = exact_diff = 0.0
-    left = 0
+    left = refused = 0
     for variant, overrides in BASES.items():
 
         def fresh_base(overrides: dict[str, Any] = overrides) -> Any:
@@ -260,14 +286,20 @@ def adapter_round_trip(tmp_path: Path, rank: int, alpha: float, seed: int = 0, n
             merged, merged_exact = merged_model(ids).logits, exact_model(ids).logits
         # A layer the merge skipped still computes W + BA: the logits cannot tell, the modules can.
         left += sum(isinstance(m, LoraLayer) for mm in (merged_model, exact_model) for m in mm.modules())
+        refused += _misuse_refused(reloaded(), folder, tmp_path)
         effect = max(effect, float((in_memory - plain).abs().max()))
         reload_diff = max(reload_diff, float((reload_logits - in_memory).abs().max()))
         merge_diff = max(merge_diff, float((merged - in_memory).abs().max()))
         exact_diff = max(exact_diff, float((merged_exact - in_memory).abs().max()))
+    # a bf16 base still gets fp32 LoRA matrices (the engine's rule: the update is trained in fp32)
+    bf16_wrapped = apply_lora(build_model(engine_preset("tiny")).to(torch.bfloat16), LoraSettings(r=rank, alpha=alpha))
+    bf16_lora = [p for n, p in bf16_wrapped.named_parameters() if ".lora_" in n]
     return {
         "adapter_effect": effect,
         "reload_max_abs_diff": reload_diff,
         "merge_max_abs_diff": merge_diff,
         "merge_exact_max_abs_diff": exact_diff,
         "lora_layers_left": left,
+        "misuse_refused_by_name": refused,
+        "lora_params_fp32_on_bf16_base": int(bool(bf16_lora) and all(p.dtype == torch.float32 for p in bf16_lora)),
     }

@@ -262,6 +262,7 @@ def full_finetune(
         "last_checkpoint_loads",
         "checkpoints_after_stop",
         "log_records_the_stop",
+        "stop_without_checkpoint_says_so",
     ],
     ids=["FALSIFY-PINIT-008"],
 )
@@ -280,6 +281,18 @@ def divergence_stops_cleanly(
     )
     out = fresh_dir(tmp_path, "diverge-")
     config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)
+    says_so = 0
+    try:  # the same run saving nothing before the end: the error must say no checkpoint exists
+        pretrain(
+            fresh_dir(tmp_path, "diverge-unsaved-"),
+            TrainConfig(**{**cfg.to_dict(), "save_every": 0}),
+            config=config,
+            tokenizer=engine_tokenizer,
+            data=pretrain_data,
+            device="cpu",
+        )
+    except NonFiniteLossError as exc:
+        says_so = int(exc.last_checkpoint is None and "no checkpoint was written yet" in str(exc))
     try:
         pretrain(out, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu")
     except NonFiniteLossError as exc:
@@ -308,6 +321,7 @@ def divergence_stops_cleanly(
             "last_checkpoint_loads": loads,
             "checkpoints_after_stop": sum(s > exc.step for s in written),
             "log_records_the_stop": logged,
+            "stop_without_checkpoint_says_so": says_so,
         }
     return {
         "stopped": 0,
@@ -316,6 +330,7 @@ def divergence_stops_cleanly(
         "last_checkpoint_loads": 0,
         "checkpoints_after_stop": 0,
         "log_records_the_stop": 0,
+        "stop_without_checkpoint_says_so": says_so,
     }
 
 
@@ -326,6 +341,7 @@ def divergence_stops_cleanly(
         "resumed_from_step",
         "loss_steps_differing",
         "checkpoints_record_data",
+        "val_logged_at_end",
     ],
     ids=["FALSIFY-PINIT-009"],
 )
@@ -362,6 +378,8 @@ def resume_equals_uninterrupted(
     a, b = first.model.state_dict(), second.model.state_dict()
     tail = whole.losses[half:]
     recorded = sum(c.manifest.get("data_digest") == pretrain_data.digest for c in (first, second))
+    log = [json.loads(line) for line in (whole_dir / "log.jsonl").read_text().splitlines() if line.strip()]
+    val_logged = int(any(r.get("kind") == "val" and r.get("step") == steps and "val_loss" in r for r in log))
     return {
         "tensors_compared": len(a),
         "tensors_differing": sum(not torch.equal(a[k], b[k]) for k in a),
@@ -369,4 +387,5 @@ def resume_equals_uninterrupted(
         "loss_steps_differing": sum(x != y for x, y in zip(tail, resumed.losses, strict=False))
         + abs(len(tail) - len(resumed.losses)),
         "checkpoints_record_data": recorded,
+        "val_logged_at_end": val_logged,
     }
