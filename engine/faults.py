@@ -68,3 +68,5 @@ FAULTS.register(
 FAULTS.register("resume_optimizer_state_dropped", "a resumed run restarts the optimizer instead of loading its state")
 FAULTS.register("nf4_bias_trainable", "an NF4 layer's bias is left trainable: the frozen base is not frozen")
 FAULTS.register("checkpoint_pickle_unnamed", "a pickle handed in as a checkpoint is refused without saying it is one")
+FAULTS.register("warmup_skipped", "the learning-rate warm-up is skipped: the first steps run at the full rate")
+FAULTS.register("multi_adapter_seed_ignored", "adapters are initialised from the global RNG, not from the run's seed")

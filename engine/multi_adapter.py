@@ -110,7 +110,9 @@ def build_multi_adapter_model(
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
         raise ValueError(f"adapter names must be unique: {names}")
-    torch.manual_seed(seed)
+    seeded = not FAULTS.active("multi_adapter_seed_ignored")  # the defect: the global RNG decides
+    if seeded:
+        torch.manual_seed(seed)
     # The fault's defect: every further adapter is given its own (frozen) copy of the base.
     copies = (
         [copy.deepcopy(base).requires_grad_(False) for _ in jobs[1:]]
@@ -124,7 +126,8 @@ def build_multi_adapter_model(
         else apply_lora(base, first.settings, first.name)
     )
     for i, job in enumerate(jobs[1:], start=1):
-        torch.manual_seed(seed + i)
+        if seeded:
+            torch.manual_seed(seed + i)
         model.add_adapter(job.name, job.settings.peft_config())
         if FAULTS.active("adapter_shared_state"):
             _share_with_first(model, first.name, job.name)

@@ -81,7 +81,7 @@ class TrainConfig:
 
 def lr_factor(step: int, cfg: TrainConfig) -> float:
     """Multiplier on ``cfg.lr`` for the update at ``step`` (0-based): linear warm-up, then cosine."""
-    if step < cfg.warmup_steps:
+    if step < cfg.warmup_steps and not FAULTS.active("warmup_skipped"):
         return (step + 1) / cfg.warmup_steps
     span = max(1, cfg.steps - cfg.warmup_steps)
     progress = min(1.0, (step - cfg.warmup_steps) / span)

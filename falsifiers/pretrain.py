@@ -389,3 +389,49 @@ def resume_equals_uninterrupted(
         "checkpoints_record_data": recorded,
         "val_logged_at_end": val_logged,
     }
+
+
+@checker(observes=["steps_compared", "max_rel_lr_error", "warmup_rising"], ids=["FALSIFY-PINIT-010"])
+def lr_schedule(
+    engine_tokenizer: EngineTokenizer,
+    pretrain_data: TokenData,
+    tmp_path: Path,
+    steps: int,
+    warmup_steps: int,
+    lr: float,
+    min_lr_ratio: float,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The learning rate each update used (the run's own log) against the schedule written out here:
+    linear warm-up to ``lr`` over ``warmup_steps`` updates, then cosine decay to ``min_lr_ratio * lr``."""
+    from engine.config import preset
+
+    cfg = TrainConfig(
+        steps=steps, batch_size=4, seq_len=32, lr=lr, warmup_steps=warmup_steps, min_lr_ratio=min_lr_ratio, seed=seed
+    )
+    records: list[dict[str, Any]] = []
+    config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)
+    pretrain(
+        fresh_dir(tmp_path, "schedule-"),
+        cfg,
+        config=config,
+        tokenizer=engine_tokenizer,
+        data=pretrain_data,
+        device="cpu",
+        on_record=records.append,
+    )
+    used = {r["step"]: float(r["lr"]) for r in records if r.get("kind") == "train"}
+
+    def expected(t: int) -> float:
+        if t < warmup_steps:
+            return lr * (t + 1) / warmup_steps
+        progress = min(1.0, (t - warmup_steps) / max(1, steps - warmup_steps))
+        return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    errors = [abs(used[t] - expected(t)) / expected(t) for t in range(steps) if t in used]
+    rising = all(used[t] < used[t + 1] for t in range(warmup_steps - 1) if t in used and t + 1 in used)
+    return {
+        "steps_compared": len(errors),
+        "max_rel_lr_error": max(errors) if errors else math.inf,
+        "warmup_rising": int(rising and warmup_steps > 1),
+    }
