@@ -391,7 +391,16 @@ def resume_equals_uninterrupted(
     }
 
 
-@checker(observes=["steps_compared", "max_rel_lr_error", "warmup_rising"], ids=["FALSIFY-PINIT-010"])
+@checker(
+    observes=[
+        "steps_compared",
+        "max_rel_lr_error",
+        "warmup_rising",
+        "config_refusals_named",
+        "config_boundary_accepted",
+    ],
+    ids=["FALSIFY-PINIT-010"],
+)
 def lr_schedule(
     engine_tokenizer: EngineTokenizer,
     pretrain_data: TokenData,
@@ -428,10 +437,29 @@ def lr_schedule(
         progress = min(1.0, (t - warmup_steps) / max(1, steps - warmup_steps))
         return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
+    refusals: dict[str, dict[str, float]] = {
+        "seq_len": {"seq_len": 1},
+        "steps": {"steps": 0},
+        "warmup_steps": {"warmup_steps": -1},
+        "min_lr_ratio": {"min_lr_ratio": 1.5},
+    }
+    named = 0
+    for field, change in refusals.items():  # a schedule that cannot exist is refused naming the field
+        try:
+            TrainConfig(**{**cfg.to_dict(), **change})
+        except ValueError as exc:
+            named += field in str(exc)
+    try:
+        TrainConfig(steps=1, batch_size=1, seq_len=2, warmup_steps=0, min_lr_ratio=1.0)
+        boundary = 1
+    except ValueError:
+        boundary = 0
     errors = [abs(used[t] - expected(t)) / expected(t) for t in range(steps) if t in used]
     rising = all(used[t] < used[t + 1] for t in range(warmup_steps - 1) if t in used and t + 1 in used)
     return {
         "steps_compared": len(errors),
         "max_rel_lr_error": max(errors) if errors else math.inf,
         "warmup_rising": int(rising and warmup_steps > 1),
+        "config_refusals_named": named,
+        "config_boundary_accepted": boundary,
     }
