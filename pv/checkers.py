@@ -7,13 +7,14 @@ A checker measures and returns observations; it never judges.  Only functions de
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import pkgutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from pv.diagnostics import suggest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -86,9 +87,9 @@ def resolve(ref: str, packages: Iterable[str] = DEFAULT_PACKAGES) -> CheckerSpec
         ) from exc
     except Exception as exc:  # an import error in user code is a binding defect, not a crash
         raise CheckerBindingError(f"checker module {module!r} failed to import: {exc}") from exc
-    registered = sorted(n for n, o in vars(mod).items() if isinstance(getattr(o, CHECKER_ATTR, None), CheckerSpec))
     obj = getattr(mod, name, None)
     if obj is None:
+        registered = [n for n, o in vars(mod).items() if isinstance(getattr(o, CHECKER_ATTR, None), CheckerSpec)]
         raise CheckerBindingError(
             f"module {module!r} has no attribute {name!r}" + _did_you_mean(name, registered, prefix=module + ":")
         )
@@ -115,9 +116,9 @@ def unaccepted_params(func: Callable[..., Any], params: Iterable[str]) -> dict[s
 
 
 def _did_you_mean(word: str, choices: Iterable[str], *, prefix: str = "", sep: str = "") -> str:
-    """``"; did you mean `x`?"`` for the closest choice above difflib's 0.6 similarity, else ``""``."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean `{prefix}{close[0]}{sep}`?" if close else ""
+    """``"; did you mean `x`?"`` for the choice :func:`pv.diagnostics.suggest` finds, else ``""``."""
+    close = suggest(word, choices)
+    return f"; did you mean `{prefix}{close}{sep}`?" if close else ""
 
 
 def _sibling_modules(module: str) -> list[str]:

@@ -8,7 +8,6 @@ paths given on the command line are relative to the current directory.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 import tomllib
@@ -16,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pv.diagnostics import suggest
 
 DEFAULT_CONTRACTS = "contracts"
 DEFAULT_CHECKER_PACKAGES: tuple[str, ...] = ("falsifiers",)
@@ -127,8 +128,8 @@ def _read_table(pyproject: Path) -> dict[str, Any]:
         raise ConfigError(f"{pyproject}: [tool.pv] must be a table")
     for key in table:
         if key not in KNOWN_KEYS:
-            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(KNOWN_KEYS)}"
+            close = suggest(key, KNOWN_KEYS)
+            hint = f"; did you mean {close!r}?" if close else f"; known keys: {', '.join(KNOWN_KEYS)}"
             raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.pv]{hint}")
     return table
 

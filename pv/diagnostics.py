@@ -6,6 +6,7 @@ editors, CI annotations and the JSON output all read the same shape.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -96,3 +97,13 @@ def count(diagnostics: Iterable[Diagnostic]) -> tuple[int, int]:
         else:
             warnings += 1
     return errors, warnings
+
+
+# Real typos score 0.85 and up; below 0.75 a "suggestion" is noise (quantizations -> equations: 0.73).
+SUGGEST_CUTOFF = 0.75
+
+
+def suggest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``word`` when it is similar enough to be a typo of it, else None."""
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=SUGGEST_CUTOFF)
+    return matches[0] if matches else None

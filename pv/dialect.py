@@ -24,8 +24,6 @@ from collections.abc import Iterable
 from pv import rules
 from pv.diagnostics import Diagnostic, Severity
 
-PV = "pv"
-RUST = "rust"
 RELAXED_CODES = frozenset({rules.INVALID_ID.code, rules.UNRESOLVED_OBLIGATION.code, rules.UNKNOWN_KEY.code})
 
 

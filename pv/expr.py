@@ -289,9 +289,8 @@ def _margins(
                 a, b = (_Evaluator(text, env).visit(n) for n in (side, other))
             except EvalError:
                 continue
-            if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, numbers.Real | float):
-                continue
-            if not isinstance(b, numbers.Real) or not (math.isfinite(a) and math.isfinite(b)):
+            numeric = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (a, b))
+            if not numeric or not (math.isfinite(a) and math.isfinite(b)):
                 continue
             yield abs(float(a) - float(b)) / max(abs(float(a)), abs(float(b)), 1e-12), side.id
 

@@ -118,10 +118,10 @@ def resolve_mutant(ref: str, allowed: Iterable[str] | None = None) -> tuple[Faul
     if registry is None or not hasattr(registry, "enabled") or not hasattr(registry, "names"):
         raise LookupError(f"module {module!r} exposes no fault registry named {REGISTRY_ATTR}")
     if name not in registry.names():
-        import difflib
+        from pv.diagnostics import suggest
 
-        close = difflib.get_close_matches(name, registry.names(), n=1, cutoff=0.6)
-        hint = f"; did you mean `{module}:{close[0]}`?" if close else ""
+        close = suggest(name, registry.names())
+        hint = f"; did you mean `{module}:{close}`?" if close else ""
         raise LookupError(f"{module}:{REGISTRY_ATTR} has no fault {name!r}{hint}")
     verify = getattr(registry, "verify", None)
     if callable(verify):  # a registry that patches the system checks its targets still exist

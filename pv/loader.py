@@ -12,7 +12,6 @@ core scalar resolution (``yes``/``on``/``2024-01-01`` stay strings, as in the Ru
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import hashlib
 import os
@@ -30,7 +29,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from pv import rules
-from pv.diagnostics import Diagnostic, Severity
+from pv.diagnostics import Diagnostic, suggest
 from pv.model import Contract
 
 MAX_BYTES = 1 << 20  # 1 MiB; override with the ``max_bytes`` argument or PV_MAX_CONTRACT_BYTES
@@ -543,15 +542,6 @@ def _dotted(loc: Sequence[str | int]) -> str:
     return out or "(top level)"
 
 
-SUGGEST_CUTOFF = 0.75
-
-
-def suggest(word: str, choices: Iterable[str]) -> str | None:
-    # 0.75: real typos score 0.85 and up; below it a "suggestion" is noise (quantizations -> equations: 0.73)
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=SUGGEST_CUTOFF)
-    return matches[0] if matches else None
-
-
 MAX_SCHEMA_DIAGNOSTICS = 200  # per file: past this, one line says how many more
 
 
@@ -629,9 +619,9 @@ def load_contract_file(
 ) -> LoadedContract:
     """Read one contract file; every problem is in ``.diagnostics``, nothing is raised for bad input.
 
-    ``dialect="rust"`` reads the file as the Rust pv does (:mod:`pv.dialect`): unknown keys are
-    warnings and the contract loads without them; a YAML file with no ``metadata`` is a data file,
-    not a contract, and is skipped (``.skipped`` says why)."""
+    ``dialect="rust"`` reads the file as the Rust pv does (:mod:`pv.dialect`): the contract loads
+    without its unknown keys (still reported as PV102); a YAML file with no ``metadata`` is a data
+    file, not a contract, and is skipped (``.skipped`` says why)."""
     p = Path(path)
     raw, diag = _read(p, _max_bytes() if max_bytes is None else max_bytes)
     if raw is None:
@@ -696,17 +686,14 @@ def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>", *,
         loaded.contract = Contract.model_validate(data)
     except ValidationError as exc:
         loaded._root = root
-        diagnostics = _schema_diagnostics(loaded, exc)
+        loaded.diagnostics.extend(_schema_diagnostics(loaded, exc))
         if dialect == "rust":
-            # serde ignores fields it does not know: so does this dialect, loudly
+            # serde ignores fields it does not know: so does this dialect, loudly (pv.dialect.relax
+            # makes their PV102 a warning)
             unknown = [_data_loc(data, e["loc"]) for e in exc.errors() if e["type"] == "extra_forbidden"]
-            diagnostics = [
-                d.with_severity(Severity.WARNING) if d.code == rules.UNKNOWN_KEY.code else d for d in diagnostics
-            ]
             if unknown and len(unknown) == len(exc.errors()):
                 with contextlib.suppress(ValidationError):
                     loaded.contract = Contract.model_validate(_without(data, unknown))
-        loaded.diagnostics.extend(diagnostics)
     return loaded
 
 

@@ -110,11 +110,9 @@ class PatchFaults(FaultRegistry):
 
     @contextmanager
     def enabled(self, name: str) -> Iterator[None]:
-        patch = self.patch_of(name)
         with super().enabled(name), ExitStack() as stack:
-            for target in patch.targets:
-                owner, attr = locate(target)
-                stack.enter_context(mock.patch.object(owner, attr, patch.value))
+            for patcher in _patchers(self.patch_of(name)):
+                stack.enter_context(patcher)
             yield
 
     def _add(self, name: str, description: str, patch: Patch) -> Fault:
@@ -123,9 +121,12 @@ class PatchFaults(FaultRegistry):
         if name in self._env_on:
             # A child process (torchrun rank, subprocess) started under this mutant: the fault is on
             # for its whole life, so the patch is applied as soon as it is known and never undone.
-            for target in patch.targets:
-                owner, attr = locate(target)
-                patcher = mock.patch.object(owner, attr, patch.value)
+            for patcher in _patchers(patch):
                 patcher.start()
                 self._started.append(patcher)
         return fault
+
+
+def _patchers(patch: Patch) -> list[Any]:
+    """One ``mock.patch.object`` per target of ``patch``, every target located first."""
+    return [mock.patch.object(*locate(target), patch.value) for target in patch.targets]

@@ -28,7 +28,8 @@ from typing import Any
 from pv import expr
 from pv.checkers import CheckerBindingError, in_packages, resolve
 from pv.config import PvConfig, ensure_importable
-from pv.loader import load_contract_file, suggest
+from pv.diagnostics import suggest
+from pv.loader import load_contract_file
 from pv.model import CONTRACT_ID_RE, REF_RE, FalsificationTest
 
 CHECKER_IMPORT = "from pv.checkers import checker"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
+
+from pv.diagnostics import suggest
 
 _KEYWORDS = frozenset({"and", "or", "not", "True", "False", "None"})
 
@@ -23,6 +24,6 @@ def unregistered_markers(markexpr: str, registered_lines: Iterable[str]) -> list
     for word in dict.fromkeys(words):
         if word in _KEYWORDS or word in registered:
             continue
-        close = difflib.get_close_matches(word, sorted(registered), n=1, cutoff=0.6)
-        out.append(f"marker {word!r} is not registered" + (f"; did you mean {close[0]!r}?" if close else ""))
+        close = suggest(word, sorted(registered))
+        out.append(f"marker {word!r} is not registered" + (f"; did you mean {close!r}?" if close else ""))
     return out

@@ -22,7 +22,7 @@ import yaml
 from pv import expr, rules
 from pv.checkers import in_packages
 from pv.config import DEFAULT_CHECKER_PACKAGES, ConfigError, load_config
-from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics
+from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics, suggest
 from pv.dialect import relax
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
 from pv.model import CONTRACT_ID_RE, FALSIFY_ID_RE, KANI_ID_RE, OBLIGATION_ID_RE, REF_RE, SEMVER_RE
@@ -190,8 +190,6 @@ def _configured_max_nproc(start: Path | None) -> int:
 
 
 def _configured_dialect(start: Path | None) -> str:
-    from pv.config import ConfigError, load_config
-
     try:
         return load_config(start).dialect
     except ConfigError:
@@ -453,14 +451,14 @@ def _duplicates(
     are unique per contract) a repeat within one file is an error and one in another file a warning."""
     for ident, decls in table.items():
         for i, later in enumerate(decls[1:], 1):
-            same_file = next((d for d in decls[:i] if d.loaded is later.loaded), None)
-            first = same_file if per_contract and same_file is not None else decls[0]
+            first, severity = decls[0], Severity.ERROR
+            if per_contract:
+                same_file = next((d for d in decls[:i] if d.loaded is later.loaded), None)
+                first, severity = (same_file, Severity.ERROR) if same_file else (decls[0], Severity.WARNING)
             diagnostic = later.loaded.diagnostic(
                 rule, later.keypath, f"{what} `{ident}` is already declared at {first.where()}", key=later.key
             )
-            yield (
-                diagnostic if not per_contract or same_file is not None else diagnostic.with_severity(Severity.WARNING)
-            )
+            yield diagnostic if severity is diagnostic.severity else diagnostic.with_severity(severity)
 
 
 def _known_stems(contracts: Sequence[LoadedContract]) -> set[str]:
@@ -499,7 +497,7 @@ def check_tree(contracts: Sequence[LoadedContract], dialect: str = "pv") -> list
                 if isinstance(ref, str) and ref not in idx.obligations:
                     label = item.get("id") if isinstance(item.get("id"), str) else f"{section}[{i}]"
                     known = _local_obligations(data)
-                    close = _suggest(ref, known)
+                    close = suggest(ref, known)
                     out.append(
                         loaded.diagnostic(
                             rules.UNRESOLVED_OBLIGATION,
@@ -524,7 +522,7 @@ def check_tree(contracts: Sequence[LoadedContract], dialect: str = "pv") -> list
                 continue
             edges.setdefault(loaded.id, []).append((dep, loaded, j))
             if dep not in known_ids and dep not in stems:
-                close = _suggest(dep, known_ids)
+                close = suggest(dep, known_ids)
                 out.append(
                     loaded.diagnostic(
                         rules.UNKNOWN_DEPENDENCY,
@@ -539,12 +537,6 @@ def check_tree(contracts: Sequence[LoadedContract], dialect: str = "pv") -> list
 
 def _local_obligations(data: dict[str, Any]) -> list[str]:
     return [str(o["id"]) for _, o in _items(data, "proof_obligations") if isinstance(o.get("id"), str)]
-
-
-def _suggest(word: str, choices: Iterable[str]) -> str | None:
-    from pv.loader import suggest
-
-    return suggest(word, choices)
 
 
 def _cycles(edges: dict[str, list[tuple[str, LoadedContract, int]]]) -> Iterator[Diagnostic]:
