@@ -20,7 +20,7 @@ from engine.checkpoint import CheckpointError, load_checkpoint, read_header
 from engine.config import ARCHITECTURE_KEYS, ModelConfig
 from engine.data import TokenData
 from engine.tokenizer import EngineTokenizer
-from engine.train import TrainConfig, TrainResult, pretrain
+from engine.train import LOG_NAME, TrainConfig, TrainResult, pretrain, read_log
 from falsifiers._workdir import fresh_dir
 from falsifiers.training import Run, plot_losses
 from pv.checkers import checker
@@ -305,7 +305,7 @@ def divergence_stops_cleanly(
             except CheckpointError:
                 pass
         written = sorted(int(p.name.removeprefix("step-")) for p in out.glob("step-*") if p.is_dir())
-        records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
+        records = read_log(out / LOG_NAME)
         stop = [r for r in records if r.get("kind") == "nonfinite"]
         logged = int(
             len(stop) == 1
@@ -352,7 +352,6 @@ def resume_equals_uninterrupted(
     checkpoint, resume the same config: the resumed run's final weights and its losses after the
     halfway point are those of the uninterrupted run, bit for bit, and both final checkpoints record
     the digest of the data they were trained on."""
-    import json
     import shutil
 
     import torch
@@ -378,7 +377,7 @@ def resume_equals_uninterrupted(
     a, b = first.model.state_dict(), second.model.state_dict()
     tail = whole.losses[half:]
     recorded = sum(c.manifest.get("data_digest") == pretrain_data.digest for c in (first, second))
-    log = [json.loads(line) for line in (whole_dir / "log.jsonl").read_text().splitlines() if line.strip()]
+    log = read_log(whole_dir / LOG_NAME)
     val_logged = int(any(r.get("kind") == "val" and r.get("step") == steps and "val_loss" in r for r in log))
     return {
         "tensors_compared": len(a),
