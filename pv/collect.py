@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pv.cases import Case, CaseError, case_params, expand, item_name
 from pv.diagnostics import Diagnostic
 from pv.model import FalsificationTest
 from pv.requirements import needs_gpu
@@ -118,7 +119,20 @@ def contract_run(loaded: LoadedContract, root: Path) -> ContractRun:
         status=contract.metadata.status.value,
         declared=[f.id for f in contract.falsification_tests],
         ship_blocking=[f.id for f in contract.falsification_tests if f.ship_blocking],
+        cases=declared_cases(contract.falsification_tests),
     )
+
+
+def declared_cases(falsifiers: Sequence[FalsificationTest]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in falsifiers:
+        try:
+            ids = [c.id for c in expand(f)]
+        except CaseError:  # validation reports it; such a contract collects as one invalid item
+            continue
+        if ids:
+            out[f.id] = ids
+    return out
 
 
 class ContractFile(pytest.File):
@@ -149,9 +163,17 @@ class ContractFile(pytest.File):
         run = contract_run(loaded, root)
         for i, falsifier in enumerate(loaded.contract.falsification_tests):
             line, _ = _locate(loaded, "falsification_tests", i, "id")
-            yield FalsifierItem.from_parent(
-                self, name=falsifier.id, callobj=falsify, falsifier=falsifier, contract=run, line=line
-            )
+            cases: list[Case | None] = [*expand(falsifier)] or [None]
+            for case in cases:
+                yield FalsifierItem.from_parent(
+                    self,
+                    name=item_name(falsifier.id, case.id if case else None),
+                    callobj=falsify,
+                    falsifier=falsifier,
+                    contract=run,
+                    line=line,
+                    case=case,
+                )
 
 
 def falsify() -> None:
@@ -161,11 +183,15 @@ def falsify() -> None:
 class FalsifierItem(pytest.Function):
     """One ``FALSIFY-*`` entry, run by :func:`pv.plugin` hooks through :meth:`runtest`."""
 
-    def __init__(self, *, falsifier: FalsificationTest, contract: ContractRun, line: int, **kw: Any) -> None:
+    def __init__(
+        self, *, falsifier: FalsificationTest, contract: ContractRun, line: int, case: Case | None = None, **kw: Any
+    ) -> None:
         super().__init__(**kw)
         self.falsifier = falsifier
         self.contract = contract
         self.yaml_line = line
+        self.case = case  # one case of a parametrized falsifier (pv.cases); None: not parametrized
+        self.params = case_params(falsifier, case)  # what the checker and expect see
         self.pv_result: FalsifierResult | None = None
         self.extra_keyword_matches.add(contract.contract_id)
         self.add_marker(pytest.mark.contract(contract.contract_id, id=contract.contract_id))
@@ -177,14 +203,14 @@ class FalsifierItem(pytest.Function):
 
     @property
     def label(self) -> str:
-        return f"{self.contract.contract_id}::{self.falsifier.id}"
+        return f"{self.contract.contract_id}::{self.name}"
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.yaml_line - 1, self.label
 
     @property
     def seed(self) -> int:
-        return _seed_of(self.falsifier.params)
+        return _seed_of(self.params)
 
     def new_result(self, verdict: Verdict = Verdict.NOT_RUN) -> FalsifierResult:
         f = self.falsifier
@@ -194,9 +220,11 @@ class FalsifierItem(pytest.Function):
             verdict=verdict,
             ship_blocking=f.ship_blocking,
             expect=f.expect,
-            params=dict(f.params),
+            params=dict(self.params),
             seed=self.seed,
             worker=os.environ.get("PYTEST_XDIST_WORKER", "master"),
+            case=self.case.id if self.case is not None else None,
+            aggregate=f.aggregate if self.case is not None else None,
         )
 
     def runtest(self) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pv import expr
+from pv.cases import CaseError, expand_spec
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, load_contract_file
 from pv.model import SEMVER_RE, Contract
 
@@ -399,6 +400,7 @@ def _falsifier_changes(fid: str, old: dict[str, Any], new: dict[str, Any]) -> It
             bump, kind, detail = bound_change(oe, ne, new.get("params") or {})
             yield Change("falsifiers", fid, kind, bump, detail)
     yield from _params_changes(fid, old.get("params") or {}, new.get("params") or {})
+    yield from _case_changes(fid, old, new)
     if old.get("ship_blocking") != new.get("ship_blocking"):
         if new.get("ship_blocking"):
             yield Change("falsifiers", fid, "tightened", Bump.MINOR, "now ship-blocking")
@@ -417,6 +419,36 @@ def _falsifier_changes(fid: str, old: dict[str, Any], new: dict[str, Any]) -> It
     reworded = [k for k in _FALSIFIER_WORDING if old.get(k) != new.get(k)]
     if reworded:
         yield Change("falsifiers", fid, "reworded", Bump.PATCH, f"reworded: {', '.join(reworded)}")
+
+
+def _case_ids(f: dict[str, Any]) -> list[str]:
+    try:
+        return [c.id for c in expand_spec(f.get("parametrize"), f.get("seeds"), f.get("params") or {})]
+    except (CaseError, TypeError, AttributeError):
+        return []
+
+
+def _case_changes(fid: str, old: dict[str, Any], new: dict[str, Any]) -> Iterator[Change]:
+    """Dropping a case narrows the claim (major); adding one widens it (minor); the aggregate is a bound."""
+    was, now = _case_ids(old), _case_ids(new)
+    dropped = [c for c in was if c not in now]
+    added = [c for c in now if c not in was]
+    if dropped:
+        shown = ", ".join(f"[{c}]" for c in dropped)
+        yield Change("falsifiers", fid, "removed", Bump.MAJOR, f"cases dropped: {shown[:80]}")
+    if added:
+        shown = ", ".join(f"[{c}]" for c in added)
+        yield Change("falsifiers", fid, "added", Bump.MINOR, f"cases added: {shown[:80]}")
+    oa, na = old.get("aggregate"), new.get("aggregate")
+    if oa == na:
+        return
+    if oa is None:
+        yield Change("falsifiers", fid, "added", Bump.MINOR, f"aggregate added: {na!r}")
+    elif na is None:
+        yield Change("falsifiers", fid, "removed", Bump.MAJOR, f"aggregate removed (was {oa!r})")
+    else:
+        bump, kind, detail = bound_change(oa, na, new.get("params") or {})
+        yield Change("falsifiers", fid, kind, bump, "aggregate " + detail)
 
 
 def _obligation_changes(oid: str, old: dict[str, Any], new: dict[str, Any]) -> Iterator[Change]:

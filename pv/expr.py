@@ -18,6 +18,7 @@ import ast
 import itertools
 import math
 import numbers
+import statistics
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +99,48 @@ def _minmax(func: Callable[..., Any], name: str) -> Callable[..., Any]:
     return apply
 
 
+def _numbers(x: Value, name: str, at_least: int = 1) -> list[float]:
+    if not isinstance(x, tuple) or len(x) < at_least:
+        raise TypeError(f"{name}() needs a sequence of at least {at_least} number{'s' if at_least > 1 else ''}")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in x):
+        raise TypeError(f"{name}() of a sequence that holds non-numbers")
+    return [float(v) for v in x]
+
+
+def _mean(x: Value) -> float:
+    return statistics.fmean(_numbers(x, "mean"))
+
+
+def _median(x: Value) -> float:
+    return float(statistics.median(_numbers(x, "median")))
+
+
+def _stdev(x: Value) -> float:
+    return statistics.stdev(_numbers(x, "stdev", 2))  # the sample standard deviation (n - 1)
+
+
+def _sem(x: Value) -> float:
+    """The standard error of the mean: what a multi-seed claim's margin is stated in."""
+    xs = _numbers(x, "sem", 2)
+    return statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def _quantile(x: Value, q: Value) -> float:
+    xs = sorted(_numbers(x, "quantile"))
+    if not isinstance(q, int | float) or isinstance(q, bool) or not 0 <= q <= 1:
+        raise TypeError("quantile(xs, q) needs 0 <= q <= 1")
+    pos = q * (len(xs) - 1)  # linear interpolation between order statistics (numpy's default)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _sum(x: Value) -> float:
+    if not isinstance(x, tuple):
+        raise TypeError(f"sum() of a {type(x).__name__}")
+    return math.fsum(_numbers(x, "sum", 0)) if x else 0
+
+
 # name -> (function, min arity, max arity)
 FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "abs": (abs, 1, 1),
@@ -113,6 +156,13 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "isfinite": (_isfinite, 1, 1),
     "all": (_all, 1, 1),
     "any": (_any, 1, 1),
+    # statistics over a sequence: a parametrized falsifier's `aggregate:` sees per-case lists
+    "sum": (_sum, 1, 1),
+    "mean": (_mean, 1, 1),
+    "median": (_median, 1, 1),
+    "stdev": (_stdev, 1, 1),
+    "sem": (_sem, 1, 1),
+    "quantile": (_quantile, 2, 2),
 }
 
 # Constants are shadowed by an observation or param of the same name.
@@ -182,6 +232,13 @@ def coerce(value: Value) -> Value:
     raise EvalError(f"values of type {type(value).__name__} cannot be used in an expression")
 
 
+def coerce_or_none(value: Value) -> Value:
+    try:
+        return coerce(value) if value is not None else None
+    except EvalError:
+        return None
+
+
 def format_value(value: Value, limit: int = 60, digits: int | None = None) -> str:
     """How a value is written into :meth:`Expression.substitute` output: exact floats (for failure
     messages), or ``digits`` significant digits (for reports), and short lists."""
@@ -242,14 +299,40 @@ class Expression:
         named = sorted((n for n in self.names if n in candidates), key=self.text.find)
         return named[0] if named else None
 
-    def substitute(self, env: Mapping[str, Value], digits: int | None = None) -> str:
-        """The original text with each name's value written after it: ``x(=0.31) <= 0.05``."""
+    def substitute(self, env: Mapping[str, Value], digits: int | None = None, summarise: bool = False) -> str:
+        """The original text with each name's value written after it: ``x(=0.31) <= 0.05``.
+
+        ``summarise``: a call over a sequence shows its result instead of the sequence
+        (``mean(loss)(=3.52)``), which is what a reader of an aggregate over many cases needs."""
         raw = self.text.encode("utf-8")
+        prefix = _prefix_bytes(self.text)
         inserts: list[tuple[int, str]] = []
+        covered: list[tuple[int, int]] = []
+        if summarise:
+            for node in ast.walk(self.tree):
+                if not isinstance(node, ast.Call) or node.end_col_offset is None:
+                    continue
+                if any(covered_start <= node.col_offset < end for covered_start, end in covered):
+                    continue
+                over_sequence = any(
+                    isinstance(n, ast.Name) and isinstance(coerce_or_none(env.get(n.id)), tuple)
+                    for a in node.args
+                    for n in ast.walk(a)
+                )
+                if not over_sequence:
+                    continue
+                try:
+                    value = _Evaluator(self.text, env).visit(node)
+                except EvalError:
+                    continue
+                covered.append((node.col_offset, node.end_col_offset))
+                inserts.append((node.end_col_offset + prefix, f"(={format_value(value, digits=digits)})"))
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Name) and node.id in self.names and node.end_col_offset is not None:
+                if any(start <= node.col_offset < end for start, end in covered):
+                    continue
                 shown = format_value(env[node.id], digits=digits) if node.id in env else "?"
-                inserts.append((node.end_col_offset + _prefix_bytes(self.text), f"(={shown})"))
+                inserts.append((node.end_col_offset + prefix, f"(={shown})"))
         out = bytearray()
         last = 0
         for offset, text in sorted(inserts):

@@ -61,7 +61,7 @@ class LaunchRequest:
     """Which falsifier to run under torchrun, and how."""
 
     contract: Path
-    falsify_id: str
+    falsify_id: str  # the item's name: FALSIFY-X-001, or FALSIFY-X-001[<case>] for one case
     nproc: int
     checker_packages: tuple[str, ...]
     seed: int
@@ -360,16 +360,19 @@ def child_main(argv: Sequence[str], environ: Mapping[str, str] | None = None) ->
     print(f"pv.launch: rank {rank} of {env.get('WORLD_SIZE', '1')}: {contract.name}::{falsify_id}", flush=True)
     dist = None
     try:
+        from pv.cases import case_params, find_case, split_name
         from pv.checkers import resolve
         from pv.requirements import needs_gpu
         from pv.run_checker import _is_skip, normalise_observations, seed_everything
 
-        falsifier = _load_falsifier(contract, falsify_id, env.get(SHA256_ENV))
+        fid, case_id = split_name(falsify_id)  # a case of a parametrized falsifier: FALSIFY-X-001[<case>]
+        falsifier = _load_falsifier(contract, fid, env.get(SHA256_ENV))
+        params = case_params(falsifier, find_case(falsifier, case_id) if case_id is not None else None)
         packages = [p for p in env.get(PACKAGES_ENV, "").split(",") if p]
         spec = resolve(falsifier.check, packages)
         own = rank_artifacts(artifacts, rank)
         own.mkdir(parents=True, exist_ok=True)
-        kwargs = child_arguments(spec.func, falsifier.params, own)
+        kwargs = child_arguments(spec.func, params, own)
         dist = _join_group(needs_gpu(falsifier.requires), local_rank)
         seed_everything(int(env.get(SEED_ENV, "0")))
         try:

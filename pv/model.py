@@ -217,6 +217,12 @@ class FalsificationTest(Strict):
     hypothesis: HypothesisSettings | None = None
     examples: list[dict[str, Any]] = Field(default_factory=list)
     launch: Launch | None = None  # run under torchrun; None: in the pytest process
+    # one falsifier over several params (pv.cases): a grid {name: [values]} or explicit cases
+    # [{name: value}], and/or `seeds: N` (the seed param over N consecutive seeds); each case is
+    # judged by `expect`, and `aggregate` over every case's observations as per-case lists
+    parametrize: dict[str, list[Any]] | list[dict[str, Any]] | None = None
+    seeds: int | None = Field(default=None, ge=1, le=256)
+    aggregate: str | None = None
 
     @field_validator("requires", mode="before")
     @classmethod

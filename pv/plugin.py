@@ -30,8 +30,9 @@ from typing import Any, NoReturn
 import pytest
 
 from pv import hookspecs
+from pv.cases import aggregate_failures, split_name, verdicts
 from pv.config import ensure_importable
-from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict, every_declared
+from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
 from pv.selection import unregistered_markers
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -317,7 +318,8 @@ def run_item(item: Any) -> None:
     if gpu:
         result.device = device_label(gpu, pinning)
 
-    collisions = _fixture_collisions(item, f.params)
+    params = item.params  # the falsifier's params with its case's values laid over them
+    collisions = _fixture_collisions(item, params)
     if collisions:
         _error(
             result,
@@ -328,10 +330,10 @@ def run_item(item: Any) -> None:
     try:
         spec = resolve(f.check, settings.checker_packages)
         if launch is None:
-            kwargs = bind_arguments(spec.func, f.params, getfixture)
+            kwargs = bind_arguments(spec.func, params, getfixture)
         else:  # the ranks get params and pv_artifacts; the folder also receives every rank's log
             kwargs = {"pv_artifacts": new_artifact_dir(item, getfixture("tmp_path_factory"))}
-            launch_arguments(spec.func, f.params, kwargs["pv_artifacts"])
+            launch_arguments(spec.func, params, kwargs["pv_artifacts"])
     except (CheckerBindingError, BindingError) as exc:
         _error(result, f"ERROR {item.label}: cannot bind checker {f.check}: {exc}")
     except Exception as exc:  # a fixture that failed to set up is a harness defect, not a finding
@@ -348,7 +350,7 @@ def run_item(item: Any) -> None:
         if launch is not None:
             request = LaunchRequest(
                 item.path,
-                f.id,
+                item.name,
                 launch.nproc,
                 settings.checker_packages,
                 item.seed,
@@ -360,7 +362,7 @@ def run_item(item: Any) -> None:
                 artifacts=arguments["pv_artifacts"],
                 observes=spec.observes,
                 expect=expect,
-                params=f.params,
+                params=params,
                 text=text,
                 timeout_s=timeout,
                 allow_nonfinite=f.allow_nonfinite,
@@ -370,7 +372,7 @@ def run_item(item: Any) -> None:
             arguments,
             observes=spec.observes,
             expect=expect,
-            params=f.params,
+            params=params,
             text=text,
             timeout_s=timeout,
             seed=item.seed,
@@ -415,7 +417,7 @@ def run_item(item: Any) -> None:
         }
         try:
             mutant_kwargs = (
-                bind_arguments(spec.func, f.params, getfixture, overrides)
+                bind_arguments(spec.func, params, getfixture, overrides)
                 if launch is None
                 else {"pv_artifacts": overrides["pv_artifacts"]}
             )
@@ -423,7 +425,9 @@ def run_item(item: Any) -> None:
         except Exception as exc:  # the harness could not run the mutant: not a kill
             message = f"mutant {f.mutant} could not be run: {type(exc).__name__}: {exc}"
             result.mutant = MutantResult(mutant=f.mutant, verdict=Verdict.ERROR, message=message)
-        if not result.mutant.killed:
+        if not result.mutant.killed and item.case is None:
+            # A case need not kill the mutant alone: a parametrized falsifier kills it when it is
+            # falsified as a whole, by any case or its aggregate (pv.cases, judged at session end).
             if result.mutant.message.startswith(BROKEN_REFERENCE):
                 raise BrokenMutant(f"BROKEN {item.label}: {result.mutant.message}")
             raise VacuousFalsifier(_vacuous_text(item, result))
@@ -480,7 +484,7 @@ def _vacuous_text(item: Any, result: FalsifierResult) -> str:
     lines = [f"VACUOUS {item.label}: not killed by its mutant {mutant.mutant} (mutant run: {mutant.verdict.value})"]
     if mutant.verdict is Verdict.SURVIVED:
         lines.append("  the prediction held with the fault switched on, so this falsifier cannot detect it")
-        env = {**f.params, **mutant.observations}
+        env = {**item.params, **mutant.observations}
         try:
             lines.append(f"  expect:       {f.expect}")
             lines.append(f"  with values:  {expr.parse(f.expect or '').substitute(env)}")
@@ -589,6 +593,7 @@ class PvSession:
         self.selected_contracts: dict[str, ContractRun] = {}
         self.zero_selection: str | None = None
         self.record: RunRecord | None = None
+        self.aggregate_failures: list[str] = []
 
     @property
     def is_worker(self) -> bool:
@@ -634,14 +639,16 @@ class PvSession:
             # this way ("worker 'gw0' crashed while running ..."). It is an error, not "not run".
             run = self.contract_of(report.nodeid)
             if run is not None:
-                fid = report.nodeid.split("::", 1)[1]
+                name = report.nodeid.split("::", 1)[1]
+                fid, case = split_name(name)
                 self.contracts.setdefault(run.contract_id, run)
                 self.results[report.nodeid] = FalsifierResult(
                     run.contract_id,
                     fid,
                     Verdict.ERROR,
                     ship_blocking=fid in run.ship_blocking,
-                    message=f"ERROR {run.contract_id}::{fid}: {str(report.longrepr).strip() or 'the worker died'}",
+                    case=case,
+                    message=f"ERROR {run.contract_id}::{name}: {str(report.longrepr).strip() or 'the worker died'}",
                     worker=str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")),
                 )
         after = self.results.get(report.nodeid)
@@ -661,6 +668,11 @@ class PvSession:
             return
         self._check_zero_selection(session)
         self.record = self.build_record(session, exitstatus)
+        # What only an aggregate found (its predicate over every case, a mutant no case killed alone)
+        # failed no item; like a coverage floor it fails the session and says why in the summary.
+        self.aggregate_failures = aggregate_failures(self.record.results)
+        if self.aggregate_failures and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self.config.hook.pytest_pv_run_finished(config=self.config, run=self.record)
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
@@ -694,7 +706,7 @@ class PvSession:
             run = self.contract_of(nodeid)
             if run is not None:
                 contracts.setdefault(run.contract_id, run)
-        results = every_declared(self.results.values(), contracts)
+        results = verdicts(self.results.values(), contracts)
         return RunRecord(
             run_id=self.run_id,
             started_at=self.started_at,
@@ -715,7 +727,8 @@ class PvSession:
     def run_settings(self, results: Iterable[FalsifierResult] = ()) -> dict[str, Any]:
         """Every switch that can change a verdict (pv.evidence.bundle.RunSettings)."""
         settings = settings_of(self.config)
-        workers = {r.worker for r in results if r.worker != "master"}
+        # an aggregate's worker lists its cases' workers ("gw0,gw1")
+        workers = {w for r in results for w in r.worker.split(",") if w != "master"}
         planned = getattr(self.config.option, "numprocesses", None)
         return {
             "faults_env": list(self.faults_env),
@@ -740,6 +753,8 @@ class PvSession:
         vacuous = any(r.mutant is not None and not r.mutant.killed for r in self.record.results)
         terminalreporter.write_sep("=", "pv", bold=True)
         terminalreporter.write_line(line, red=bool(bad or vacuous), green=not (bad or vacuous))
+        for text in self.aggregate_failures:
+            terminalreporter.write_line(text, red=True, bold=True)
         if self.faults_env:
             terminalreporter.write_line(
                 f"pv: WARNING: PV_FAULTS={','.join(self.faults_env)} switched faults on for this whole run; "
@@ -781,8 +796,11 @@ def summary_line(results: Iterable[FalsifierResult], mutants_enabled: bool, inva
     counts = Counter(r.verdict for r in rs)
     ran = [r for r in rs if r.verdict is not Verdict.NOT_RUN]
     evaluated = counts[Verdict.SURVIVED] + counts[Verdict.FALSIFIED] + counts[Verdict.ERROR]
+    n_cases = sum(len(r.cases) for r in ran)
     parts = [
-        f"pv: {len(ran)} falsifier{'s' if len(ran) != 1 else ''}, {evaluated} evaluated "
+        f"pv: {len(ran)} falsifier{'s' if len(ran) != 1 else ''}"
+        + (f" ({n_cases} cases)" if n_cases else "")
+        + f", {evaluated} evaluated "
         f"({counts[Verdict.SURVIVED]} survived, {counts[Verdict.FALSIFIED]} falsified, {counts[Verdict.ERROR]} error)"
     ]
     skipped = counts[Verdict.SKIPPED]

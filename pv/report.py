@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pv.cases import aggregate_env
 from pv.evidence.bundle import BUNDLE_FILE, FalsifierEntry
 from pv.evidence.signing import KeyRing
 from pv.evidence.status import Assessment, assess
@@ -86,36 +87,59 @@ REPORT_DIGITS = 4  # significant digits of a float in the review table; bundles 
 
 def observation_and_bound(entry: FalsifierEntry) -> tuple[str, str]:
     """The observation that decides the verdict (the failing clause's, else the one closest to its
-    bound) and the expect with values written in, floats rounded to :data:`REPORT_DIGITS`."""
-    if not entry.expect:
+    bound) and the expect with values written in, floats rounded to :data:`REPORT_DIGITS`.
+
+    A parametrized falsifier's verdict is its aggregate's: how many cases held, and the
+    ``aggregate:`` predicate (if any) with the per-case values written in."""
+    if entry.cases:
+        held = sum(c.verdict == "survived" for c in entry.cases)
+        env = {**aggregate_env([c.params for c in entry.cases]), **entry.observations}
+        bound = _bound(entry.aggregate, env, entry.observations, summarise=True) if entry.aggregate else ("", "")
+        return f"{held}/{len(entry.cases)} cases survived", bound[1]
+    return _bound(entry.expect, {**entry.params, **entry.observations}, entry.observations, entry.verdict)
+
+
+def _bound(
+    text: str | None,
+    env: dict[str, Any],
+    observations: dict[str, Any],
+    verdict: str = "survived",
+    summarise: bool = False,
+) -> tuple[str, str]:
+    if not text:
         return "", ""
-    env: dict[str, Any] = {**entry.params, **entry.observations}
     try:
         from pv.expr import format_value, parse
 
-        expr = parse(entry.expect)
+        expr = parse(text)
     except Exception:  # an expect that no longer parses is shown as written
-        return "", entry.expect
-    if entry.verdict in ("not_run", "skipped") or not entry.observations:
-        return "", entry.expect
-    key = expr.deciding_name(env, entry.observations.keys())
-    observation = f"{key} = {format_value(entry.observations[key], digits=REPORT_DIGITS)}" if key else ""
+        return "", text
+    if verdict in ("not_run", "skipped") or not observations:
+        return "", text
+    key = expr.deciding_name(env, observations.keys())
+    observation = f"{key} = {format_value(observations[key], digits=REPORT_DIGITS)}" if key else ""
     try:
-        bound = expr.substitute(env, digits=REPORT_DIGITS)
+        bound = expr.substitute(env, digits=REPORT_DIGITS, summarise=summarise)
     except Exception:
-        bound = entry.expect
+        bound = text
     return observation, bound
 
 
-def _row(entry: FalsifierEntry, source: str = "") -> Row:
+def _rows(entry: FalsifierEntry, source: str = "") -> list[Row]:
+    """The falsifier's row, then one row per case of a parametrized falsifier."""
     observation, bound = observation_and_bound(entry)
     note = entry.skip_reason or ""
     if entry.mutant.declared and entry.verdict == "survived":
         m = entry.mutant
         note = "mutant not run" if m.verdict is None else ("mutant killed" if m.killed else "mutant SURVIVED: vacuous")
-    elif entry.verdict in ("falsified", "error") and entry.message:
+    elif entry.verdict in ("falsified", "error", "not_run") and entry.message:
         note = entry.message.splitlines()[0]
-    return Row(entry.id, entry.ship_blocking, entry.verdict, observation, bound, entry.duration_s, note, source)
+    rows = [Row(entry.id, entry.ship_blocking, entry.verdict, observation, bound, entry.duration_s, note, source)]
+    for c in entry.cases:
+        observation, bound = _bound(entry.expect, {**c.params, **c.observations}, c.observations, c.verdict)
+        note = c.skip_reason or (c.message.splitlines()[0] if c.message else "")
+        rows.append(Row(f"{entry.id}[{c.id}]", entry.ship_blocking, c.verdict, observation, bound, c.duration_s, note))
+    return rows
 
 
 # --- the evidence at a git ref ---------------------------------------------------------------
@@ -221,7 +245,7 @@ def build(
         section.declared = _declared_count(current)
         if assessment.sources:
             section.entries = assessment.entries
-            section.rows = [_row(src.entry, src.run_id) for src in assessment.sources.values()]
+            section.rows = [row for src in assessment.sources.values() for row in _rows(src.entry, src.run_id)]
             section.sources = sorted({_rel(src.bundle_path, root) or "" for src in assessment.sources.values()})
             if cid in at_base:
                 section.changes = changes(section.entries, at_base[cid])

@@ -48,12 +48,18 @@ class FalsifierResult:
     device: str = "cpu"
     timeout_s: float | None = None  # the deadline it ran under
     isolation: str | None = None  # "thread", "process" or "launch"
+    # parametrized falsifiers (pv.cases): a case's result names its case; the falsifier's
+    # aggregate result carries its `aggregate:` predicate and every case's result
+    case: str | None = None
+    aggregate: str | None = None
+    cases: list[FalsifierResult] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["verdict"] = self.verdict.value
         if self.mutant is not None:
             data["mutant"]["verdict"] = self.mutant.verdict.value
+        data["cases"] = [c.to_json() for c in self.cases]
         return data
 
     @classmethod
@@ -64,6 +70,7 @@ class FalsifierResult:
             m = dict(data["mutant"])
             m["verdict"] = Verdict(m["verdict"])
             data["mutant"] = MutantResult(**m)
+        data["cases"] = [cls.from_json(c) for c in data.get("cases") or []]
         return cls(**data)
 
 
@@ -78,6 +85,7 @@ class ContractRun:
     status: str
     declared: list[str] = field(default_factory=list)  # every FALSIFY id the contract declares
     ship_blocking: list[str] = field(default_factory=list)
+    cases: dict[str, list[str]] = field(default_factory=dict)  # parametrized FALSIFY id -> its case ids
 
 
 @dataclass
@@ -98,7 +106,9 @@ class RunRecord:
 
 def every_declared(results: Iterable[FalsifierResult], contracts: Mapping[str, ContractRun]) -> list[FalsifierResult]:
     """``results`` in (contract, falsifier) order, then an explicit ``not_run`` for every falsifier
-    that ``contracts`` declare and no result covers: every declared id gets a verdict."""
+    that ``contracts`` declare and no result covers: every declared id gets a verdict.
+
+    Parametrized falsifiers' case results must be folded first (:func:`pv.cases.verdicts` does both)."""
     rows = sorted(results, key=lambda r: (r.contract_id, r.falsify_id))
     seen = {(r.contract_id, r.falsify_id) for r in rows}
     for cid, run in sorted(contracts.items()):

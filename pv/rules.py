@@ -315,6 +315,17 @@ LAUNCH_TOO_MANY = _r(
     "`max_nproc` in `[tool.pv]` (or `pv_max_nproc` in pytest's ini), 8 by default.",
     "Lower `nproc`, or raise the cap in the project's configuration.",
 )
+BAD_PARAMETRIZE = _r(
+    "PV115",
+    "bad-parametrize",
+    E,
+    "A falsifier's `parametrize:`, `seeds:` or `aggregate:` cannot make a set of cases.",
+    "Each case of a parametrized falsifier is a pytest item and an entry of its evidence; an empty "
+    "axis would run the falsifier zero times, two cases with one id would overwrite each other, and "
+    "an `aggregate:` without cases has nothing to aggregate.",
+    "Give every axis at least one value, make the cases differ, keep under 256 cases, and declare "
+    "`parametrize:` or `seeds:` wherever `aggregate:` is used.",
+)
 NO_EXPECT = _r(
     "PV112",
     "no-expect",

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from pv import expr, rules
+from pv.cases import CaseError, expand_spec
 from pv.checkers import in_packages
 from pv.config import DEFAULT_CHECKER_PACKAGES, ConfigError, load_config
 from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics, suggest
@@ -363,6 +364,7 @@ def _check_falsifier(
             yield rules.EXPECT_SYNTAX.diagnostic(
                 loaded.path, line, col, f"{label}: expect does not parse: {exc.message} (column {exc.col})"
             )
+    yield from _check_cases(loaded, base, label, f)
     for key in ("check", "mutant"):
         ref = f.get(key)
         if not isinstance(ref, str):
@@ -396,6 +398,39 @@ def _check_falsifier(
         except RequirementError as exc:
             where: KeyPath = (*base, "requires", j) if isinstance(requires, list) else (*base, "requires")
             yield loaded.diagnostic(rules.SCHEMA, where, f"{label}: requires: {exc}")
+
+
+def _check_cases(loaded: LoadedContract, base: KeyPath, label: str, f: dict[str, Any]) -> Iterator[Diagnostic]:
+    """``parametrize:``/``seeds:`` must yield well-formed cases; ``aggregate:`` needs them and must parse."""
+    spec, seeds, params = f.get("parametrize"), f.get("seeds"), f.get("params") or {}
+    shapes_ok = (
+        (spec is None or (isinstance(spec, dict) and all(isinstance(v, list) for v in spec.values())))
+        or (isinstance(spec, list) and all(isinstance(row, dict) for row in spec))
+    ) and isinstance(params, dict)
+    seeds_ok = seeds is None or (isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1)
+    cases: list[Any] = []
+    if shapes_ok and seeds_ok:  # a wrong type is already a schema error: report each problem once
+        try:
+            cases = expand_spec(spec, seeds, params)
+        except CaseError as exc:
+            yield loaded.diagnostic(rules.BAD_PARAMETRIZE, (*base, exc.key), f"{label}: {exc}")
+            return
+    aggregate = f.get("aggregate")
+    if not isinstance(aggregate, str):
+        return
+    if not cases and shapes_ok and seeds_ok:
+        yield loaded.diagnostic(
+            rules.BAD_PARAMETRIZE,
+            (*base, "aggregate"),
+            f"{label}: aggregate needs cases to aggregate; declare parametrize: or seeds:",
+        )
+    try:
+        expr.parse(aggregate)
+    except expr.ExprError as exc:
+        line, col = _expect_position(loaded, (*base, "aggregate"), exc.col)
+        yield rules.EXPECT_SYNTAX.diagnostic(
+            loaded.path, line, col, f"{label}: aggregate does not parse: {exc.message} (column {exc.col})"
+        )
 
 
 # --- tree-wide rules ---------------------------------------------------------------------------

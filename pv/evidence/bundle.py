@@ -94,6 +94,22 @@ class MutantEntry(_Strict):
     message: str = ""
 
 
+class CaseEntry(_Strict):
+    """One case of a parametrized falsifier (pv.cases): its params, its verdict by `expect`."""
+
+    id: str = Field(description="the case id, as in the pytest item FALSIFY-X-001[<id>]")
+    verdict: VerdictName
+    params: dict[str, Any] = Field(default_factory=dict, description="the falsifier's params with the case's values")
+    observations: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    duration_s: float = 0.0
+    message: str = ""
+    skip_reason: str | None = None
+    mutant: MutantEntry | None = Field(default=None, description="this case's run under the mutant, if it ran")
+    artifacts: list[str] = Field(default_factory=list, description="bundle-relative artifact paths")
+    worker: str = "master"
+
+
 class FalsifierEntry(_Strict):
     id: str
     ship_blocking: bool
@@ -119,6 +135,11 @@ class FalsifierEntry(_Strict):
     isolation: Literal["thread", "process", "launch"] | None = Field(
         default=None, description="where the checker ran: a thread of pytest, a forked process, torchrun ranks"
     )
+    aggregate: str | None = Field(default=None, description="the predicate over every case's observations")
+    cases: list[CaseEntry] = Field(
+        default_factory=list,
+        description="a parametrized falsifier's cases; its verdict, observations and mutant are then the aggregate's",
+    )
 
 
 class RunSettings(_Strict):
@@ -142,6 +163,7 @@ class ArtifactEntry(_Strict):
     size: int = Field(ge=0)
     kind: ArtifactKind
     falsifier: str
+    case: str | None = Field(default=None, description="the case of a parametrized falsifier that wrote it")
     source: str = Field(description="where the checker wrote it")
 
 

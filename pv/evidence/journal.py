@@ -21,11 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pv.cases import verdicts
 from pv.evidence.bundle import Environment
 from pv.evidence.gc import pid_alive
 from pv.evidence.signing import Signer
 from pv.evidence.writer import Outcome, write_run
-from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict, every_declared
+from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 
 JOURNAL_DIR = ".journal"
 SUFFIX = ".jsonl"
@@ -71,13 +72,16 @@ class Journal:
             self._contracts.add(run.contract_id)
             self.append({"kind": "contract", "contract": asdict(run)})
 
-    def start(self, nodeid: str, contract_id: str, falsify_id: str, ship_blocking: bool) -> None:
+    def start(
+        self, nodeid: str, contract_id: str, falsify_id: str, ship_blocking: bool, case: str | None = None
+    ) -> None:
         self.append(
             {
                 "kind": "start",
                 "nodeid": nodeid,
                 "contract_id": contract_id,
                 "falsify_id": falsify_id,
+                "case": case,
                 "ship_blocking": ship_blocking,
             }
         )
@@ -153,13 +157,15 @@ def record_from(path: Path) -> RunRecord | None:
             falsify_id=str(rec["falsify_id"]),
             verdict=Verdict.ERROR,
             ship_blocking=bool(rec.get("ship_blocking", False)),
+            case=rec.get("case"),
             message=(
-                f"ERROR {rec['contract_id']}::{rec['falsify_id']}: the pytest process (pid {pid}) died while this "
-                "falsifier ran, so no verdict was reached (run it with isolation: process to get its exit status)"
+                f"ERROR {rec['contract_id']}::{nodeid.split('::', 1)[-1]}: the pytest process (pid {pid}) died "
+                "while this falsifier ran, so no verdict was reached (run it with isolation: process to get its exit "
+                "status)"
             ),
         )
     # a contract is journaled only with a falsifier that started, so each one here ran something
-    rows = every_declared(results.values(), contracts)
+    rows = verdicts(results.values(), contracts)
     return RunRecord(
         run_id=str(head.get("run_id", path.stem)),
         started_at=str(head.get("started_at", last)),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pv.cases import split_name
 from pv.config import DEFAULT_EVIDENCE, ConfigError, PvConfig, load_config
 from pv.evidence.environment import capture
 from pv.evidence.journal import Journal, recover_all
@@ -150,8 +151,8 @@ def pytest_pv_falsifier_started(config: pytest.Config, nodeid: str, contract: Co
     journal = _plan(config).journal
     if journal is not None:
         journal.contract(contract)
-        fid = nodeid.split("::", 1)[1]
-        journal.start(nodeid, contract.contract_id, fid, fid in contract.ship_blocking)
+        fid, case = split_name(nodeid.split("::", 1)[1])
+        journal.start(nodeid, contract.contract_id, fid, fid in contract.ship_blocking, case)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -31,6 +31,7 @@ from pv.evidence.bundle import (
     ArtifactEntry,
     ArtifactKind,
     Bundle,
+    CaseEntry,
     ContractRef,
     Environment,
     FalsifierEntry,
@@ -135,6 +136,19 @@ def _artifact_copies(falsify_id: str, sources: list[str]) -> tuple[list[tuple[Pa
     return out, missing
 
 
+def _skip_kind_of(result: FalsifierResult) -> SkipKind:
+    """A parametrized falsifier's skip is a hardware skip only when every skipped case's is."""
+    skipped = [c for c in result.cases if c.verdict is Verdict.SKIPPED]
+    if skipped:
+        return "hardware" if all(skip_kind(c.skip_reason) == "hardware" for c in skipped) else "other"
+    return skip_kind(result.skip_reason)
+
+
+def ran(result: FalsifierResult) -> bool:
+    """Whether any of it ran: a parametrized falsifier with some cases run is not_run, yet measured."""
+    return result.verdict is not Verdict.NOT_RUN or any(c.verdict is not Verdict.NOT_RUN for c in result.cases)
+
+
 def _entry(
     falsify_id: str, declared: dict[str, Any], result: FalsifierResult | None, mutants_enabled: bool
 ) -> FalsifierEntry:
@@ -156,7 +170,7 @@ def _entry(
     return FalsifierEntry(
         id=falsify_id,
         ship_blocking=ship_blocking,
-        selected=result.verdict is not Verdict.NOT_RUN,
+        selected=ran(result),
         verdict=result.verdict.value,
         expect=result.expect if result.expect is not None else declared.get("expect"),
         params=jsonable(result.params or declared.get("params") or {}),
@@ -166,7 +180,7 @@ def _entry(
         duration_s=float(result.duration_s),
         message=result.message,
         skip_reason=result.skip_reason,
-        skip_kind=skip_kind(result.skip_reason) if result.verdict is Verdict.SKIPPED else None,
+        skip_kind=_skip_kind_of(result) if result.verdict is Verdict.SKIPPED else None,
         mutant=MutantEntry(
             declared=declared_mutant if declared_mutant is not None else (mutant.mutant if mutant else None),
             verdict=mutant.verdict.value if mutant else None,
@@ -179,7 +193,58 @@ def _entry(
         device=result.device,
         timeout_s=result.timeout_s,
         isolation=result.isolation,  # type: ignore[arg-type]
+        aggregate=result.aggregate,
+        cases=[_case_entry(c) for c in result.cases],
     )
+
+
+def _case_entry(case: FalsifierResult) -> CaseEntry:
+    m = case.mutant
+    return CaseEntry(
+        id=case.case or "",
+        verdict=case.verdict.value,
+        params=jsonable(case.params),
+        observations=jsonable(case.observations),
+        seed=case.seed,
+        duration_s=float(case.duration_s),
+        message=case.message,
+        skip_reason=case.skip_reason,
+        mutant=MutantEntry(
+            declared=m.mutant,
+            verdict=m.verdict.value,
+            killed=m.killed,
+            observations=jsonable(m.observations),
+            message=m.message,
+        )
+        if m is not None
+        else None,
+        worker=case.worker,
+    )
+
+
+def _place(
+    fid: str, case: str | None, sources: list[str], copies: list[tuple[Path, str]], artifacts: list[ArtifactEntry]
+) -> tuple[list[str], str]:
+    """Queue a result's files for the bundle; their bundle paths, and a note naming any that vanished."""
+    if not sources:
+        return [], ""
+    placed, missing = _artifact_copies(f"{fid}/{case}" if case is not None else fid, sources)
+    rels = []
+    for src, rel, kind in placed:
+        copies.append((src, rel))
+        artifacts.append(
+            ArtifactEntry(
+                path=rel,
+                sha256=sha256_file(src),
+                size=src.stat().st_size,
+                kind=kind,
+                falsifier=fid,
+                case=case,
+                source=str(src),
+            )
+        )
+        rels.append(rel)
+    return rels, ("artifacts reported but not found: " + ", ".join(missing)) if missing else ""
 
 
 def _summary(entries: list[FalsifierEntry]) -> Summary:
@@ -225,24 +290,12 @@ def prepare(
     for fid in order:
         result = results.get(fid)
         entry = _entry(fid, declared.get(fid, {}), result, record.mutants_enabled)
-        if result is not None and result.artifacts:
-            placed, missing = _artifact_copies(fid, result.artifacts)
-            for src, rel, kind in placed:
-                copies.append((src, rel))
-                artifacts.append(
-                    ArtifactEntry(
-                        path=rel,
-                        sha256=sha256_file(src),
-                        size=src.stat().st_size,
-                        kind=kind,
-                        falsifier=fid,
-                        source=str(src),
-                    )
-                )
-                entry.artifacts.append(rel)
-            if missing:
-                note = "artifacts reported but not found: " + ", ".join(missing)
-                entry.message = f"{entry.message}\n{note}".strip()
+        if result is not None:
+            entry.artifacts, note = _place(fid, None, result.artifacts, copies, artifacts)
+            for case, case_entry in zip(result.cases, entry.cases, strict=True):
+                case_entry.artifacts, case_note = _place(fid, case.case, case.artifacts, copies, artifacts)
+                case_entry.message = f"{case_entry.message}\n{case_note}".strip()
+            entry.message = f"{entry.message}\n{note}".strip()
         entries.append(entry)
 
     path = Path(contract.path)
@@ -364,7 +417,7 @@ def write_run(
     """One bundle per contract that had falsifiers selected in ``record``."""
     outcomes: list[Outcome] = []
     # deselected falsifiers come back as not_run: a contract none of whose falsifiers ran gets no bundle
-    selected = {r.contract_id for r in record.results if r.verdict is not Verdict.NOT_RUN}
+    selected = {r.contract_id for r in record.results if ran(r)}
     for cid in sorted(selected):
         contract = record.contracts.get(cid)
         if contract is None:

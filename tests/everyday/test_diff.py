@@ -90,6 +90,32 @@ def test_section_rules(edits: dict[str, object], required: Bump, fragment: str) 
     assert any(fragment in c.detail for c in d.changes), d.changes
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "required", "fragment"),
+    [
+        ({"seeds": 3}, {"seeds": 2}, Bump.MAJOR, "cases dropped: [2]"),
+        ({"seeds": 3}, {"seeds": 4}, Bump.MINOR, "cases added: [3]"),
+        ({"parametrize": {"x": [1, 2]}}, {"parametrize": {"x": [2]}}, Bump.MAJOR, "cases dropped: [1]"),
+        ({"seeds": 2}, {"seeds": 2, "aggregate": "mean(loss) < 2"}, Bump.MINOR, "aggregate added"),
+        ({"seeds": 2, "aggregate": "mean(loss) < 2"}, {"seeds": 2}, Bump.MAJOR, "aggregate removed"),
+        (
+            {"seeds": 2, "aggregate": "mean(loss) < 2"},
+            {"seeds": 2, "aggregate": "mean(loss) < 3"},
+            Bump.MAJOR,
+            "aggregate",
+        ),
+    ],
+)
+def test_cases_and_aggregates(
+    before: dict[str, object], after: dict[str, object], required: Bump, fragment: str
+) -> None:
+    old = _edited(**{f"falsification_tests.1.{k}": v for k, v in before.items()})
+    new = _edited(**{f"falsification_tests.1.{k}": v for k, v in after.items()})
+    d = diff_contracts(old, new)
+    assert d.required is required, d.changes
+    assert any(fragment in c.detail for c in d.changes), d.changes
+
+
 def test_status_version_and_changelog_never_count() -> None:
     edited = _edited(
         **{

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
+import statistics
 
 import pytest
 from hypothesis import given, settings
@@ -236,3 +238,48 @@ def test_arbitrary_text_never_crashes(text: str) -> None:
         return
     with contextlib.suppress(EvalError):
         expr.evaluate(dict.fromkeys(expr.names, 1.5))
+
+
+# --- statistics over per-case sequences (a parametrized falsifier's aggregate) -------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("mean(xs)", 2.5),
+        ("median(xs)", 2.5),
+        ("sum(xs)", 10.0),
+        ("stdev(xs)", statistics.stdev([1, 2, 3, 4])),
+        ("sem(xs)", statistics.stdev([1, 2, 3, 4]) / 2),
+        ("quantile(xs, 0)", 1.0),
+        ("quantile(xs, 0.25)", 1.75),
+        ("quantile(xs, 1)", 4.0),
+        ("sum(empty)", 0),
+    ],
+)
+def test_statistics_functions(text: str, value: float) -> None:
+    assert parse(text).evaluate({"xs": [4, 1, 3, 2], "empty": []}) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("mean(empty)", "mean() needs a sequence of at least 1 number"),
+        ("stdev(one)", "stdev() needs a sequence of at least 2 numbers"),
+        ("sem(x)", "sem() needs a sequence"),
+        ("quantile(xs, 2)", "0 <= q <= 1"),
+        ("mean(words)", "non-numbers"),
+    ],
+)
+def test_statistics_refuse_what_they_cannot_summarise(text: str, why: str) -> None:
+    with pytest.raises(EvalError, match=re.escape(why)):
+        parse(text).evaluate({"xs": [1, 2], "empty": [], "one": [1.0], "x": 1.0, "words": ["a", "b"]})
+
+
+def test_substitute_can_summarise_calls_over_sequences() -> None:
+    e = parse("mean(xs) + 2 * sem(xs) < limit and len(xs) == 4 and x < 1")
+    env = {"xs": [1.0, 2.0, 3.0, 4.0], "limit": 5, "x": 0.5}
+    assert e.substitute(env, summarise=True) == (
+        "mean(xs)(=2.5) + 2 * sem(xs)(=0.6454972243679028) < limit(=5) and len(xs)(=4) == 4 and x(=0.5) < 1"
+    )
+    assert "xs(=(1.0, 2.0, 3.0, 4.0))" in e.substitute(env)  # unchanged without it

@@ -57,6 +57,28 @@ def test_two_ranks_report_through_rank_0_and_every_rank_log_is_evidence(toy: Toy
         assert (bundle_file.parent / rel).is_file()
 
 
+def test_each_case_of_a_launched_falsifier_reaches_its_ranks_with_its_own_params(toy: ToyProject) -> None:
+    toy.contract(
+        "ddp",
+        [
+            falsifier(
+                "FALSIFY-DDP-001",
+                check=CHECK + "gather",
+                launch=LAUNCH,
+                expect="world == 2 and value == scale",
+                parametrize={"scale": [1.0, 3.0]},
+                aggregate="value == [1.0, 3.0]",
+            ),
+        ],
+    )
+    result = toy.pytester.runpytest("contracts", "--pv-no-evidence", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*FALSIFY-DDP-001[[]3.0[]] PASSED*"])
+    r = _by_id(toy)["FALSIFY-DDP-001"]
+    assert r["verdict"] == "survived" and [c["isolation"] for c in r["cases"]] == ["launch", "launch"]
+    assert r["observations"]["value"] == [1.0, 3.0]
+
+
 def test_launch_failures_are_errors_and_skips_as_in_process(toy: ToyProject) -> None:
     toy.contract(
         "bad",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pv.cases import parametrized_names
 from pv.checkers import CheckerBindingError, discover, in_packages, unaccepted_params
 from pv.diagnostics import Severity
 from pv.lint import codes
@@ -60,13 +61,17 @@ class BindingGate:
                     )
                     continue
                 bound += 1
-                for key, hint in unaccepted_params(spec.func, f.params).items():
+                axes = parametrized_names(f)
+                for key, hint in unaccepted_params(
+                    spec.func, [*f.params, *(a for a in axes if a not in f.params)]
+                ).items():
+                    section = "parametrize" if key in axes and isinstance(f.parametrize, dict) else "params"
                     out.append(
                         finding(
                             self.name,
                             codes.CHECK_PARAMS,
                             item,
-                            (*where, "params", key),
+                            (*where, section, key) if section == "parametrize" or key in f.params else where,
                             f"{f.id}: param {key!r} is not a parameter of {f.check}{hint}",
                             subject=f.id,
                             severity=Severity.ERROR,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from pv.cases import parametrized_names
 from pv.checkers import CheckerBindingError
 from pv.expr import ExprError, Expression, parse
 from pv.lint import codes
@@ -34,44 +35,48 @@ class ObservationsGate:
         for item, contract in ctx.tree.valid():
             for i, f in enumerate(contract.falsification_tests):
                 where = ("falsification_tests", i)
-                if f.expect is None:
+                # `aggregate:` reads the same names as `expect` (as per-case lists), and n_cases
+                predicates_here = [
+                    (key, text) for key, text in (("expect", f.expect), ("aggregate", f.aggregate)) if text
+                ]
+                if not predicates_here:
                     continue  # a bound checker without an expect is validate's PV112, routed to this gate
-                predicates += 1
-                parsed = _parse(f.expect)
-                if isinstance(parsed, ExprError):
-                    out.append(
-                        finding(
-                            self.name,
-                            codes.EXPECT_UNPARSABLE,
-                            item,
-                            (*where, "expect"),
-                            f"{f.id}: expect does not parse: {parsed.message}",
-                            subject=f.id,
+                predicates += len(predicates_here)
+                for key, text in predicates_here:
+                    parsed = _parse(text)
+                    if isinstance(parsed, ExprError):
+                        out.append(
+                            finding(
+                                self.name,
+                                codes.EXPECT_UNPARSABLE,
+                                item,
+                                (*where, key),
+                                f"{f.id}: {key} does not parse: {parsed.message}",
+                                subject=f.id,
+                            )
                         )
-                    )
-                    continue
-                if not f.check:
-                    unbound += 1
-                    continue
-                spec = ctx.checkers.resolve(f.check)
-                if isinstance(spec, CheckerBindingError):
-                    unbound += 1  # binding reports it; without a spec there is nothing to compare
-                    continue
-                checked += 1
-                known = set(f.params) | set(spec.observes)
-                names_total += len(parsed.names)
-                for name in sorted(parsed.names - known):
-                    out.append(
-                        finding(
-                            self.name,
-                            codes.OBSERVATION_UNKNOWN,
-                            item,
-                            (*where, "expect"),
-                            f"{f.id}: expect reads {name!r}, which is neither a param nor an observation of {f.check}",
-                            subject=f.id,
-                            hint=f"{f.check} observes: {', '.join(spec.observes) or '(nothing)'}",
+                        continue
+                    spec = ctx.checkers.resolve(f.check) if f.check else None
+                    if spec is None or isinstance(spec, CheckerBindingError):
+                        unbound += 1  # binding reports it; without a spec there is nothing to compare
+                        continue
+                    checked += 1
+                    known = set(f.params) | set(parametrized_names(f)) | set(spec.observes)
+                    known |= {"n_cases"} if key == "aggregate" else set()
+                    names_total += len(parsed.names)
+                    for name in sorted(parsed.names - known):
+                        out.append(
+                            finding(
+                                self.name,
+                                codes.OBSERVATION_UNKNOWN,
+                                item,
+                                (*where, key),
+                                f"{f.id}: {key} reads {name!r}, which is neither a param nor an observation of "
+                                f"{f.check}",
+                                subject=f.id,
+                                hint=f"{f.check} observes: {', '.join(spec.observes) or '(nothing)'}",
+                            )
                         )
-                    )
         summary = f"{plural(predicates, 'predicate')}, {checked} checked against their checker"
         if unbound:
             summary += f", {unbound} unbound (not checked)"
