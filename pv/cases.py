@@ -215,6 +215,9 @@ def aggregate(rows: Sequence[FalsifierResult], declared: Sequence[str]) -> Falsi
         cases=cases,
     )
     result.verdict, result.message, result.skip_reason = _verdict(label, cases)
+    if result.verdict is Verdict.SKIPPED:  # a hardware skip only when every skipped case's is one
+        skipped = [c for c in cases if c.verdict is Verdict.SKIPPED]
+        result.skip_kind = "hardware" if all(c.skip_kind == "hardware" for c in skipped) else "other"
     if result.verdict is Verdict.SURVIVED:
         result.observations = series([c.observations for c in cases])
         if result.aggregate:

@@ -36,6 +36,7 @@ from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Ve
 from pv.selection import unregistered_markers
 
 DEFAULT_TIMEOUT_S = 600.0
+HARDWARE, OTHER = "hardware", "other"  # FalsifierResult.skip_kind
 DEFAULT_CONTRACTS = "contracts"
 DEFAULT_CHECKER_PACKAGES = ["falsifiers"]
 MARKERS = {
@@ -292,7 +293,7 @@ def run_item(item: Any) -> None:
     from pv.devices import current_pinning, device_label, gpu_gate
     from pv.hypothesis_support import PropertyRunner
     from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
-    from pv.requirements import current_machine, needs_gpu, unmet
+    from pv.requirements import current_machine, needs_gpu, unmet_hardware
     from pv.run_checker import BROKEN_REFERENCE, BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
 
     settings = settings_of(item.config)
@@ -304,17 +305,17 @@ def run_item(item: Any) -> None:
     pinning = current_pinning()
     gate = gpu_gate(gpu, pinning)
     if gate:
-        _skip(result, gate)
-    reasons = unmet(f.requires)
+        _skip(result, gate, HARDWARE)
+    reasons, hardware = unmet_hardware(f.requires)
     if reasons:
-        _skip(result, "; ".join(reasons))
+        _skip(result, "; ".join(reasons), HARDWARE if hardware else OTHER)
     if f.check is None:
         _skip(result, "not bound: the falsifier has no `check:` (documentation only)")
     launch = f.launch
     if launch is not None:
         gate = launch_gate(launch.nproc, gpu, lambda: current_machine().gpu_count)
         if gate:
-            _skip(result, gate)
+            _skip(result, gate, HARDWARE)
     if gpu:
         result.device = device_label(gpu, pinning)
 
@@ -460,9 +461,11 @@ def _default_isolation(setting: str, falsifier: Any, gpu: bool) -> str:
     return "process" if falsifier.ship_blocking and not gpu else "thread"
 
 
-def _skip(result: FalsifierResult, reason: str) -> NoReturn:
+def _skip(result: FalsifierResult, reason: str, kind: str = OTHER) -> NoReturn:
+    """A checker's own skip, a missing package or CPU flag: ``other``, which backs no status."""
     result.verdict = Verdict.SKIPPED
     result.skip_reason = reason
+    result.skip_kind = kind
     # Reported at the falsifier's YAML line (as skip markers are), not at this line of the plugin.
     raise pytest.skip.Exception(reason, _use_item_location=True)
 
@@ -530,6 +533,7 @@ def _result_for_phase(item: Any, report: pytest.TestReport) -> FalsifierResult |
         if report.skipped and result.verdict is not Verdict.SKIPPED:
             result.verdict = Verdict.SKIPPED
             result.skip_reason = _skip_text(report)
+            result.skip_kind = OTHER
         elif report.failed and result.verdict in (Verdict.NOT_RUN, Verdict.SKIPPED):
             result.verdict = Verdict.ERROR
             result.message = f"ERROR {item.label}: the harness failed\n{report.longrepr}"
@@ -538,6 +542,7 @@ def _result_for_phase(item: Any, report: pytest.TestReport) -> FalsifierResult |
         result = item.new_result(Verdict.SKIPPED if report.skipped else Verdict.ERROR)
         if report.skipped:
             result.skip_reason = _skip_text(report)
+            result.skip_kind = OTHER
         else:
             result.message = f"ERROR {item.label}: setup failed\n{report.longrepr}"
         item.pv_result = result

@@ -158,11 +158,18 @@ def unmet(entries: Iterable[str], machine: Machine | None = None) -> list[str]:
     The machine is only probed when some entry needs it, so a CPU-only falsifier never pays for
     importing torch here.
     """
+    return unmet_hardware(entries, machine)[0]
+
+
+def unmet_hardware(entries: Iterable[str], machine: Machine | None = None) -> tuple[list[str], bool]:
+    """:func:`unmet`'s reasons, and whether every one is a GPU requirement (``cuda``, ``gpus>=N``,
+    ``cuda_mem_gib>=N``): only such a skip is a hardware skip that may back ACTIVE_ALGORITHM_LEVEL."""
     reqs = parse_requirements(entries)
     if machine is None and any(r.needs_gpu for r in reqs):
         machine = current_machine()
-    reasons = [unmet_reason(r, machine or Machine()) for r in reqs]
-    return [r for r in reasons if r]
+    found = [(unmet_reason(r, machine or Machine()), r.needs_gpu) for r in reqs]
+    hits = [(reason, gpu) for reason, gpu in found if reason]
+    return [reason for reason, _ in hits], bool(hits) and all(gpu for _, gpu in hits)
 
 
 def needs_gpu(entries: Iterable[str]) -> bool:

@@ -41,6 +41,9 @@ class FalsifierResult:
     duration_s: float = 0.0
     message: str = ""  # failure explanation: substituted expression, error text
     skip_reason: str | None = None
+    # "hardware" (an unmet GPU requirement: may back ACTIVE_ALGORITHM_LEVEL) or "other"; set where
+    # the skip is decided, never guessed from the reason's words
+    skip_kind: str | None = None
     mutant: MutantResult | None = None
     artifacts: list[str] = field(default_factory=list)  # absolute paths of files the checker wrote
     hypothesis: dict[str, Any] | None = None  # settings used, and a counterexample if any

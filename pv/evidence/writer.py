@@ -37,7 +37,6 @@ from pv.evidence.bundle import (
     FalsifierEntry,
     MutantEntry,
     RunSettings,
-    SkipKind,
     Summary,
     parse_time,
 )
@@ -53,7 +52,6 @@ from pv.evidence.digest import (
 from pv.evidence.signing import Signer
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 
-_HARDWARE_SKIP = re.compile(r"cuda|gpu|accelerator|mem_gib|vram|device memory|nvidia", re.IGNORECASE)
 _PLOT_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".pdf"}
 _LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".jsonl", ".csv"}
 _KIND_DIRS: dict[ArtifactKind, str] = {"log": "logs", "plot": "plots", "file": "files"}
@@ -76,11 +74,6 @@ class Outcome:
     contract_id: str
     path: Path | None  # the written bundle, None when nothing was written
     reason: str = ""
-
-
-def skip_kind(reason: str | None) -> SkipKind:
-    """Hardware skips (no CUDA, too little GPU memory) may still back ACTIVE_ALGORITHM_LEVEL."""
-    return "hardware" if reason and _HARDWARE_SKIP.search(reason) else "other"
 
 
 def artifact_kind(path: Path) -> ArtifactKind:
@@ -136,14 +129,6 @@ def _artifact_copies(falsify_id: str, sources: list[str]) -> tuple[list[tuple[Pa
     return out, missing
 
 
-def _skip_kind_of(result: FalsifierResult) -> SkipKind:
-    """A parametrized falsifier's skip is a hardware skip only when every skipped case's is."""
-    skipped = [c for c in result.cases if c.verdict is Verdict.SKIPPED]
-    if skipped:
-        return "hardware" if all(skip_kind(c.skip_reason) == "hardware" for c in skipped) else "other"
-    return skip_kind(result.skip_reason)
-
-
 def ran(result: FalsifierResult) -> bool:
     """Whether any of it ran: a parametrized falsifier with some cases run is not_run, yet measured."""
     return result.verdict is not Verdict.NOT_RUN or any(c.verdict is not Verdict.NOT_RUN for c in result.cases)
@@ -180,7 +165,10 @@ def _entry(
         duration_s=float(result.duration_s),
         message=result.message,
         skip_reason=result.skip_reason,
-        skip_kind=_skip_kind_of(result) if result.verdict is Verdict.SKIPPED else None,
+        # decided where the skip was (pv.plugin); a result without one (an older journal) backs nothing
+        skip_kind=("hardware" if result.skip_kind == "hardware" else "other")
+        if result.verdict is Verdict.SKIPPED
+        else None,
         mutant=MutantEntry(
             declared=declared_mutant if declared_mutant is not None else (mutant.mutant if mutant else None),
             verdict=mutant.verdict.value if mutant else None,

@@ -73,6 +73,7 @@ class Result:
     ship_blocking: bool = True
     skip_reason: str | None = None
     killed: bool | None = True  # None: mutants not run
+    skip_kind: str | None = None
 
 
 STARTED = "2026-03-01T10:00:00.000001+00:00"
@@ -99,6 +100,7 @@ def write_bundle(root: Path, cid: str, results: list[Result], started: str = STA
             verdict=r.verdict,
             ship_blocking=r.ship_blocking,
             skip_reason=r.skip_reason,
+            skip_kind=r.skip_kind,
             mutant=None
             if r.killed is None
             else MutantResult("treechecks.faults:bad_init", Verdict.FALSIFIED if r.killed else Verdict.SURVIVED),

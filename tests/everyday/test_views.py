@@ -21,7 +21,7 @@ def alpha_run(root: Path, started: str = "2026-03-01T10:00:00.000001+00:00") -> 
         "alpha-v1",
         [
             Result("FALSIFY-ALPHA-001", Verdict.SURVIVED),
-            Result("FALSIFY-ALPHA-002", Verdict.SKIPPED, skip_reason=CUDA_SKIP, killed=None),
+            Result("FALSIFY-ALPHA-002", Verdict.SKIPPED, skip_reason=CUDA_SKIP, killed=None, skip_kind="hardware"),
             Result("FALSIFY-ALPHA-003", Verdict.SURVIVED, ship_blocking=False, killed=None),
         ],
         started,

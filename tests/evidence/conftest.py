@@ -96,6 +96,7 @@ def result(
     *,
     mutant: Verdict | None = Verdict.FALSIFIED,
     skip_reason: str | None = None,
+    skip_kind: str | None = None,
     observations: dict[str, Any] | None = None,
     duration_s: float = 0.5,
     artifacts: list[str] | None = None,
@@ -111,6 +112,7 @@ def result(
         seed=0,
         duration_s=duration_s,
         skip_reason=skip_reason,
+        skip_kind=skip_kind,
         mutant=None if mutant is None else MutantResult("engine.faults:demo_fault", mutant, {"step0_loss": 9.0}),
         artifacts=artifacts or [],
     )

@@ -10,7 +10,7 @@ import pytest
 
 from pv.evidence.bundle import PREDICATE_TYPE, STATEMENT_TYPE, committed_schema, json_schema
 from pv.evidence.digest import contract_binding_digest, dumps, sha256_file
-from pv.evidence.writer import make_run_id, skip_kind, write_run
+from pv.evidence.writer import make_run_id, write_run
 from pv.results import Verdict
 from tests.evidence.conftest import ENV, IDS, Project, Writer, record, result
 
@@ -50,8 +50,13 @@ def test_committed_schema_is_the_models_schema() -> None:
         ),
         (
             Verdict.SKIPPED,
-            {"skip_reason": "no CUDA", "mutant": None},
+            {"skip_reason": "no CUDA", "skip_kind": "hardware", "mutant": None},
             {"verdict": "skipped", "skip_reason": "no CUDA", "skip_kind": "hardware"},
+        ),
+        (  # the kind is what the harness decided, never guessed from the reason's words
+            Verdict.SKIPPED,
+            {"skip_reason": "no CUDA", "mutant": None},
+            {"verdict": "skipped", "skip_reason": "no CUDA", "skip_kind": "other"},
         ),
         (
             Verdict.SKIPPED,
@@ -176,9 +181,15 @@ def test_run_ids_sort_by_time_and_stay_unique() -> None:
     assert make_run_id("2026-03-02T00:00:00Z", "x") > a
 
 
-def test_skip_kinds() -> None:
-    assert skip_kind("no CUDA") == "hardware"
-    assert skip_kind("needs 40 GiB of GPU memory, found 8.0 GiB") == "hardware"
-    assert skip_kind("needs 2 GPUs, found 1") == "hardware"
-    assert skip_kind("missing package peft") == "other"
-    assert skip_kind(None) == "other"
+def test_skip_kinds_come_from_the_requirement_kind() -> None:
+    from pv.requirements import Machine, unmet_hardware
+
+    none = Machine()
+    assert unmet_hardware(["cuda"], none) == (["no CUDA"], True)
+    assert unmet_hardware(["cuda_mem_gib>=40", "gpus>=2"], none) == (["no CUDA", "no CUDA"], True)
+    assert unmet_hardware(["package:surely_not_installed_pkg"], none) == (
+        ["missing package surely_not_installed_pkg"],
+        False,
+    )
+    assert unmet_hardware(["cuda", "package:surely_not_installed_pkg"], none)[1] is False  # mixed: other
+    assert unmet_hardware(["cpu"], none) == ([], False)

@@ -107,10 +107,8 @@ def test_the_review_table_has_the_aggregate_row_then_one_row_per_case() -> None:
     assert second.id == f"{FID}[1]" and second.verdict == "survived"
 
 
-def test_a_skip_counts_as_hardware_only_when_every_skipped_case_was_for_hardware(tmp_path: Path) -> None:
-    from pv.evidence.writer import _skip_kind_of
-
-    gpu = _case("0", Verdict.SKIPPED, skip_reason="no CUDA")
-    package = _case("1", Verdict.SKIPPED, skip_reason="missing package peft")
-    assert _skip_kind_of(aggregate([gpu, _case("1", Verdict.SURVIVED, 1.0)], ["0", "1"])) == "hardware"
-    assert _skip_kind_of(aggregate([gpu, package], ["0", "1"])) == "other"
+def test_a_skip_counts_as_hardware_only_when_every_skipped_case_was_for_hardware() -> None:
+    gpu = _case("0", Verdict.SKIPPED, skip_reason="no CUDA", skip_kind="hardware")
+    package = _case("1", Verdict.SKIPPED, skip_reason="missing package peft", skip_kind="other")
+    assert aggregate([gpu, _case("1", Verdict.SURVIVED, 1.0)], ["0", "1"]).skip_kind == "hardware"
+    assert aggregate([gpu, package], ["0", "1"]).skip_kind == "other"

@@ -110,7 +110,7 @@ def test_report_markdown_and_changes_against_base(
     write(
         [
             result("FALSIFY-DEMO-001", Verdict.SURVIVED, duration_s=1.0),
-            result("FALSIFY-DEMO-002", Verdict.SKIPPED, skip_reason="no CUDA", mutant=None),
+            result("FALSIFY-DEMO-002", Verdict.SKIPPED, skip_reason="no CUDA", skip_kind="hardware", mutant=None),
         ],
         started="2026-03-01T10:00:00+00:00",
     )
@@ -122,7 +122,7 @@ def test_report_markdown_and_changes_against_base(
     slow = result("FALSIFY-DEMO-001", Verdict.FALSIFIED, duration_s=1.5, observations={"step0_loss": 2.1}, mutant=None)
     slow.expect = "step0_loss <= 2.0"
     write(
-        [slow, result("FALSIFY-DEMO-002", Verdict.SKIPPED, skip_reason="no CUDA", mutant=None)],
+        [slow, result("FALSIFY-DEMO-002", Verdict.SKIPPED, skip_reason="no CUDA", skip_kind="hardware", mutant=None)],
         started="2026-03-02T10:00:00+00:00",
     )
 

@@ -45,7 +45,9 @@ def test_a_run_without_mutants_keeps_the_earlier_mutant_kill(project: Project, w
 def test_a_newer_skip_is_not_evidence_against_an_older_measurement(project: Project, write: Writer) -> None:
     write(all_survive(), started=FULL_DAY)
     cpu_only = [result(i, Verdict.SURVIVED) for i in IDS]
-    cpu_only[1] = result("FALSIFY-DEMO-002", Verdict.SKIPPED, mutant=None, skip_reason="requires cuda: no CUDA")
+    cpu_only[1] = result(
+        "FALSIFY-DEMO-002", Verdict.SKIPPED, mutant=None, skip_reason="requires cuda: no CUDA", skip_kind="hardware"
+    )
     write(cpu_only, started=LATER)
     assert assess(project.evidence, project.contract).status is Status.ACTIVE
 
@@ -79,7 +81,9 @@ def test_promote_check_fails_on_any_status_other_than_what_evidence_supports(
     write: Writer,
 ) -> None:
     only_cpu = [result(i, Verdict.SURVIVED) for i in IDS]
-    only_cpu[1] = result("FALSIFY-DEMO-002", Verdict.SKIPPED, mutant=None, skip_reason="requires cuda: no CUDA")
+    only_cpu[1] = result(
+        "FALSIFY-DEMO-002", Verdict.SKIPPED, mutant=None, skip_reason="requires cuda: no CUDA", skip_kind="hardware"
+    )
     write(only_cpu)
     text = project.contract.read_text()
     project.contract.write_text(text.replace("status: DRAFT ", "status: ACTIVE"))  # above: AAL only

@@ -54,7 +54,12 @@ def test_promotion_edits_only_status_and_one_changelog_line(project: Project, wr
 
 
 def test_hardware_skips_promote_to_algorithm_level(project: Project, write: Writer) -> None:
-    write([result("FALSIFY-DEMO-001", S), result("FALSIFY-DEMO-002", K, skip_reason="no CUDA", mutant=None)])
+    write(
+        [
+            result("FALSIFY-DEMO-001", S),
+            result("FALSIFY-DEMO-002", K, skip_reason="no CUDA", skip_kind="hardware", mutant=None),
+        ]
+    )
     assert promote(project) == (Status.DRAFT, Status.ACTIVE_ALGORITHM_LEVEL)
     assert "status: ACTIVE_ALGORITHM_LEVEL" in project.contract.read_text()
 

@@ -12,6 +12,12 @@ from pv.model import Status
 from pv.results import Verdict
 from tests.evidence.conftest import Project, Writer, result
 
+# what the plugin decides for each skip (pv.requirements.unmet_hardware), as the bundle records it
+KINDS = {
+    "no CUDA": "hardware",
+    "needs 40 GiB of GPU memory, found 8.0 GiB": "hardware",
+    "missing package peft": "other",
+}
 S, F, E, K, N = Verdict.SURVIVED, Verdict.FALSIFIED, Verdict.ERROR, Verdict.SKIPPED, Verdict.NOT_RUN
 
 
@@ -32,7 +38,13 @@ def bundle_for(
     return write(
         [
             result("FALSIFY-DEMO-001", first, mutant=mutant if first is S else None),
-            result("FALSIFY-DEMO-002", second, skip_reason=reason, mutant=F if second is S else None),
+            result(
+                "FALSIFY-DEMO-002",
+                second,
+                skip_reason=reason,
+                skip_kind=KINDS.get(reason or ""),
+                mutant=F if second is S else None,
+            ),
             result("FALSIFY-DEMO-003", F, mutant=None),  # advisory: never blocks
         ],
         started=started,

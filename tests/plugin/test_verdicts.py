@@ -292,3 +292,37 @@ def test_verbose_output_names_the_kind_of_failure(toy: ToyProject) -> None:
             "contracts/kinds.yaml::FALSIFY-KINDS-003 PASSED*",
         ]
     )
+
+
+def test_a_skip_kind_is_decided_by_the_harness_not_read_from_the_reason(toy: ToyProject) -> None:
+    toy.write(
+        "toyfalsifiers/saysgpu.py",
+        """
+        import pytest
+
+        from pv.checkers import checker
+
+
+        @checker(observes=["value"])
+        def says_no_cuda():
+            pytest.skip("no CUDA")  # a checker's own skip: its words do not make it a hardware skip
+        """,
+    )
+    toy.contract(
+        "alpha",
+        [
+            falsifier("FALSIFY-ALPHA-001", check="toyfalsifiers.basic:measure", expect="value == 1", requires=["cuda"]),
+            falsifier("FALSIFY-ALPHA-002", check="toyfalsifiers.saysgpu:says_no_cuda", expect="value == 1"),
+            falsifier(
+                "FALSIFY-ALPHA-003",
+                check="toyfalsifiers.basic:measure",
+                expect="value == 1",
+                requires=["cuda", "package:surely_not_installed_pkg"],
+            ),
+        ],
+    )
+    toy.pytester.runpytest().assert_outcomes(skipped=3)
+    kinds = {r["falsify_id"]: (r["skip_reason"], r["skip_kind"]) for r in toy.run_record()["results"]}
+    assert kinds["FALSIFY-ALPHA-001"] == ("no CUDA", "hardware")
+    assert kinds["FALSIFY-ALPHA-002"] == ("no CUDA", "other")
+    assert kinds["FALSIFY-ALPHA-003"][1] == "other"  # one unmet requirement is not hardware
