@@ -9,6 +9,8 @@ from engine.app import app
 COMMAND_MODULES: list[str] = [
     "engine.cli_core",
     "engine.cli_train",
+    "engine.cli_convert",
+    "engine.cli_qa",
 ]
 
 

@@ -1,5 +1,8 @@
 """``python -m engine inspect | generate | export``: look into, sample from and convert checkpoints.
 
+Each takes a LoRA/QLoRA adapter too (engine.adapters): ``inspect`` an adapter folder, ``generate
+--adapter`` with it applied to the base, ``export --adapter`` the merged model.
+
 Bad input (a missing or corrupt checkpoint, an impossible generation request, an unwritable
 target) prints ``error: <what is wrong>`` on stderr and exits with code 2, never a traceback.
 """
@@ -100,12 +103,43 @@ def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
     }
 
 
+AdapterOption = Annotated[
+    Path | None,
+    typer.Option("--adapter", "-a", help="A LoRA/QLoRA adapter: its run, step or adapter folder (from finetune)."),
+]
+Nf4Option = Annotated[
+    bool | None,
+    typer.Option("--nf4/--no-nf4", help="Quantize the base to NF4 under the adapter (default: for QLoRA adapters)."),
+]
+
+
+def _adapted(checkpoint: Path, adapter: Path, device: str, nf4: bool | None) -> Any:
+    from engine.adapters import find_adapter, load_adapted
+
+    return _guarded(lambda: load_adapted(checkpoint, find_adapter(adapter), device, nf4))
+
+
 @app.command()
 def inspect(
-    checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint.")],
+    checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint, or an adapter folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
 ) -> None:
-    """Architecture, parameter count, training manifest and tokenizer of a checkpoint."""
+    """Architecture, parameter count, training manifest and tokenizer of a checkpoint (or an adapter's
+    rank, alpha, targets, base and step)."""
+    from engine.adapters import find_adapter, is_adapter_path
+
+    if is_adapter_path(checkpoint):
+        info = _guarded(lambda: find_adapter(checkpoint).summary())
+        if as_json:
+            _out.print(json.dumps(info, indent=2, sort_keys=True), markup=False)
+            return
+        table = Table(title=f"adapter {info['path']}", show_header=False)
+        for key in ("method", "base", "step", "r", "lora_alpha", "lora_dropout", "target_modules", "parameters"):
+            value = info[key]
+            table.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
+        table.add_row("sha256", info["sha256"])
+        _out.print(table)
+        return
     loaded = _load(checkpoint)
     summary = _guarded(lambda: checkpoint_summary(checkpoint, loaded))
     if as_json:
@@ -137,18 +171,25 @@ def generate(
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1 …")] = "cpu",
     no_bos: Annotated[bool, typer.Option("--no-bos", help="Do not start prompts with the BOS token.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print prompts, token ids and texts as JSON.")] = False,
+    adapter: AdapterOption = None,
+    nf4: Nf4Option = None,
 ) -> None:
-    """Continue each prompt with the checkpoint's model (KV cache, stops at EOS)."""
+    """Continue each prompt with the checkpoint's model (KV cache, stops at EOS), or with an adapter
+    applied to it."""
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise _fail(f"device {device!r} requested but CUDA is not available")
     with _progress(f"loading {checkpoint.name}") as status:
-        loaded = _load(checkpoint, device)
+        if adapter is not None:
+            model, loaded = _adapted(checkpoint, adapter, device, nf4)
+        else:
+            loaded = _load(checkpoint, device)
+            model = loaded.model
         tok = loaded.tokenizer
         status(f"generating {max_new_tokens} tokens for {len(prompt)} prompt(s)")
         ids_list = [tok.encode(p, add_bos=not no_bos) for p in prompt]
         out = _guarded(
             lambda: run_generate(
-                loaded.model,
+                model,
                 *pad_prompts(ids_list, tok.pad_id, device=device),
                 max_new_tokens=max_new_tokens,
                 temperature=temperature,
@@ -177,19 +218,29 @@ def export(
     fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="hf: a model folder; gguf: one file.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Target folder (hf) or .gguf file (gguf).")],
     dtype: Annotated[WeightDtype, typer.Option(help="Weight precision of the export.")] = WeightDtype.f32,
+    adapter: AdapterOption = None,
+    nf4: Nf4Option = None,
 ) -> None:
-    """Export a checkpoint to the Hugging Face layout or to GGUF for llama.cpp."""
+    """Export a checkpoint to the Hugging Face layout or to GGUF for llama.cpp (with an adapter:
+    the merged model, W + B·A·alpha/r in full precision)."""
     with _progress(f"loading {checkpoint.name}") as status:
-        loaded = _load(checkpoint)
+        if adapter is not None:
+            from engine.adapters import find_adapter, merged
+
+            status(f"merging {adapter}")
+            model, loaded = _guarded(lambda: merged(checkpoint, find_adapter(adapter), "cpu", nf4))
+        else:
+            loaded = _load(checkpoint)
+            model = loaded.model
         if fmt is ExportFormat.hf:
             from engine.hf_interop import export_hf
 
             status(f"writing Hugging Face folder {output}")
             torch_dtype = torch.float16 if dtype is WeightDtype.f16 else None
-            target = _guarded(lambda: export_hf(loaded.model, loaded.tokenizer, output, torch_dtype))
+            target = _guarded(lambda: export_hf(model, loaded.tokenizer, output, torch_dtype))
         else:
             from engine.gguf_export import export_gguf
 
             status(f"writing GGUF {output}")
-            target = _guarded(lambda: export_gguf(loaded.model, loaded.tokenizer, output, dtype.value))
+            target = _guarded(lambda: export_gguf(model, loaded.tokenizer, output, dtype.value))
     _err.print(f"wrote {fmt.value} export to {target}", markup=False)

@@ -23,7 +23,7 @@ from engine.config import PRESETS, preset
 from engine.errors import EngineError
 from engine.lora import ALL_PROJECTIONS, LoraSettings
 from engine.quant import NF4Config
-from engine.train import NonFiniteLossError, TrainConfig, TrainResult
+from engine.train import NonFiniteLossError, TrainConfig, TrainResult, nf4_manifest
 
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -182,8 +182,19 @@ def pretrain(
 @app.command()
 def finetune(
     base: Annotated[Path, typer.Argument(help="Checkpoint to fine-tune.")],
-    out: Annotated[Path, typer.Argument(help="Run folder.")],
+    out: Annotated[Path | None, typer.Argument(help="Run folder (not with --adapters).")] = None,
     method: Annotated[Method, typer.Option(help="full weights, LoRA, or QLoRA (NF4 base).")] = Method.lora,
+    adapters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--adapters",
+            help="DATA:OUT, repeatable: train one adapter per instruction JSONL on one frozen base, each with "
+            "its own optimizer state, schedule, log and checkpoints in OUT.",
+        ),
+    ] = None,
+    schedule: Annotated[
+        str, typer.Option(help="Which adapter steps next: round_robin, synchronized, lowest_val_first.")
+    ] = "round_robin",
     rank: Annotated[int, typer.Option(help="LoRA rank.")] = 8,
     alpha: Annotated[float, typer.Option(help="LoRA alpha.")] = 16.0,
     dropout: Annotated[float, typer.Option(help="LoRA dropout.")] = 0.0,
@@ -215,6 +226,15 @@ def finetune(
             r=rank, alpha=alpha, dropout=dropout, targets=tuple(t.strip() for t in targets.split(",") if t.strip())
         )
     )
+    if adapters:
+        if out is not None or data is not None or resume:
+            raise _fail("--adapters names each adapter's DATA:OUT; give no OUT argument, --data or --resume with it")
+        if method is Method.full:
+            raise _fail("--adapters trains LoRA adapters: use --method lora or qlora")
+        _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device)
+        return
+    if out is None:
+        raise _fail("missing OUT: the run folder (or --adapters DATA:OUT)")
     inst = None
     if data is not None:
         tokenizer = _guarded(lambda: load_checkpoint(base)).tokenizer
@@ -235,6 +255,75 @@ def finetune(
             )
         )
     _print_summary({**_summary(result), "method": method.value})
+
+
+def _finetune_adapters(
+    base: Path,
+    specs: list[str],
+    method: Method,
+    settings: LoraSettings,
+    cfg: TrainConfig,
+    schedule: str,
+    double_quant: bool,
+    device: str | None,
+) -> None:
+    from engine.checkpoint import load_checkpoint
+    from engine.data import read_jsonl, tokenize_pairs
+    from engine.device import resolve_device
+    from engine.multi_adapter import SCHEDULES, AdapterJob, train_adapters
+
+    if schedule not in SCHEDULES:
+        raise _fail(f"unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
+    pairs = []
+    for spec in specs:
+        data_path, sep, out_path = spec.rpartition(":")
+        if not sep or not data_path or not out_path:
+            raise _fail(f"--adapters {spec!r}: expected DATA:OUT (an instruction JSONL and a folder)")
+        pairs.append((Path(data_path), Path(out_path)))
+    names = [o.name for _, o in pairs]
+    if len(set(names)) != len(names):
+        raise _fail(f"--adapters: two OUT folders share a name ({', '.join(names)}); each names its adapter")
+    loaded = _guarded(lambda: load_checkpoint(base, device=resolve_device(device)))
+
+    def job(data_path: Path, out_dir: Path) -> AdapterJob:
+        pairs_data = _guarded(lambda: tokenize_pairs(read_jsonl(data_path), loaded.tokenizer, cfg.seq_len))
+        manifest = {
+            "kind": "finetune",
+            "method": method.value,
+            "base": str(base),
+            "adapter": out_dir.name,
+            **nf4_manifest(NF4Config(double_quant=double_quant), method.value),
+        }
+        return AdapterJob(out_dir.name, pairs_data, out_dir, settings, manifest)
+
+    jobs = [job(d, o) for d, o in pairs]
+    result = _guarded(
+        lambda: train_adapters(
+            loaded.model,
+            jobs,
+            cfg,
+            schedule=schedule,  # type: ignore[arg-type]
+            quantize=method is Method.qlora,
+            nf4=NF4Config(double_quant=double_quant),
+        )
+    )
+    _print_summary(
+        {
+            "method": method.value,
+            "schedule": schedule,
+            "base": str(base),
+            "adapters": {
+                name: {
+                    "out_dir": str(st.job.out_dir),
+                    "checkpoint": str(st.checkpoint) if st.checkpoint else None,
+                    "steps_run": st.step,
+                    "final_loss": st.losses[-1] if st.losses else None,
+                    "val_losses": {str(k): v for k, v in sorted(st.val_losses.items())},
+                }
+                for name, st in result.adapters.items()
+            },
+        }
+    )
 
 
 @app.command()

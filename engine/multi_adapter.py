@@ -55,6 +55,7 @@ class AdapterJob:
     data: Any
     out_dir: Path
     settings: LoraSettings = field(default_factory=LoraSettings)
+    manifest: dict[str, Any] = field(default_factory=dict)  # written with each checkpoint (method, base)
 
 
 @dataclass
@@ -163,6 +164,8 @@ def _save(model: PeftModel, state: AdapterState, cfg: TrainConfig) -> Path:
             }
         )
         write_json_atomic(tmp / STATE_JSON, meta)
+        if state.job.manifest:
+            write_json_atomic(tmp / "manifest.json", {**state.job.manifest, "step": state.step})
     write_json_atomic(out / LATEST_NAME, {"folder": name, "step": state.step})
     return final
 

@@ -580,6 +580,16 @@ class FinetuneTask:
             set_peft_model_state_dict(self.model, weights)
 
 
+def nf4_manifest(nf4: Any | None, method: str) -> dict[str, Any]:
+    """How a QLoRA run quantized its base, so the adapter is later applied to the same NF4 base."""
+    if method != "qlora":
+        return {}
+    from engine.quant import NF4Config
+
+    cfg = nf4 or NF4Config()
+    return {"nf4": {"blocksize": cfg.blocksize, "double_quant": cfg.double_quant}}
+
+
 def finetune(
     base: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -623,7 +633,7 @@ def finetune(
         out_dir,
         resume=resume,
         on_record=on_record,
-        manifest={"kind": "finetune", "method": method, "base": str(base)},
+        manifest={"kind": "finetune", "method": method, "base": str(base), **nf4_manifest(nf4, method)},
     )
     result.extra["model"] = model
     return result

@@ -1,0 +1,172 @@
+"""Adapter folders end to end: what ``finetune --method lora|qlora`` writes, used by the other commands.
+
+A LoRA or QLoRA run writes ``<run>/step-NNNNNN/adapter/`` (PEFT's ``adapter_config.json`` and
+``adapter_model.safetensors``) with ``manifest.json`` beside it naming the method and the base.
+Every command that takes an adapter accepts the run folder (its latest step), a step folder, or
+the adapter folder itself.  A QLoRA adapter was trained on the NF4-quantized base, so it is
+applied to the base quantized the same way unless the caller says otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from peft import PeftModel
+
+from engine.checkpoint import LoadedCheckpoint, load_checkpoint, save_checkpoint
+from engine.errors import EngineError
+from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, merge_adapter
+from engine.model import DecoderLM
+from engine.quant import NF4Config, quantize_model
+from engine.train import LATEST_NAME, STATE_JSON, latest_checkpoint
+
+ADAPTER_DIR = "adapter"
+MANIFEST = "manifest.json"
+
+
+class AdapterError(EngineError):
+    """A path that holds no adapter, or an adapter that does not fit its base."""
+
+
+@dataclass(frozen=True)
+class AdapterFolder:
+    path: Path  # the folder with adapter_config.json and adapter_model.safetensors
+    method: str | None  # "lora" or "qlora" from the step's manifest; None when it has none
+    base: str | None  # the base checkpoint the run recorded
+    step: int | None
+    nf4: NF4Config | None = None  # how a QLoRA run quantized its base (None: the defaults)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256((self.path / ADAPTER_WEIGHTS).read_bytes()).hexdigest()
+
+    def summary(self) -> dict[str, Any]:
+        """What ``inspect`` reports for an adapter, as JSON-able data."""
+        from safetensors import safe_open
+
+        config = json.loads((self.path / ADAPTER_CONFIG).read_text())
+        with safe_open(str(self.path / ADAPTER_WEIGHTS), "pt") as f:
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+        params = sum(int(torch.Size(s).numel()) for s in shapes.values())
+        return {
+            "path": str(self.path),
+            "kind": "adapter",
+            "method": self.method,
+            "base": self.base,
+            "step": self.step,
+            "nf4": {"blocksize": self.nf4.blocksize, "double_quant": self.nf4.double_quant} if self.nf4 else None,
+            "peft_type": config.get("peft_type"),
+            "r": config.get("r"),
+            "lora_alpha": config.get("lora_alpha"),
+            "lora_dropout": config.get("lora_dropout"),
+            "target_modules": sorted(config.get("target_modules") or []),
+            "tensors": len(shapes),
+            "parameters": params,
+            "sha256": self.sha256,
+        }
+
+
+def is_adapter_path(path: str | Path) -> bool:
+    p = Path(path)
+    return p.is_dir() and (
+        (p / ADAPTER_CONFIG).is_file() or (p / ADAPTER_DIR / ADAPTER_CONFIG).is_file() or (p / LATEST_NAME).is_file()
+    )
+
+
+def find_adapter(path: str | Path) -> AdapterFolder:
+    """The adapter at ``path``: a run folder (its latest step), a step folder, or an adapter folder."""
+    p = Path(path)
+    if not p.is_dir():
+        raise AdapterError(f"{p}: not a folder (an adapter is a run, step or adapter folder)")
+    if (p / LATEST_NAME).is_file() and not (p / ADAPTER_DIR).is_dir():
+        latest = latest_checkpoint(p)
+        if latest is None:
+            raise AdapterError(f"{p}: {LATEST_NAME} names no checkpoint folder")
+        p = latest
+    if (p / ADAPTER_DIR / ADAPTER_CONFIG).is_file():
+        step_dir, adapter = p, p / ADAPTER_DIR
+    elif (p / ADAPTER_CONFIG).is_file():
+        step_dir, adapter = p.parent, p
+    else:
+        raise AdapterError(
+            f"{p}: no adapter here ({ADAPTER_CONFIG} not found); a full fine-tune writes a checkpoint, "
+            "not an adapter: use it as a checkpoint"
+        )
+    if not (adapter / ADAPTER_WEIGHTS).is_file():
+        raise AdapterError(f"{adapter}: {ADAPTER_WEIGHTS} is missing")
+    manifest = _json(step_dir / MANIFEST)
+    state = _json(step_dir / STATE_JSON)
+    step = manifest.get("step", state.get("step"))
+    quant = manifest.get("nf4")
+    nf4 = None
+    if isinstance(quant, dict):
+        try:
+            nf4 = NF4Config(blocksize=int(quant["blocksize"]), double_quant=bool(quant["double_quant"]))
+        except (KeyError, TypeError, ValueError):
+            raise AdapterError(f"{step_dir / MANIFEST}: nf4 settings unreadable: {quant!r}") from None
+    return AdapterFolder(
+        adapter,
+        manifest.get("method") if isinstance(manifest.get("method"), str) else None,
+        manifest.get("base") if isinstance(manifest.get("base"), str) else None,
+        step if isinstance(step, int) else None,
+        nf4,
+    )
+
+
+def _json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise AdapterError(f"{path}: unreadable ({exc})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def load_adapted(
+    base: str | Path, adapter: AdapterFolder, device: str | torch.device = "cpu", quantize: bool | None = None
+) -> tuple[PeftModel, LoadedCheckpoint]:
+    """The base checkpoint with the adapter applied, in eval mode; NF4 base for a QLoRA adapter."""
+    loaded = load_checkpoint(Path(base), device=device)
+    if quantize if quantize is not None else adapter.method == "qlora":
+        quantize_model(loaded.model, adapter.nf4 or NF4Config(), device)
+    try:
+        model = load_adapter(loaded.model, adapter.path)
+    except (ValueError, RuntimeError) as exc:
+        raise AdapterError(f"adapter {adapter.path} does not fit {base}: {exc}") from None
+    model.eval()
+    return model, loaded
+
+
+def merged(
+    base: str | Path, adapter: AdapterFolder, device: str | torch.device = "cpu", quantize: bool | None = None
+) -> tuple[DecoderLM, LoadedCheckpoint]:
+    """The base with ``W + B·A·alpha/r`` folded into every adapted layer, as a plain full-precision model.
+
+    On an NF4 base the merge dequantizes exactly (``dequant(W) + B·A·scale``), never re-quantizes.
+    """
+    model, loaded = load_adapted(base, adapter, device, quantize)
+    result = merge_adapter(model, dequantize=adapter.method == "qlora" if quantize is None else quantize)
+    if not isinstance(result, DecoderLM):
+        raise AdapterError(f"merging {adapter.path} gave a {type(result).__name__}, not an engine model")
+    return result, loaded
+
+
+def merge_to_checkpoint(
+    base: str | Path, adapter: AdapterFolder, out: str | Path, quantize: bool | None = None
+) -> Path:
+    """Write the merged model as a full checkpoint whose manifest names the base and the adapter."""
+    model, loaded = merged(base, adapter, "cpu", quantize)
+    manifest = {
+        "kind": "merged",
+        "base": str(base),
+        "adapter": str(adapter.path),
+        "adapter_sha256": adapter.sha256,
+        "method": adapter.method,
+    }
+    return save_checkpoint(Path(out), model, loaded.tokenizer, manifest)

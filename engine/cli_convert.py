@@ -1,0 +1,84 @@
+"""``python -m engine import | merge``: bring a Hugging Face model in; fold an adapter into a checkpoint.
+
+``import`` reads a Llama/Qwen2 folder (``config.json``, safetensors shards, ``tokenizer.json``,
+optional ``generation_config.json``) and writes one self-contained engine checkpoint with exact
+logits; ``merge`` writes base + adapter as a full checkpoint whose manifest names both.  Bad input
+prints ``error: ...`` and exits 2, as every engine command does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated
+
+import torch
+import typer
+
+from engine.app import app
+from engine.cli_core import WeightDtype, _err, _guarded, _out, _progress
+
+
+@app.command("import")
+def import_model(
+    hf_dir: Annotated[Path, typer.Argument(help="A Hugging Face model folder (Llama or Qwen2).")],
+    out: Annotated[Path, typer.Argument(help="The engine checkpoint to write (.safetensors).")],
+    dtype: Annotated[WeightDtype | None, typer.Option(help="Store weights as f32 or f16 (default: as found).")] = None,
+) -> None:
+    """Import a Hugging Face folder as one engine checkpoint (architecture, tokenizer, EOS ids kept)."""
+    from engine.checkpoint import save_checkpoint
+    from engine.hf_interop import import_hf
+
+    torch_dtype = {WeightDtype.f32: torch.float32, WeightDtype.f16: torch.float16}.get(dtype) if dtype else None
+    with _progress(f"importing {hf_dir}") as status:
+        loaded = _guarded(lambda: import_hf(hf_dir, dtype=torch_dtype))
+        status(f"writing {out}")
+        digest = _guarded(lambda: _folder_digest(hf_dir))
+        manifest = {**loaded.manifest, "kind": "import", "source_sha256": digest}
+        target = _guarded(lambda: save_checkpoint(out, loaded.model, loaded.tokenizer, manifest))
+    cfg = loaded.config
+    _out.print(
+        json.dumps(
+            {
+                "checkpoint": str(target),
+                "architecture": cfg.to_dict(),
+                "parameters": loaded.model.num_parameters(),
+                "eos_ids": list(cfg.eos_ids),
+                "source_sha256": digest,
+            },
+            indent=2,
+            sort_keys=True,
+        ),
+        markup=False,
+    )
+
+
+def _folder_digest(folder: Path) -> str:
+    """sha256 over the folder's files (name and bytes, sorted): which exact export was imported."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+@app.command()
+def merge(
+    base: Annotated[Path, typer.Argument(help="The base checkpoint the adapter was trained on.")],
+    adapter: Annotated[Path, typer.Argument(help="The adapter: its run, step or adapter folder.")],
+    out: Annotated[Path, typer.Argument(help="The merged checkpoint to write (.safetensors).")],
+    nf4: Annotated[
+        bool | None,
+        typer.Option("--nf4/--no-nf4", help="Merge onto the NF4-quantized base (default: for QLoRA adapters)."),
+    ] = None,
+) -> None:
+    """Fold an adapter into its base: a full checkpoint holding W + B·A·alpha/r."""
+    from engine.adapters import find_adapter, merge_to_checkpoint
+
+    with _progress(f"merging {adapter} into {base.name}"):
+        folder = _guarded(lambda: find_adapter(adapter))
+        target = _guarded(lambda: merge_to_checkpoint(base, folder, out, nf4))
+    _err.print(f"wrote merged checkpoint {target}", markup=False)

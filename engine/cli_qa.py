@@ -1,0 +1,77 @@
+"""``python -m engine qa CKPT``: the QA gates of :mod:`engine.qa` as a table or ``--json``.
+
+Exit status: 0 when no gate failed, 1 when one did, 2 on bad input (an unreadable golden file).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from engine.app import app
+from engine.cli_core import _err, _fail, _guarded, _out, _progress
+
+EXIT_GATE_FAILED = 1
+_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
+
+
+@app.command()
+def qa(
+    checkpoint: Annotated[Path, typer.Argument(help="The engine checkpoint to check.")],
+    golden: Annotated[Path | None, typer.Option(help="Golden output file: a prompt and its expected tokens.")] = None,
+    write_golden: Annotated[
+        Path | None, typer.Option("--write-golden", help="Write this checkpoint's golden output file and stop.")
+    ] = None,
+    max_ppl: Annotated[float | None, typer.Option("--max-ppl", min=1.0, help="Perplexity bound on --text.")] = None,
+    min_tok_s: Annotated[
+        float | None, typer.Option("--min-tok-s", min=0.0, help="Throughput floor, greedy tokens per second.")
+    ] = None,
+    text: Annotated[
+        Path | None, typer.Option(help="Held-out text for the perplexity gate (default: built in).")
+    ] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N.")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+) -> None:
+    """Check a checkpoint: loads, tokenizer round trip, finite logits, golden output, perplexity, throughput."""
+    from engine.checkpoint import load_checkpoint
+    from engine.qa import HELD_OUT_TEXT, QAOptions, golden_record, run_qa
+
+    if write_golden is not None:
+        loaded = _guarded(lambda: load_checkpoint(checkpoint, device=device))
+        record = golden_record(loaded)
+        write_golden.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _err.print(f"wrote golden output of {checkpoint} to {write_golden}", markup=False)
+        return
+    held_out = HELD_OUT_TEXT
+    if text is not None:
+        try:
+            held_out = text.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"{text}: {exc.strerror or exc}") from None
+    options = QAOptions(golden, max_ppl, min_tok_s, held_out, device=device)
+    with _progress(f"qa {checkpoint.name}"):
+        report = _guarded(lambda: run_qa(checkpoint, options))
+    if as_json:
+        _out.print(json.dumps(report.to_json(), indent=2, sort_keys=True), markup=False)
+    else:
+        table = Table(title=f"qa {checkpoint}")
+        for column in ("gate", "status", "value", "bound", "detail"):
+            table.add_column(column)
+        for g in report.gates:
+            table.add_row(
+                g.name,
+                f"[{_STYLE[g.status]}]{g.status}[/]",
+                "" if g.value is None else f"{g.value:.4g}",
+                "" if g.bound is None else f"{g.bound:.4g}",
+                g.detail,
+            )
+        _out.print(table)
+        _out.print(
+            "PASS" if report.passed else "FAIL: " + ", ".join(g.name for g in report.gates if g.status == "fail")
+        )
+    if not report.passed:
+        raise typer.Exit(EXIT_GATE_FAILED)

@@ -1,0 +1,294 @@
+"""QA gates any checkpoint must pass before it is served: ``python -m engine qa CKPT``.
+
+Six gates, each with a measured value and, where the caller gives one, a bound:
+
+- ``loads``: the file loads and validates (tensors, architecture, tokenizer), and the loaded
+  config's special ids are the tokenizer's;
+- ``tokenizer_roundtrip``: ``decode(encode(text)) == text`` over code, prose, unicode and whitespace;
+- ``finite_logits``: no NaN or infinity in the logits of the sample prompts;
+- ``golden``: greedy generation from a prompt gives exactly the expected tokens, read from a golden
+  file (``--golden``; ``--write-golden`` makes one).  Without a file the reference is the model's
+  own greedy decoding without the KV cache: the same tokens, and every step's logits within
+  :data:`CACHE_LOGIT_TOLERANCE`, so a cached decoder that drifts fails it before a token flips;
+- ``perplexity``: exp(mean next-token loss) over a held-out text, at most ``max_perplexity``;
+- ``throughput``: greedy decode tokens per second, at least ``min_tokens_per_s``.
+
+A gate without a bound reports its value and ``skipped``; a gate after a failed ``loads`` is
+``skipped`` too.  The report is plain data (``to_json``) for the CLI table, ``--json`` and the
+contract family ``checkpoint-qa-v1``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F
+
+from engine.checkpoint import LoadedCheckpoint, load_checkpoint
+from engine.errors import EngineError
+from engine.generate import generate
+
+Status = Literal["pass", "fail", "skipped"]
+GATES = ("loads", "tokenizer_roundtrip", "finite_logits", "golden", "perplexity", "throughput")
+
+ROUNDTRIP_TEXTS = (
+    "def add(a, b):\n    return a + b\n",
+    "The quick brown fox jumps over the lazy dog.",
+    "naïve café — 数据 🙂",
+    "  leading and trailing spaces \t\n\n",
+    "",
+)
+SAMPLE_PROMPTS = ("def ", "import os\n", "class Stack:\n    ")
+GOLDEN_PROMPT = "def fibonacci(n):\n"
+GOLDEN_TOKENS = 16
+CACHE_LOGIT_TOLERANCE = 1e-3  # float32 logits of cached against uncached decoding
+# Held-out text for the perplexity gate: written for this module, so in no training corpus.
+HELD_OUT_TEXT = '''def moving_average(values, window):
+    """Return the averages of each run of `window` consecutive values."""
+    if window <= 0:
+        raise ValueError("window must be positive")
+    total = sum(values[:window])
+    out = [total / window]
+    for i in range(window, len(values)):
+        total += values[i] - values[i - window]
+        out.append(total / window)
+    return out
+'''
+
+
+class QAError(EngineError):
+    """Bad QA input: an unreadable golden file or text, an impossible bound."""
+
+
+@dataclass
+class Gate:
+    name: str
+    status: Status
+    value: float | None = None
+    bound: float | None = None
+    detail: str = ""
+
+
+@dataclass
+class QAReport:
+    checkpoint: str
+    sha256: str
+    gates: list[Gate] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(g.status != "fail" for g in self.gates)
+
+    def gate(self, name: str) -> Gate:
+        return next(g for g in self.gates if g.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checkpoint": self.checkpoint,
+            "sha256": self.sha256,
+            "passed": self.passed,
+            "gates": [asdict(g) for g in self.gates],
+        }
+
+
+@dataclass(frozen=True)
+class QAOptions:
+    golden: Path | None = None
+    max_perplexity: float | None = None
+    min_tokens_per_s: float | None = None
+    text: str = HELD_OUT_TEXT
+    throughput_tokens: int = 32
+    device: str = "cpu"
+    gates: tuple[str, ...] = GATES  # which gates to run (``loads`` always runs: the rest need the model)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def run_qa(checkpoint: str | Path, options: QAOptions | None = None) -> QAReport:
+    """Every gate of :data:`GATES` on ``checkpoint``, in order."""
+    opts = options or QAOptions()
+    path = Path(checkpoint)
+    golden = read_golden(opts.golden) if opts.golden is not None else None  # bad input before any work
+    report = QAReport(str(path), _sha256(path) if path.is_file() else "")
+    try:
+        loaded = load_checkpoint(path, device=opts.device)
+    except (EngineError, OSError, ValueError) as exc:
+        report.gates.append(Gate("loads", "fail", 0.0, None, str(exc)))
+        report.gates += [Gate(n, "skipped", detail="the checkpoint does not load") for n in GATES[1:]]
+        return report
+    loaded.model.eval()
+    unknown = sorted(set(opts.gates) - set(GATES))
+    if unknown:
+        raise QAError(f"unknown QA gate(s) {', '.join(unknown)}; the gates are {', '.join(GATES)}")
+    runs = {
+        "tokenizer_roundtrip": lambda: _roundtrip(loaded),
+        "finite_logits": lambda: _finite(loaded),
+        "golden": lambda: _golden(loaded, golden),
+        "perplexity": lambda: _perplexity(loaded, opts.text, opts.max_perplexity),
+        "throughput": lambda: _throughput(loaded, opts.throughput_tokens, opts.min_tokens_per_s),
+    }
+    report.gates.append(_loads(loaded))
+    report.gates += [runs[name]() for name in GATES[1:] if name in opts.gates]
+    return report
+
+
+def _loads(loaded: LoadedCheckpoint) -> Gate:
+    cfg, tok = loaded.config, loaded.tokenizer
+    wrong = [
+        f"{name} {got} != tokenizer's {want}"
+        for name, got, want in (
+            ("bos_token_id", cfg.bos_token_id, tok.bos_id),
+            ("pad_token_id", cfg.pad_token_id, tok.pad_id),
+        )
+        if got != want
+    ]
+    if tok.eos_id not in cfg.eos_ids:
+        wrong.append(f"eos ids {list(cfg.eos_ids)} lack the tokenizer's {tok.eos_id}")
+    if wrong:
+        return Gate("loads", "fail", 0.0, None, "; ".join(wrong))
+    return Gate("loads", "pass", 1.0, None, f"{loaded.model.num_parameters():,} parameters")
+
+
+def _roundtrip(loaded: LoadedCheckpoint) -> Gate:
+    tok = loaded.tokenizer
+    bad = [t for t in ROUNDTRIP_TEXTS if tok.decode(tok.encode(t)) != t]
+    shown = "; ".join(repr(t[:30]) for t in bad)
+    return Gate(
+        "tokenizer_roundtrip",
+        "fail" if bad else "pass",
+        float(len(bad)),
+        0.0,
+        f"{len(ROUNDTRIP_TEXTS) - len(bad)}/{len(ROUNDTRIP_TEXTS)} texts round-trip"
+        + (f"; not: {shown}" if bad else ""),
+    )
+
+
+def _logits(loaded: LoadedCheckpoint, ids: Sequence[int]) -> torch.Tensor:
+    device = next(loaded.model.parameters()).device
+    with torch.no_grad():
+        out = loaded.model(torch.tensor([list(ids)], device=device))
+    logits: torch.Tensor = out.logits if hasattr(out, "logits") else out
+    return logits[0].float()
+
+
+def _finite(loaded: LoadedCheckpoint) -> Gate:
+    bad = 0
+    for prompt in SAMPLE_PROMPTS:
+        logits = _logits(loaded, loaded.tokenizer.encode(prompt, add_bos=True))
+        bad += int((~torch.isfinite(logits)).sum())
+    return Gate("finite_logits", "fail" if bad else "pass", float(bad), 0.0, f"{len(SAMPLE_PROMPTS)} prompts")
+
+
+def greedy(loaded: LoadedCheckpoint, prompt: str, max_new_tokens: int, use_cache: bool = True) -> list[int]:
+    return _decode(loaded, prompt, max_new_tokens, use_cache)[0]
+
+
+def _decode(
+    loaded: LoadedCheckpoint, prompt: str, max_new_tokens: int, use_cache: bool = True
+) -> tuple[list[int], torch.Tensor]:
+    device = next(loaded.model.parameters()).device
+    ids = torch.tensor([loaded.tokenizer.encode(prompt, add_bos=True)], device=device)
+    out = generate(loaded.model, ids, max_new_tokens=max_new_tokens, use_cache=use_cache, return_logits=True)
+    assert out.scores is not None
+    return [int(t) for t in out.new_tokens[0]], out.scores[0]
+
+
+def golden_record(loaded: LoadedCheckpoint, prompt: str = GOLDEN_PROMPT, tokens: int = GOLDEN_TOKENS) -> dict[str, Any]:
+    """What ``--write-golden`` stores: the prompt, the greedy new token ids and their text."""
+    new = greedy(loaded, prompt, tokens)
+    return {"prompt": prompt, "max_new_tokens": tokens, "new_ids": new, "text": loaded.tokenizer.decode(new)}
+
+
+def read_golden(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise QAError(f"golden file {path}: {exc}") from None
+    ids = data.get("new_ids") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("prompt"), str) or not isinstance(ids, list):
+        raise QAError(
+            f"golden file {path}: needs a `prompt` string and a `new_ids` list (write one with --write-golden)"
+        )
+    if not all(isinstance(i, int) for i in ids):
+        raise QAError(f"golden file {path}: new_ids must be token ids")
+    return data
+
+
+def _golden(loaded: LoadedCheckpoint, golden: dict[str, Any] | None) -> Gate:
+    if golden is None:
+        want, reference = _decode(loaded, GOLDEN_PROMPT, GOLDEN_TOKENS, use_cache=False)
+        got, scores = _decode(loaded, GOLDEN_PROMPT, GOLDEN_TOKENS)
+        steps = min(len(reference), len(scores))
+        drift = float((scores[:steps] - reference[:steps]).abs().max()) if steps else 0.0
+        if got == want and not drift <= CACHE_LOGIT_TOLERANCE:
+            detail = f"same tokens, but cached logits drift {drift:.3g} from uncached (> {CACHE_LOGIT_TOLERANCE:g})"
+            return Gate("golden", "fail", float(len(want)), float(len(want)), detail)
+        source = f"greedy decoding without the KV cache (logits within {drift:.2g})"
+    else:
+        want = list(golden["new_ids"])
+        got = greedy(loaded, golden["prompt"], int(golden.get("max_new_tokens", len(want))))
+        source = "the golden file"
+    same = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
+    ok = got == want
+    detail = (
+        f"{len(want)} tokens from {source}"
+        if ok
+        else f"first difference at token {same}: {got[same : same + 4]} != {want[same : same + 4]}"
+    )
+    return Gate("golden", "pass" if ok else "fail", float(same), float(len(want)), detail)
+
+
+def perplexity(loaded: LoadedCheckpoint, text: str) -> tuple[float, int]:
+    """exp(mean next-token cross-entropy) over ``text`` in windows of the model's context; tokens scored."""
+    ids = loaded.tokenizer.encode(text, add_bos=True)
+    if len(ids) < 2:
+        raise QAError("the held-out text is too short to score (fewer than two tokens)")
+    window = loaded.config.max_position_embeddings
+    total, count = 0.0, 0
+    for start in range(0, len(ids) - 1, window - 1):
+        chunk = ids[start : start + window]
+        if len(chunk) < 2:
+            break
+        logits = _logits(loaded, chunk)
+        target = torch.tensor(chunk[1:], device=logits.device)
+        total += float(F.cross_entropy(logits[:-1], target, reduction="sum"))
+        count += len(chunk) - 1
+    return math.exp(total / count), count
+
+
+def _perplexity(loaded: LoadedCheckpoint, text: str, bound: float | None) -> Gate:
+    ppl, scored = perplexity(loaded, text)
+    if not math.isfinite(ppl):
+        return Gate("perplexity", "fail", ppl, bound, f"non-finite over {scored} tokens")
+    status: Status = "skipped" if bound is None else ("pass" if ppl <= bound else "fail")
+    return Gate("perplexity", status, ppl, bound, f"{scored} tokens" + ("; no bound given" if bound is None else ""))
+
+
+def _throughput(loaded: LoadedCheckpoint, tokens: int, bound: float | None) -> Gate:
+    greedy(loaded, "def ", 2)  # warm-up: first-call allocations are not decode speed
+    start = time.perf_counter()
+    produced = len(greedy(loaded, "def ", tokens))
+    elapsed = time.perf_counter() - start
+    rate = produced / elapsed if elapsed > 0 else math.inf
+    status: Status = "skipped" if bound is None else ("pass" if rate >= bound else "fail")
+    return Gate(
+        "throughput",
+        status,
+        rate,
+        bound,
+        f"{produced} tokens in {elapsed:.3f} s" + ("; no bound given" if bound is None else ""),
+    )

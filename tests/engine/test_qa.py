@@ -1,0 +1,130 @@
+"""``engine.qa`` and ``python -m engine qa``: six gates, a table or JSON, exit 1 on a failed gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import engine.cli_qa  # noqa: F401  (registers the command)
+from engine.app import app
+from engine.checkpoint import save_checkpoint
+from engine.faults import FAULTS
+from engine.qa import GATES, QAError, QAOptions, read_golden, run_qa
+from tests.engine.core_helpers import tiny_model, tiny_tokenizer
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tok = tiny_tokenizer()
+    model = tiny_model(std=0.2)
+    return save_checkpoint(tmp_path_factory.mktemp("qa") / "m.safetensors", model, tok)
+
+
+def test_every_gate_runs_and_bounds_decide(ckpt: Path) -> None:
+    report = run_qa(ckpt)
+    assert [g.name for g in report.gates] == list(GATES)
+    status = {g.name: g.status for g in report.gates}
+    assert status == {
+        "loads": "pass",
+        "tokenizer_roundtrip": "pass",
+        "finite_logits": "pass",
+        "golden": "pass",
+        "perplexity": "skipped",  # no bound given: measured, not judged
+        "throughput": "skipped",
+    }
+    assert report.passed and len(report.sha256) == 64
+    ppl = report.gate("perplexity").value
+    assert ppl is not None and ppl > 1
+    tight = run_qa(ckpt, QAOptions(max_perplexity=ppl * 0.99, min_tokens_per_s=1e9))
+    assert (tight.gate("perplexity").status, tight.gate("throughput").status) == ("fail", "fail")
+    assert not tight.passed
+    assert run_qa(ckpt, QAOptions(max_perplexity=ppl * 1.01, min_tokens_per_s=1)).passed
+
+
+def test_the_golden_gate_catches_a_drifting_cache_before_a_token_flips(ckpt: Path) -> None:
+    with FAULTS.enabled("kv_cache_off_by_one"):
+        gate = run_qa(ckpt, QAOptions(gates=("golden",))).gate("golden")
+    assert gate.status == "fail" and ("drift" in gate.detail or "first difference" in gate.detail)
+
+
+def test_a_golden_file_is_written_and_checked(ckpt: Path, tmp_path: Path) -> None:
+    golden = tmp_path / "golden.json"
+    assert runner.invoke(app, ["qa", str(ckpt), "--write-golden", str(golden)]).exit_code == 0
+    data = read_golden(golden)
+    assert data["prompt"] and len(data["new_ids"]) == data["max_new_tokens"] == 16
+    assert run_qa(ckpt, QAOptions(golden=golden)).gate("golden").status == "pass"
+    data["new_ids"][3] += 1
+    golden.write_text(json.dumps(data))
+    gate = run_qa(ckpt, QAOptions(golden=golden)).gate("golden")
+    assert gate.status == "fail" and gate.detail.startswith("first difference at token 3")
+    assert gate.value == 3.0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "golden file"),
+        ('{"prompt": 1}', "needs a `prompt` string"),
+        ('{"prompt": "a", "new_ids": ["x"]}', "token ids"),
+    ],
+)
+def test_a_bad_golden_file_is_bad_input(ckpt: Path, tmp_path: Path, text: str, message: str) -> None:
+    golden = tmp_path / "g.json"
+    golden.write_text(text)
+    with pytest.raises(QAError, match=message):
+        run_qa(ckpt, QAOptions(golden=golden))
+    result = runner.invoke(app, ["qa", str(ckpt), "--golden", str(golden)])
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_a_checkpoint_that_does_not_load_fails_the_first_gate_and_skips_the_rest(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a checkpoint")
+    report = run_qa(bad)
+    assert report.gate("loads").status == "fail" and not report.passed
+    assert {g.status for g in report.gates[1:]} == {"skipped"}
+    result = runner.invoke(app, ["qa", str(bad), "--json"])
+    assert result.exit_code == 1 and json.loads(result.stdout)["passed"] is False
+
+
+def test_special_ids_that_disagree_with_the_tokenizer_fail_loads(ckpt: Path) -> None:
+    with FAULTS.enabled("checkpoint_pad_id_dropped"):
+        gate = run_qa(ckpt, QAOptions(gates=())).gate("loads")
+    assert gate.status == "fail" and "pad_token_id None != tokenizer's" in gate.detail
+
+
+def test_the_cli_table_and_exit_codes(ckpt: Path, tmp_path: Path) -> None:
+    ok = runner.invoke(app, ["qa", str(ckpt), "--min-tok-s", "1"])
+    assert ok.exit_code == 0 and "PASS" in ok.stdout and "tokenizer_roundtrip" in ok.stdout
+    failed = runner.invoke(app, ["qa", str(ckpt), "--max-ppl", "1.0"])
+    assert failed.exit_code == 1 and "FAIL: perplexity" in failed.stdout
+    text = tmp_path / "held.txt"
+    text.write_text("x = 1\n" * 20)
+    report = json.loads(runner.invoke(app, ["qa", str(ckpt), "--text", str(text), "--json"]).stdout)
+    scored = next(g for g in report["gates"] if g["name"] == "perplexity")["detail"]
+    assert scored == f"{len(tiny_tokenizer().encode(text.read_text(), add_bos=True)) - 1} tokens; no bound given"
+    missing = runner.invoke(app, ["qa", str(ckpt), "--text", str(tmp_path / "none.txt")])
+    assert missing.exit_code == 2 and "none.txt" in missing.stderr
+
+
+def test_the_qa_contract_judges_the_checkpoint_named_on_the_command_line(ckpt: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "ENGINE_QA_CHECKPOINT": str(ckpt)}
+    cmd = [sys.executable, "-m", "pytest", "contracts/checkpoint-qa-v1.yaml", "-k", "QA-001 or QA-004", "-q"]
+    cmd += ["-p", "no:randomly", "-p", "no:cacheprovider", "--pv-evidence", "--pv-evidence-dir", str(tmp_path)]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (bundle,) = tmp_path.glob("checkpoint-qa-v1/*/bundle.json")
+    ran = {f["id"]: f for f in json.loads(bundle.read_text())["falsifiers"] if f["verdict"] != "not_run"}
+    assert set(ran) == {"FALSIFY-QA-001", "FALSIFY-QA-004"}
+    for entry in ran.values():
+        assert entry["observations"]["checkpoint"] == str(ckpt)
+        assert entry["observations"]["checkpoint_sha256"] == run_qa(ckpt, QAOptions(gates=())).sha256
