@@ -8,6 +8,7 @@ checker builds the thing under test itself.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,21 @@ def pretrained_init(
     )
     assert result.checkpoint is not None
     return result.checkpoint / "model.safetensors"
+
+
+QA_CHECKPOINT_ENV = "ENGINE_QA_CHECKPOINT"
+
+
+@pytest.fixture
+def qa_checkpoint(request: pytest.FixtureRequest) -> Path:
+    """The checkpoint the QA contract judges: the falsifier's (or its case's) ``checkpoint`` param,
+    else ``$ENGINE_QA_CHECKPOINT``, else :func:`pretrained_init` (built only when nothing is named)."""
+    params = getattr(request.node, "params", None)
+    named = (params.get("checkpoint") if isinstance(params, dict) else None) or os.environ.get(QA_CHECKPOINT_ENV)
+    if named:
+        return Path(named)
+    path: Path = request.getfixturevalue("pretrained_init")
+    return path
 
 
 @pytest.fixture(scope="session")
