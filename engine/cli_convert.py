@@ -17,7 +17,7 @@ import torch
 import typer
 
 from engine.app import app
-from engine.cli_core import WeightDtype, _err, _guarded, _out, _progress
+from engine.cli_core import WeightDtype, _err, _fail, _guarded, _out, _progress
 
 
 @app.command("import")
@@ -30,6 +30,8 @@ def import_model(
     from engine.checkpoint import save_checkpoint
     from engine.hf_interop import import_hf
 
+    if dtype is not None and dtype not in (WeightDtype.f32, WeightDtype.f16):
+        raise _fail(f"--dtype {dtype.value} is a GGUF quantization; a checkpoint stores f32 or f16")
     torch_dtype = {WeightDtype.f32: torch.float32, WeightDtype.f16: torch.float16}.get(dtype) if dtype else None
     with _progress(f"importing {hf_dir}") as status:
         loaded = _guarded(lambda: import_hf(hf_dir, dtype=torch_dtype))

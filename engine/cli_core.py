@@ -41,6 +41,8 @@ class ExportFormat(StrEnum):
 class WeightDtype(StrEnum):
     f32 = "f32"
     f16 = "f16"
+    q8_0 = "q8_0"  # GGUF only
+    q4_0 = "q4_0"  # GGUF only
 
 
 def _fail(message: str) -> typer.Exit:
@@ -217,12 +219,16 @@ def export(
     checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint.")],
     fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="hf: a model folder; gguf: one file.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Target folder (hf) or .gguf file (gguf).")],
-    dtype: Annotated[WeightDtype, typer.Option(help="Weight precision of the export.")] = WeightDtype.f32,
+    dtype: Annotated[
+        WeightDtype, typer.Option(help="Weight precision: f32, f16, or for GGUF the quantized q8_0 or q4_0.")
+    ] = WeightDtype.f32,
     adapter: AdapterOption = None,
     nf4: Nf4Option = None,
 ) -> None:
     """Export a checkpoint to the Hugging Face layout or to GGUF for llama.cpp (with an adapter:
     the merged model, W + B·A·alpha/r in full precision)."""
+    if fmt is ExportFormat.hf and dtype not in (WeightDtype.f32, WeightDtype.f16):
+        raise _fail(f"--dtype {dtype.value} is a GGUF quantization; the Hugging Face export is f32 or f16")
     with _progress(f"loading {checkpoint.name}") as status:
         if adapter is not None:
             from engine.adapters import find_adapter, merged

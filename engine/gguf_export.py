@@ -13,7 +13,10 @@
   strings, merges, token types (special tokens CONTROL), bos/eos/pad ids, and the token list
   padded to the model's ``vocab_size`` with ``[PAD<id>]`` tokens of type UNUSED.
 
-Norm weights stay float32 (llama.cpp requires it); matrices are float32 or float16.
+Norm weights stay float32 (llama.cpp requires it); matrices are float32, float16, or quantized
+with ``gguf``'s own quantizer to Q8_0 or Q4_0 (32-weight blocks, one scale each; a matrix whose
+rows are not a whole number of blocks falls back to float16, as llama.cpp's converter does).
+Reading back (:func:`read_gguf`) dequantizes, so a quantized export round-trips within its step.
 """
 
 from __future__ import annotations
@@ -34,7 +37,15 @@ from engine.faults import FAULTS
 from engine.model import DecoderLM
 from engine.tokenizer import EngineTokenizer
 
-GgufDtype = Literal["f32", "f16"]
+GgufDtype = Literal["f32", "f16", "q8_0", "q4_0"]
+GGUF_DTYPES: tuple[str, ...] = ("f32", "f16", "q8_0", "q4_0")
+_QUANT = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0}
+_FILE_TYPE = {
+    "f32": gguf.LlamaFileType.ALL_F32,
+    "f16": gguf.LlamaFileType.MOSTLY_F16,
+    "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+    "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0,
+}
 _T = gguf.MODEL_TENSOR
 _LAYER_MAP = {
     "input_layernorm.weight": (_T.ATTN_NORM, "weight"),
@@ -124,8 +135,8 @@ def gguf_vocab(tokenizer: EngineTokenizer, vocab_size: int) -> tuple[list[str], 
 
 def _write_metadata(writer: gguf.GGUFWriter, cfg: ModelConfig, tok: EngineTokenizer, dtype: GgufDtype) -> None:
     writer.add_name("pv-engine")
-    f16 = dtype == "f16" and not FAULTS.active("gguf_f16_declared_f32")
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32)
+    declared = "f32" if dtype == "f16" and FAULTS.active("gguf_f16_declared_f32") else dtype
+    writer.add_file_type(_FILE_TYPE[declared])
     writer.add_context_length(cfg.max_position_embeddings)
     writer.add_embedding_length(cfg.hidden_size)
     writer.add_block_count(cfg.num_hidden_layers)
@@ -156,23 +167,41 @@ def export_gguf(
     dtype: GgufDtype = "f32",
 ) -> Path:
     """Write ``model`` + ``tokenizer`` as one GGUF file, atomically (temp file, then rename)."""
-    if dtype not in ("f32", "f16"):
-        raise ExportError(f"GGUF dtype must be 'f32' or 'f16', got {dtype!r}")
+    if dtype not in GGUF_DTYPES:
+        raise ExportError(f"GGUF dtype must be one of {', '.join(GGUF_DTYPES)}, got {dtype!r}")
     path = Path(path)
     if path.is_dir():
         raise ExportError(f"{path} is a directory; give a .gguf file path")
     cfg = model.config
-    tensors = gguf_tensors(model, dtype)
+    qtype = _QUANT.get(dtype)
+    tensors = gguf_tensors(model, "f32" if qtype is not None else dtype)
     with atomic_file(path) as tmp:
         writer = gguf.GGUFWriter(str(tmp), gguf_arch(cfg))
         _write_metadata(writer, cfg, tokenizer, dtype)
         for name, array in tensors.items():
-            writer.add_tensor(name, array)
+            if qtype is None:
+                writer.add_tensor(name, array)
+                continue
+            data, raw = quantize_for_gguf(array, qtype)
+            writer.add_tensor(name, data, raw_dtype=raw)
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file(progress=False)
         writer.close()
     return path
+
+
+def quantize_for_gguf(
+    array: np.ndarray, qtype: gguf.GGMLQuantizationType
+) -> tuple[np.ndarray, gguf.GGMLQuantizationType | None]:
+    """One tensor as written to a quantized file: matrices in ``qtype`` when their rows are whole
+    blocks, else float16; norms and biases float32 (llama.cpp requires it)."""
+    block, _ = gguf.GGML_QUANT_SIZES[qtype]
+    if array.ndim == 1 and not FAULTS.active("gguf_norms_quantized"):
+        return array.astype(np.float32), None
+    if array.shape[-1] % block:
+        return array.astype(np.float16), None
+    return gguf.quants.quantize(np.ascontiguousarray(array, dtype=np.float32), qtype), qtype
 
 
 def export_checkpoint_gguf(checkpoint: str | Path, path: str | Path, dtype: GgufDtype = "f32") -> Path:
@@ -187,7 +216,8 @@ def export_checkpoint_gguf(checkpoint: str | Path, path: str | Path, dtype: Gguf
 class GgufContents:
     arch: str
     fields: dict[str, Any]
-    tensors: dict[str, np.ndarray]
+    tensors: dict[str, np.ndarray]  # quantized tensors dequantized to float32
+    tensor_types: dict[str, str]  # as stored: F32, F16, Q8_0, Q4_0
 
     def field(self, key: str) -> Any:
         return self.fields[key]
@@ -213,8 +243,18 @@ def read_gguf(path: str | Path) -> GgufContents:
     except Exception as exc:
         raise ExportError(f"{path}: not a readable GGUF file: {exc}") from None
     fields = {name: _field_value(f) for name, f in reader.fields.items()}
-    tensors = {t.name: np.array(t.data).reshape([int(d) for d in reversed(t.shape)]) for t in reader.tensors}
-    return GgufContents(arch=str(fields.get("general.architecture")), fields=fields, tensors=tensors)
+    tensors = {t.name: _tensor_values(t) for t in reader.tensors}
+    types = {t.name: t.tensor_type.name for t in reader.tensors}
+    return GgufContents(
+        arch=str(fields.get("general.architecture")), fields=fields, tensors=tensors, tensor_types=types
+    )
+
+
+def _tensor_values(t: Any) -> np.ndarray:
+    shape = [int(d) for d in reversed(t.shape)]
+    if t.tensor_type in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
+        return np.array(t.data).reshape(shape)
+    return np.asarray(gguf.quants.dequantize(np.array(t.data), t.tensor_type)).reshape(shape)
 
 
 def engine_state_from_gguf(contents: GgufContents, config: ModelConfig) -> dict[str, torch.Tensor]:

@@ -15,7 +15,7 @@ import torch
 from engine.checkpoint import make_manifest, save_checkpoint
 from engine.config import ModelConfig, preset
 from engine.generate import generate
-from engine.gguf_export import engine_state_from_gguf, export_checkpoint_gguf, export_gguf, read_gguf
+from engine.gguf_export import GgufDtype, engine_state_from_gguf, export_checkpoint_gguf, export_gguf, read_gguf
 from engine.hf_interop import export_hf
 from engine.model import DecoderLayer, RMSNorm
 from engine.tokenizer import EngineTokenizer
@@ -251,7 +251,8 @@ def expected_gguf_metadata(model: Any, tokenizer: EngineTokenizer, dtype: str) -
     arch = "qwen2" if cfg.attention_bias else "llama"
     return {
         "general.architecture": arch,
-        "general.file_type": {"f32": 0, "f16": 1}[dtype],  # llama.cpp's LLAMA_FTYPE_ALL_F32 / MOSTLY_F16
+        # llama.cpp's LLAMA_FTYPE_ALL_F32 / MOSTLY_F16 / MOSTLY_Q4_0 / MOSTLY_Q8_0
+        "general.file_type": {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7}[dtype],
         f"{arch}.context_length": cfg.max_position_embeddings,
         f"{arch}.embedding_length": cfg.hidden_size,
         f"{arch}.block_count": cfg.num_hidden_layers,
@@ -516,3 +517,86 @@ def multi_eos_round_trip(
         "eos_ids_after_checkpoint": len(set(reloaded.config.eos_ids) & set(eos)),
         "eos_ids_reexported": len(set(written) & set(eos)) if isinstance(written, list) else int(written in eos),
     }
+
+
+# One scale per 32 weights: Q8_0 rounds to absmax/127 (error at most half a step), Q4_0 to steps of
+# absmax/8 over [-8, 7] (the clamped extreme loses up to one step).  The scale itself is stored as
+# float16, which adds up to 2**-11 of the block's absmax.
+QUANT_STEP = {"q8_0": (127.0, 0.5), "q4_0": (8.0, 1.0)}
+QUANT_BLOCK = 32
+F16_SCALE_SLACK = 2.0**-11
+
+
+def _block_step_ratio(original: torch.Tensor, restored: torch.Tensor, dtype: str) -> float:
+    """The largest error as a share of what the block's quantization step allows (<= 1 holds)."""
+    levels, share = QUANT_STEP[dtype]
+    rows = original.reshape(-1, QUANT_BLOCK)
+    err = (restored.reshape(-1, QUANT_BLOCK) - rows).abs()
+    absmax = rows.abs().amax(dim=1, keepdim=True).clamp(min=1e-12)
+    allowed = absmax / levels * share + absmax * F16_SCALE_SLACK
+    return float((err / allowed).max())
+
+
+@checker(
+    observes=[
+        "files_checked",
+        "file_type_mismatches",
+        "quantized_tensors",
+        "norms_not_f32",
+        "q8_0_max_step_ratio",
+        "q4_0_max_step_ratio",
+        "q8_0_rel_logit_err",
+        "q4_0_rel_logit_err",
+    ],
+    ids=["FALSIFY-EXPORT-010"],
+)
+def gguf_quantized(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
+    """Export realistic llama and qwen2 models as Q8_0 and Q4_0 GGUF files; read them back with the
+    gguf package: the declared file type, which tensors are quantized (every matrix of whole
+    32-blocks) and which stay F32 (norms and biases, as llama.cpp needs), every weight within its
+    block's quantization step, and the logits of the model the file encodes against the original's."""
+    import gguf
+
+    from engine.checkpoint import model_from_state
+
+    out: dict[str, Any] = {"files_checked": 0, "file_type_mismatches": 0, "quantized_tensors": 0, "norms_not_f32": 0}
+    ratios = {"q8_0": 0.0, "q4_0": 0.0}
+    logit_errs = {"q8_0": 0.0, "q4_0": 0.0}
+    gen = torch.Generator().manual_seed(seed)
+    for name in VARIANTS:
+        model = realistic_model(tiny_model_factory, seed, name)
+        expected = expected_gguf_content(model)
+        ids = torch.randint(3, engine_tokenizer.vocab_size, (2, 16), generator=gen)
+        with torch.inference_mode():
+            reference = model(ids).logits.float()
+        quantized: tuple[tuple[GgufDtype, Any], ...] = (
+            ("q8_0", gguf.GGMLQuantizationType.Q8_0),
+            ("q4_0", gguf.GGMLQuantizationType.Q4_0),
+        )
+        for dtype, qtype in quantized:
+            path = export_gguf(model, engine_tokenizer, fresh_dir(tmp_path, f"gguf-{name}-{dtype}-") / "m.gguf", dtype)
+            out["files_checked"] += 1
+            contents = read_gguf(path)
+            want_type = expected_gguf_metadata(model, engine_tokenizer, dtype)["general.file_type"]
+            out["file_type_mismatches"] += contents.field("general.file_type") != want_type
+            for tensor_name, stored in contents.tensor_types.items():
+                original = expected[tensor_name]
+                if original.dim() == 1:
+                    out["norms_not_f32"] += stored != "F32"
+                    continue
+                if stored == qtype.name:
+                    out["quantized_tensors"] += 1
+                    restored = torch.from_numpy(np.ascontiguousarray(contents.tensors[tensor_name], dtype=np.float32))
+                    ratios[dtype] = max(ratios[dtype], _block_step_ratio(original, restored, dtype))
+            state = engine_state_from_gguf(contents, model.config)
+            rebuilt = model_from_state(model.config, state).eval()
+            with torch.inference_mode():
+                logits = rebuilt(ids).logits.float()
+            rel = float((logits - reference).abs().max() / reference.abs().max())
+            logit_errs[dtype] = max(logit_errs[dtype], rel)
+    for key in ratios:
+        out[f"{key}_max_step_ratio"] = ratios[key]
+        out[f"{key}_rel_logit_err"] = logit_errs[key]
+    return out
