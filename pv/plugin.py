@@ -42,7 +42,8 @@ DEFAULT_CHECKER_PACKAGES = ["falsifiers"]
 MARKERS = {
     "ship_blocking": "falsifier whose falsification blocks a release (or a contract that failed to load)",
     "advisory": "falsifier that is reported but never blocks",
-    "requires_gpu": "falsifier that needs a CUDA GPU (`requires: cuda`, `cuda_mem_gib>=N`, `gpus>=N`)",
+    "requires_gpu": "falsifier that needs a CUDA GPU (`requires: cuda`, `cuda_mem_gib>=N`, `cuda_free_gib>=N`, "
+    "`gpus>=N`)",
     "slow": "falsifier marked `slow: true` in its contract",
     "contract(id)": "the contract a falsifier belongs to (select with -m \"contract(id='<contract-id>')\")",
 }
@@ -101,6 +102,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(forked; killed with its children at the deadline; a crash is an error); auto: process for "
         "ship-blocking falsifiers that need no GPU, thread for the rest",
     )
+    group.addoption(
+        "--pv-vram-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wait up to SECONDS for `cuda_free_gib>=N` to be met before skipping (ini pv_vram_wait_s; default 0)",
+    )
+    parser.addini("pv_vram_wait_s", "seconds to wait for free GPU memory (cuda_free_gib) before skipping", default="0")
     parser.addini("pv_timeout_s", "default per-falsifier timeout in seconds", default=str(DEFAULT_TIMEOUT_S))
     parser.addini("pv_isolation", "default checker isolation: auto, thread or process", default="auto")
 
@@ -116,6 +125,7 @@ class PvSettings:
     max_nproc: int = 8
     root: Path = Path()  # the project root: [tool.pv]'s pyproject folder, else pytest's rootdir
     dialect: str = "pv"  # [tool.pv] dialect: how contract files are read (pv.dialect)
+    vram_wait_s: float = 0.0  # how long a `cuda_free_gib>=N` falsifier waits for memory to free up
 
     @property
     def mutant_packages(self) -> tuple[str, ...]:
@@ -147,6 +157,14 @@ class PvSettings:
         isolation = config.getoption("pv_isolation") or str(config.getini("pv_isolation") or "auto")
         if isolation not in ("auto", "thread", "process"):
             raise pytest.UsageError(f"pv_isolation must be auto, thread or process, not {isolation!r}")
+        vram_wait = config.getoption("pv_vram_wait")
+        if vram_wait is None:
+            try:
+                vram_wait = float(config.getini("pv_vram_wait_s") or 0)
+            except ValueError as exc:
+                raise pytest.UsageError(f"pv_vram_wait_s must be a number of seconds: {exc}") from None
+        if vram_wait < 0:
+            raise pytest.UsageError(f"--pv-vram-wait must be 0 or more seconds, not {vram_wait:g}")
         faults = config.getini("pv_fault_packages") or (list(table.fault_packages) if table is not None else [])
         ini_nproc = str(config.getini("pv_max_nproc") or "")
         try:
@@ -163,6 +181,7 @@ class PvSettings:
             max_nproc,
             root=table.root if table is not None else config.rootpath,
             dialect=table.dialect if table is not None else "pv",
+            vram_wait_s=float(vram_wait),
         )
 
 
@@ -293,7 +312,7 @@ def run_item(item: Any) -> None:
     from pv.devices import current_pinning, device_label, gpu_gate
     from pv.hypothesis_support import PropertyRunner
     from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
-    from pv.requirements import current_machine, needs_gpu, unmet_hardware
+    from pv.requirements import current_machine, needs_gpu, wait_for_free_memory
     from pv.run_checker import BROKEN_REFERENCE, BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
 
     settings = settings_of(item.config)
@@ -306,7 +325,7 @@ def run_item(item: Any) -> None:
     gate = gpu_gate(gpu, pinning)
     if gate:
         _skip(result, gate, HARDWARE)
-    reasons, hardware = unmet_hardware(f.requires)
+    reasons, hardware, _ = wait_for_free_memory(f.requires, settings.vram_wait_s)
     if reasons:
         _skip(result, "; ".join(reasons), HARDWARE if hardware else OTHER)
     if f.check is None:
@@ -738,6 +757,7 @@ class PvSession:
         return {
             "faults_env": list(self.faults_env),
             "timeout_s": settings.timeout_s if settings.timeout_s > 0 else None,
+            "vram_wait_s": settings.vram_wait_s,
             "isolation": settings.isolation,
             "markexpr": self.config.option.markexpr or "",
             "keyword": self.config.option.keyword or "",

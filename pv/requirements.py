@@ -4,7 +4,10 @@ Grammar (one string per entry)::
 
     cpu                 always met: the falsifier runs anywhere
     cuda                a CUDA device is visible to torch
-    cuda_mem_gib>=N     the first CUDA device has at least N GiB of memory
+    cuda_mem_gib>=N     the first CUDA device this process sees has at least N GiB of memory
+    cuda_free_gib>=N    it has at least N GiB *free* right now (NVML when nvidia-ml-py is
+                        installed, which creates no CUDA context; else torch.cuda.mem_get_info);
+                        the plugin can wait for it (--pv-vram-wait SECONDS) before skipping
     gpus>=N             at least N CUDA devices are visible
     package:NAME        the Python distribution/module NAME can be imported
     cpu_flag:NAME       the CPU advertises flag NAME in /proc/cpuinfo (e.g. avx512_bf16); where
@@ -17,19 +20,21 @@ torch.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-_COMPARE_RE = re.compile(r"^(cuda_mem_gib|gpus)\s*>=\s*(\d+(?:\.\d+)?)$")
+_COMPARE_RE = re.compile(r"^(cuda_mem_gib|cuda_free_gib|gpus)\s*>=\s*(\d+(?:\.\d+)?)$")
 # one top-level name: looking up a dotted name would import its parent package
 _PACKAGE_RE = re.compile(r"^package:([A-Za-z_][\w\-]*)$")
 _CPU_FLAG_RE = re.compile(r"^cpu_flag:([a-z0-9_]+)$")
 CPUINFO = Path("/proc/cpuinfo")
-GPU_KINDS = frozenset({"cuda", "cuda_mem_gib", "gpus"})
+GPU_KINDS = frozenset({"cuda", "cuda_mem_gib", "cuda_free_gib", "gpus"})
 
 
 class RequirementError(ValueError):
@@ -38,7 +43,7 @@ class RequirementError(ValueError):
 
 @dataclass(frozen=True)
 class Requirement:
-    kind: str  # "cpu", "cuda", "cuda_mem_gib", "gpus", "package" or "cpu_flag"
+    kind: str  # "cpu", "cuda", "cuda_mem_gib", "cuda_free_gib", "gpus", "package" or "cpu_flag"
     value: float | str | None = None
     text: str = ""
 
@@ -65,7 +70,8 @@ def parse_requirement(text: str) -> Requirement:
     if m:
         return Requirement("cpu_flag", m.group(1), entry)
     raise RequirementError(
-        f"unknown requirement {text!r}; expected cpu, cuda, cuda_mem_gib>=N, gpus>=N, package:NAME or cpu_flag:NAME"
+        f"unknown requirement {text!r}; expected cpu, cuda, cuda_mem_gib>=N, cuda_free_gib>=N, gpus>=N, "
+        "package:NAME or cpu_flag:NAME"
     )
 
 
@@ -149,7 +155,83 @@ def unmet_reason(req: Requirement, machine: Machine) -> str | None:
         need = float(req.value or 0)
         have = machine.gpu_mem_gib[0] if machine.gpu_mem_gib else 0.0
         return None if have >= need else f"needs {need:g} GiB of GPU memory, found {have:.1f} GiB"
+    if req.kind == "cuda_free_gib":
+        need = float(req.value or 0)
+        free = free_gpu_gib(0)
+        if free is None:
+            return f"needs {need:g} GiB of free GPU memory: free memory cannot be read on this machine"
+        return None if free >= need else f"needs {need:g} GiB of free GPU memory, {free:.1f} GiB free"
     return None
+
+
+def free_gpu_gib(index: int = 0) -> float | None:
+    """Free memory of this process's CUDA device ``index`` in GiB, or None when nothing can tell.
+
+    NVML first: it reads the device without creating a CUDA context.  The device is found by its
+    UUID (from torch's device properties), so ``CUDA_VISIBLE_DEVICES`` and device ordering cannot
+    make it read another GPU.  Without NVML, ``torch.cuda.mem_get_info``.
+    """
+    try:
+        import torch
+
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            return None
+        uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "") or "")
+    except Exception:
+        return None
+    free = _nvml_free_gib(uuid) if uuid else None
+    if free is not None:
+        return free
+    try:
+        free_bytes, _ = torch.cuda.mem_get_info(index)
+    except Exception:
+        return None
+    return float(free_bytes) / 2**30
+
+
+def _nvml_free_gib(uuid: str) -> float | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        name = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+        handle = pynvml.nvmlDeviceGetHandleByUUID(name)
+        return float(pynvml.nvmlDeviceGetMemoryInfo(handle).free) / 2**30
+    except Exception:  # an NVML that cannot find the device (MIG, a driver mismatch): ask torch
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def wait_for_free_memory(
+    entries: Iterable[str],
+    timeout_s: float,
+    poll_s: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[str], bool, float]:
+    """:func:`unmet_hardware`, polled for up to ``timeout_s`` while free GPU memory is all that is
+    missing (another job may be about to release it); then the reasons, their kind, and the wait."""
+    reqs = parse_requirements(entries)
+    machine = current_machine() if any(r.needs_gpu for r in reqs) else Machine()
+    start = clock()
+    while True:
+        unmet = [(r, why) for r in reqs if (why := unmet_reason(r, machine))]
+        reasons = [why for _, why in unmet]
+        hardware = bool(unmet) and all(r.needs_gpu for r, _ in unmet)
+        free_only = bool(unmet) and all(r.kind == "cuda_free_gib" for r, _ in unmet)
+        waited = clock() - start
+        if not unmet or not free_only or waited >= timeout_s:
+            if free_only and timeout_s > 0:
+                reasons = [f"{why} after waiting {waited:.0f} s" for why in reasons]
+            return reasons, hardware, waited
+        sleep(min(poll_s, max(timeout_s - waited, 0.0)))
 
 
 def unmet(entries: Iterable[str], machine: Machine | None = None) -> list[str]:

@@ -150,6 +150,7 @@ class RunSettings(_Strict):
     )
     timeout_s: float | None = Field(default=None, description="the default per-falsifier deadline; null: none")
     isolation: str = Field(default="auto", description="the default isolation of checkers (auto, thread or process)")
+    vram_wait_s: float = Field(default=0.0, description="how long cuda_free_gib falsifiers waited for free memory")
     markexpr: str = ""
     keyword: str = ""
     args: list[str] = Field(default_factory=list, description="pytest's command-line arguments")
