@@ -23,6 +23,7 @@ from engine.config import PRESETS, preset
 from engine.errors import EngineError
 from engine.lora import ALL_PROJECTIONS, LoraSettings
 from engine.quant import NF4Config
+from engine.recipes import apply_recipe, recipe_manifest
 from engine.train import NonFiniteLossError, TrainConfig, TrainResult, nf4_manifest
 
 _out = Console(highlight=False, soft_wrap=True)
@@ -143,10 +144,20 @@ Seed = Annotated[int, typer.Option()]
 GradClip = Annotated[float, typer.Option("--grad-clip", help="Max gradient norm (0: off).")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue from OUT's latest checkpoint.")]
 Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N (default: $PV_DEVICE, else auto).")]
+Config = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        is_eager=True,
+        callback=apply_recipe,
+        help="A YAML recipe holding this command's arguments (recipes/*.yaml); flags given here override it.",
+    ),
+]
 
 
 @app.command()
 def pretrain(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Argument(help="Run folder: checkpoints, log.jsonl.")],
     preset_name: Annotated[
         str | None,
@@ -166,6 +177,7 @@ def pretrain(
     grad_clip: GradClip = 1.0,
     resume: Resume = False,
     device: Device = None,
+    config_file: Config = None,
 ) -> None:
     """Pretrain a decoder on the local token corpus, from scratch or from --init."""
     from engine.train import pretrain as run_pretrain
@@ -174,13 +186,23 @@ def pretrain(
     config = _preset(preset_name or "tiny") if init is None or preset_name else None
     with _training_progress(steps, "pretrain") as on_record:
         result = _guarded(
-            lambda: run_pretrain(out, cfg, config=config, init=init, resume=resume, device=device, on_record=on_record)
+            lambda: run_pretrain(
+                out,
+                cfg,
+                config=config,
+                init=init,
+                resume=resume,
+                device=device,
+                on_record=on_record,
+                manifest=recipe_manifest(ctx),
+            )
         )
-    _print_summary(_summary(result))
+    _print_summary({**_summary(result), **recipe_manifest(ctx)})
 
 
 @app.command()
 def finetune(
+    ctx: typer.Context,
     base: Annotated[Path, typer.Argument(help="Checkpoint to fine-tune.")],
     out: Annotated[Path | None, typer.Argument(help="Run folder (not with --adapters).")] = None,
     method: Annotated[Method, typer.Option(help="full weights, LoRA, or QLoRA (NF4 base).")] = Method.lora,
@@ -214,6 +236,7 @@ def finetune(
     grad_clip: GradClip = 1.0,
     resume: Resume = False,
     device: Device = None,
+    config_file: Config = None,
 ) -> None:
     """Fine-tune a checkpoint on instruction pairs: full, LoRA or QLoRA."""
     from engine.checkpoint import load_checkpoint
@@ -231,7 +254,7 @@ def finetune(
             raise _fail("--adapters names each adapter's DATA:OUT; give no OUT argument, --data or --resume with it")
         if method is Method.full:
             raise _fail("--adapters trains LoRA adapters: use --method lora or qlora")
-        _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device)
+        _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device, recipe_manifest(ctx))
         return
     if out is None:
         raise _fail("missing OUT: the run folder (or --adapters DATA:OUT)")
@@ -252,9 +275,10 @@ def finetune(
                 resume=resume,
                 device=device,
                 on_record=on_record,
+                manifest=recipe_manifest(ctx),
             )
         )
-    _print_summary({**_summary(result), "method": method.value})
+    _print_summary({**_summary(result), "method": method.value, **recipe_manifest(ctx)})
 
 
 def _finetune_adapters(
@@ -266,6 +290,7 @@ def _finetune_adapters(
     schedule: str,
     double_quant: bool,
     device: str | None,
+    extra_manifest: dict[str, Any],
 ) -> None:
     from engine.checkpoint import load_checkpoint
     from engine.data import read_jsonl, tokenize_pairs
@@ -288,6 +313,7 @@ def _finetune_adapters(
     def job(data_path: Path, out_dir: Path) -> AdapterJob:
         pairs_data = _guarded(lambda: tokenize_pairs(read_jsonl(data_path), loaded.tokenizer, cfg.seq_len))
         manifest = {
+            **extra_manifest,
             "kind": "finetune",
             "method": method.value,
             "base": str(base),
@@ -328,6 +354,7 @@ def _finetune_adapters(
 
 @app.command()
 def distill(
+    ctx: typer.Context,
     teacher: Annotated[Path, typer.Argument(help="Teacher checkpoint (frozen).")],
     out: Annotated[Path, typer.Argument(help="Run folder.")],
     student_preset: Annotated[str | None, typer.Option("--student-preset", help="New student of this shape.")] = None,
@@ -347,6 +374,7 @@ def distill(
     grad_clip: GradClip = 1.0,
     resume: Resume = False,
     device: Device = None,
+    config_file: Config = None,
 ) -> None:
     """Distill a frozen (optionally NF4) teacher into a student: KL at T plus CE."""
     from engine.distill import distill as run_distill
@@ -370,9 +398,10 @@ def distill(
                 resume=resume,
                 device=device,
                 on_record=on_record,
+                manifest=recipe_manifest(ctx),
             )
         )
-    _print_summary(_summary(result))
+    _print_summary({**_summary(result), **recipe_manifest(ctx)})
 
 
 @app.command()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +195,7 @@ def distill(
     resume: bool = False,
     device: str | torch.device | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Distill the checkpoint at ``teacher_path`` into a new (``student_config``) or loaded student."""
     from engine.checkpoint import load_checkpoint
@@ -223,7 +224,12 @@ def distill(
         out_dir,
         resume=resume,
         on_record=on_record,
-        manifest={"kind": "distill", "teacher": str(teacher_path), "teacher_nf4": quantize_teacher},
+        manifest={
+            **(manifest or {}),
+            "kind": "distill",
+            "teacher": str(teacher_path),
+            "teacher_nf4": quantize_teacher,
+        },
     )
     result.extra.update({"model": student, "teacher": teacher, "kl": task.last_kl, "ce": task.last_ce})
     return result

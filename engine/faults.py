@@ -58,6 +58,9 @@ FAULTS.register("nvml_missing_raises", "a machine without NVML raises instead of
 FAULTS.register("sampling_global_rng", "seeded sampling draws from the global RNG instead of its own generator")
 FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls as timed repetitions")
 FAULTS.register("generate_args_unchecked", "generate decodes malformed requests instead of refusing them")
+FAULTS.register(
+    "recipe_digest_not_recorded", "a run from a recipe leaves the recipe's path and digest out of its manifest"
+)
 FAULTS.register("gguf_norms_quantized", "a quantized GGUF export quantizes the norm weights llama.cpp needs in f32")
 FAULTS.register("gguf_f16_declared_f32", "an f16 GGUF export declares general.file_type ALL_F32")
 FAULTS.register("checkpoint_pad_id_dropped", "a loaded checkpoint's config keeps no pad id instead of the tokenizer's")

@@ -488,6 +488,7 @@ def pretrain(
     resume: bool = False,
     device: str | torch.device | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Pretrain from scratch (``config``) or from an ``init`` checkpoint.
 
@@ -529,7 +530,12 @@ def pretrain(
     model.train()
     task = PretrainTask(model, tokenizer, data, cfg)
     result = run_training(
-        task, cfg, out_dir, resume=resume, on_record=on_record, manifest={"kind": "pretrain", "init": init_path}
+        task,
+        cfg,
+        out_dir,
+        resume=resume,
+        on_record=on_record,
+        manifest={**(manifest or {}), "kind": "pretrain", "init": init_path},
     )
     result.extra["model"] = model
     return result
@@ -602,6 +608,7 @@ def finetune(
     resume: bool = False,
     device: str | torch.device | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Fine-tune the checkpoint ``base`` on instruction pairs with ``method`` full | lora | qlora."""
     from engine.checkpoint import load_checkpoint
@@ -633,7 +640,13 @@ def finetune(
         out_dir,
         resume=resume,
         on_record=on_record,
-        manifest={"kind": "finetune", "method": method, "base": str(base), **nf4_manifest(nf4, method)},
+        manifest={
+            **(manifest or {}),
+            "kind": "finetune",
+            "method": method,
+            "base": str(base),
+            **nf4_manifest(nf4, method),
+        },
     )
     result.extra["model"] = model
     return result
