@@ -95,6 +95,48 @@ def cli_exit(pretrained_init: Path, tmp_path: Path, pv_artifacts: Path, steps: i
     return {"exit_code": proc.returncode}
 
 
+@checker(
+    observes=["exit_code", "steps_run", "recipe_sha256", "manifest_recipe_sha256", "summary_recipe_sha256"],
+    ids=["FALSIFY-PINIT-012"],
+)
+def recipe_run(tmp_path: Path, pv_artifacts: Path, recipe: str, steps: int) -> dict[str, Any]:
+    """Run ``python -m engine pretrain --config RECIPE`` in this process with the run folder and the
+    step count overridden by flags, and read the recipe's digest back from the checkpoint."""
+    import hashlib
+
+    from typer.testing import CliRunner
+
+    import engine.cli_train  # noqa: F401  (registers the training commands)
+    from engine.app import app
+
+    path = Path(recipe)
+    if not path.is_absolute() and not path.exists():  # a pytest started elsewhere: this repository's recipe
+        path = Path(__file__).resolve().parents[1] / recipe
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    out = fresh_dir(tmp_path, "recipe-") / "run"
+    args = ["pretrain", "--config", str(path), str(out), "--steps", str(steps), "--save-every", str(steps)]
+    args += ["--eval-every", "0", "--device", "cpu"]
+    result = CliRunner().invoke(app, args)
+    (pv_artifacts / "recipe-run.log").write_text(
+        f"$ python -m engine {' '.join(args)}\nexit {result.exit_code}\n--- output\n{result.output}", encoding="utf-8"
+    )
+    obs: dict[str, Any] = {
+        "exit_code": result.exit_code,
+        "steps_run": 0,
+        "recipe_sha256": digest,
+        "manifest_recipe_sha256": "",
+        "summary_recipe_sha256": "",
+    }
+    if result.exit_code != 0:
+        return obs
+    summary = json.loads(result.stdout)
+    obs["steps_run"] = summary["steps_run"]
+    obs["summary_recipe_sha256"] = (summary.get("recipe") or {}).get("sha256", "")
+    manifest = load_checkpoint(Path(summary["checkpoint"]) / "model.safetensors").manifest
+    obs["manifest_recipe_sha256"] = (manifest.get("recipe") or {}).get("sha256", "")
+    return obs
+
+
 @checker(observes=["step0_loss_init", "step0_loss_scratch", "vocab_size"], ids=["FALSIFY-PINIT-002"])
 def step0_losses(
     pretrained_init: Path, engine_tokenizer: EngineTokenizer, pretrain_data: TokenData, tmp_path: Path, seed: int = 0
