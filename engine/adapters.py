@@ -19,6 +19,7 @@ import torch
 from peft import PeftModel
 
 from engine.checkpoint import LoadedCheckpoint, load_checkpoint, save_checkpoint
+from engine.device import nf4_device
 from engine.errors import EngineError
 from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, merge_adapter
 from engine.model import DecoderLM
@@ -132,8 +133,11 @@ def load_adapted(
     base: str | Path, adapter: AdapterFolder, device: str | torch.device = "cpu", quantize: bool | None = None
 ) -> tuple[PeftModel, LoadedCheckpoint]:
     """The base checkpoint with the adapter applied, in eval mode; NF4 base for a QLoRA adapter."""
+    nf4 = quantize if quantize is not None else adapter.method == "qlora"
+    if nf4:  # the NF4 base, and so the adapter on it, where bitsandbytes has kernels
+        device = nf4_device(torch.device(device))
     loaded = load_checkpoint(Path(base), device=device)
-    if quantize if quantize is not None else adapter.method == "qlora":
+    if nf4:
         quantize_model(loaded.model, adapter.nf4 or NF4Config(), device)
     try:
         model = load_adapter(loaded.model, adapter.path)

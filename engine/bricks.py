@@ -12,6 +12,13 @@ Bricks: ``lora_forward`` (a LoRA-wrapped forward), ``optimizer`` (one AdamW step
 weights), ``loss`` (cross-entropy over a logits tensor), ``train_step`` (forward + backward +
 AdamW), ``ttft`` (time to first token: prefill + one decode), ``throughput`` (decode tokens/s
 with the KV cache) and ``batch`` (decode tokens/s at each batch size).
+
+A brick is sized by a preset or by a real checkpoint's architecture (``BrickSettings.config``;
+random weights: the timing does not depend on their values).  Before anything is allocated the
+brick's memory is computed analytically on the ``meta`` device (weights, LoRA and AdamW state, KV
+cache, logits, activations); a brick that would not fit in ``max_memory_gib`` (default: 80% of
+what the device has available) is reported ``not run`` with those figures instead of being
+killed for memory halfway through.
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ class BrickSettings:
     lora_rank: int = 8
     device: str = "cpu"
     seed: int = 0
+    config: ModelConfig | None = None  # a checkpoint's architecture; None: the preset's
+    max_memory_gib: float | None = None  # None: 80% of the device's available memory
 
 
 @dataclass
@@ -66,9 +75,11 @@ class BrickResult:
     rate_unit: str | None = None
     calls_per_rep: int = 1  # calls of the brick per timed repetition; the times above are per call
     extra: dict[str, Any] = field(default_factory=dict)
+    not_run: str | None = None  # why the brick was only computed, not timed (times are then NaN)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # a brick that was not run has no times: null in JSON (NaN is not JSON)
+        return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in asdict(self).items()}
 
 
 def _sync(device: torch.device) -> None:
@@ -223,7 +234,7 @@ def summarize_timing(
 
 
 def _config(s: BrickSettings) -> ModelConfig:
-    cfg = preset(s.preset)
+    cfg = s.config if s.config is not None else preset(s.preset)
     if cfg.intermediate_size % 64:  # keep every MLP projection NF4-quantizable on CPU
         cfg = cfg.replace(intermediate_size=(cfg.intermediate_size + 63) // 64 * 64)
     return cfg
@@ -260,13 +271,84 @@ def run_brick(name: str, s: BrickSettings | None = None) -> BrickResult:
         torch.set_num_threads(before)
 
 
+GIB = 2**30
+MEMORY_SHARE = 0.8  # of the available memory a brick may plan to use
+ACTIVATION_FACTOR = 16  # live fp32 values per token per hidden unit per layer in a train step (rough)
+
+
+def brick_memory(name: str, s: BrickSettings, cfg: ModelConfig) -> dict[str, float]:
+    """The brick's memory in GiB by part, computed on ``meta`` (nothing is allocated)."""
+    from engine.memory import estimate
+
+    meta = build_model(cfg, device="meta")
+    params = meta.num_parameters()
+    parts: dict[str, float] = {}
+    lora = LoraSettings(r=s.lora_rank, alpha=2 * s.lora_rank)
+    if name in ("lora_forward", "optimizer", "train_step"):
+        est = estimate(meta, "qlora" if s.qlora else "lora", base_dtype=torch.float32, lora=lora)
+        parts["weights"] = (est.base_weight_bytes + est.trainable_weight_bytes) / GIB
+        if name != "lora_forward":
+            parts["gradients_and_adamw"] = (est.gradient_bytes + est.optimizer_bytes) / GIB
+            tokens = s.batch_size * s.seq_len
+            parts["activations"] = tokens * cfg.hidden_size * cfg.num_hidden_layers * ACTIVATION_FACTOR * 4 / GIB
+        parts["logits"] = s.batch_size * s.seq_len * cfg.vocab_size * 4 * (3 if name != "lora_forward" else 1) / GIB
+    elif name == "loss":
+        parts["logits"] = s.batch_size * s.seq_len * cfg.vocab_size * 4 * 2 / GIB
+    else:
+        batch = max(s.batch_sizes) if name == "batch" else s.batch_size
+        length = s.seq_len + (1 if name == "ttft" else s.new_tokens)
+        parts["weights"] = params * 4 / GIB
+        kv = 2 * cfg.num_hidden_layers * batch * length * cfg.num_key_value_heads * cfg.head_dim * 4
+        parts["kv_cache"] = kv / GIB
+        parts["logits"] = batch * s.seq_len * cfg.vocab_size * 4 / GIB
+    parts["total"] = sum(parts.values())
+    parts["parameters"] = float(params)
+    return parts
+
+
+def available_memory_gib(device: torch.device) -> float:
+    """What the device can still give: free CUDA memory, or the host's available RAM."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return float(free) / GIB
+    import psutil
+
+    return float(psutil.virtual_memory().available) / GIB
+
+
+def _not_run(name: str, s: BrickSettings, memory: dict[str, float], limit: float, cfg: ModelConfig) -> BrickResult:
+    need = memory["total"]
+    reason = (
+        f"needs about {need:.1f} GiB, over the {limit:.1f} GiB this run may use; computed on meta: "
+        f"{memory['parameters']:.3g} parameters, {2 * memory['parameters']:.3g} FLOPs per token forward"
+    )
+    extra = {
+        "preset": s.preset if s.config is None else "checkpoint",
+        "device": s.device,
+        "hidden_size": cfg.hidden_size,
+        "num_hidden_layers": cfg.num_hidden_layers,
+        "memory_gib": memory,
+        "max_memory_gib": limit,
+        "flops_per_token": 2 * memory["parameters"],
+    }
+    nan = math.nan
+    return BrickResult(name, 0, 0, nan, nan, nan, nan, extra=extra, not_run=reason)
+
+
 def _run_brick(name: str, s: BrickSettings) -> BrickResult:
     device = torch.device(s.device)
     cfg = _config(s)
+    memory = brick_memory(name, s, cfg)
+    limit = s.max_memory_gib if s.max_memory_gib is not None else MEMORY_SHARE * available_memory_gib(device)
+    if memory["total"] > limit:
+        return _not_run(name, s, memory, limit, cfg)
     ids = _ids(s, cfg, s.batch_size, s.seq_len)
     tokens = ids.numel()
     common = {
-        "preset": s.preset,
+        "preset": s.preset if s.config is None else "checkpoint",
+        "hidden_size": cfg.hidden_size,
+        "num_hidden_layers": cfg.num_hidden_layers,
+        "memory_gib": round(memory["total"], 4),
         "device": str(device),
         "batch_size": s.batch_size,
         "seq_len": s.seq_len,
@@ -358,7 +440,9 @@ def results_json(results: Sequence[BrickResult]) -> str:
 def results_table(results: Sequence[BrickResult]) -> str:
     head = ["brick", "calls/rep", "min ms", "median ms", "cv %", "cpu cv %", "rate"]
     rows = [
-        [
+        [r.name, "-", "-", "-", "-", "-", f"not run: {r.not_run}"]
+        if r.not_run
+        else [
             r.name,
             str(r.calls_per_rep),
             f"{r.min_s * 1e3:.3f}",

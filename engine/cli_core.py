@@ -170,7 +170,7 @@ def generate(
     top_k: Annotated[int | None, typer.Option("--top-k", min=1)] = None,
     top_p: Annotated[float | None, typer.Option("--top-p")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for sampling (temperature > 0).")] = None,
-    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1 …")] = "cpu",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, mps, xpu or auto.")] = "cpu",
     no_bos: Annotated[bool, typer.Option("--no-bos", help="Do not start prompts with the BOS token.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print prompts, token ids and texts as JSON.")] = False,
     adapter: AdapterOption = None,
@@ -178,8 +178,9 @@ def generate(
 ) -> None:
     """Continue each prompt with the checkpoint's model (KV cache, stops at EOS), or with an adapter
     applied to it."""
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise _fail(f"device {device!r} requested but CUDA is not available")
+    from engine.device import resolve_device
+
+    device = str(_guarded(lambda: resolve_device(device)))
     with _progress(f"loading {checkpoint.name}") as status:
         if adapter is not None:
             model, loaded = _adapted(checkpoint, adapter, device, nf4)

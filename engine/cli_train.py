@@ -294,7 +294,7 @@ def _finetune_adapters(
 ) -> None:
     from engine.checkpoint import load_checkpoint
     from engine.data import read_jsonl, tokenize_pairs
-    from engine.device import resolve_device
+    from engine.device import nf4_device, resolve_device
     from engine.multi_adapter import SCHEDULES, AdapterJob, train_adapters
 
     if schedule not in SCHEDULES:
@@ -308,7 +308,8 @@ def _finetune_adapters(
     names = [o.name for _, o in pairs]
     if len(set(names)) != len(names):
         raise _fail(f"--adapters: two OUT folders share a name ({', '.join(names)}); each names its adapter")
-    loaded = _guarded(lambda: load_checkpoint(base, device=resolve_device(device)))
+    dev = _guarded(lambda: resolve_device(device))
+    loaded = _guarded(lambda: load_checkpoint(base, device=nf4_device(dev) if method is Method.qlora else dev))
 
     def job(data_path: Path, out_dir: Path) -> AdapterJob:
         pairs_data = _guarded(lambda: tokenize_pairs(read_jsonl(data_path), loaded.tokenizer, cfg.seq_len))
@@ -407,6 +408,10 @@ def distill(
 @app.command()
 def bench(
     brick: Annotated[list[str], typer.Option(help="Brick to measure (repeatable) or 'all'.")],
+    checkpoint: Annotated[
+        Path | None,
+        typer.Argument(help="Size the bricks by this checkpoint's architecture (its weights are not read)."),
+    ] = None,
     preset_name: Annotated[str, typer.Option("--preset")] = "tiny",
     batch_size: BatchSize = 4,
     seq_len: SeqLen = 64,
@@ -420,8 +425,16 @@ def bench(
     qlora: Annotated[bool, typer.Option("--qlora", help="LoRA bricks on an NF4 base.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON here.")] = None,
     device: Device = None,
+    max_memory_gib: Annotated[
+        float | None,
+        typer.Option(
+            "--max-memory-gib",
+            min=0.0,
+            help="A brick that needs more is computed on meta, not run (default: 80%% free).",
+        ),
+    ] = None,
 ) -> None:
-    """Measure benchmark bricks (min / median / CV) and print a table."""
+    """Measure benchmark bricks (min / median / CV) and print a table; too big a brick is reported, not run."""
     from engine.bricks import BRICKS, BrickSettings, results_json, results_table, run_bricks
     from engine.device import resolve_device
 
@@ -430,6 +443,11 @@ def bench(
     if unknown:
         raise _fail(f"unknown brick(s) {', '.join(unknown)}; known: {', '.join(BRICKS)}, all")
     _preset(preset_name)
+    config = None
+    if checkpoint is not None:
+        from engine.checkpoint import config_from_metadata, read_header
+
+        config = _guarded(lambda: config_from_metadata(read_header(checkpoint)[1]))
     dev = _guarded(lambda: resolve_device(device))
     settings = BrickSettings(
         preset=preset_name,
@@ -442,6 +460,8 @@ def bench(
         threads=threads,
         qlora=qlora,
         device=str(dev),
+        config=config,
+        max_memory_gib=max_memory_gib,
     )
     results = _guarded(lambda: run_bricks(names, settings))
     if json_out is not None:

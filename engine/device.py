@@ -1,11 +1,14 @@
-"""Where the engine runs: CPU or CUDA, and what kind of memory the GPU has.
+"""Where the engine runs: CPU, CUDA, Apple's MPS or Intel's XPU, and what kind of memory the GPU has.
 
-``resolve_device`` picks CUDA when torch sees it, CPU otherwise; an explicit argument or the
-``PV_DEVICE`` environment variable overrides the choice.  ``gpu_memory_class`` asks NVML (via
-``nvidia-ml-py``) whether the GPU has its own memory (discrete) or shares the host's
-(integrated / unified, e.g. Jetson, GB10, Grace Hopper's ATS).  Probing never raises: a machine
-without NVML or without a GPU gets a ``none`` answer with the reason.  The decision itself is the
-pure function :func:`classify_memory_class`, so it can be checked on any machine.
+``resolve_device`` picks CUDA when torch sees it, else XPU, else MPS, else CPU; an explicit
+argument or the ``PV_DEVICE`` environment variable overrides the choice.  bitsandbytes has NF4
+kernels for CUDA and CPU only, so NF4 work asked for on MPS or XPU runs on the CPU
+(:func:`nf4_device`, with a warning) while everything else stays on the accelerator.
+``gpu_memory_class`` asks NVML (via ``nvidia-ml-py``) whether the GPU has its own memory
+(discrete) or shares the host's (integrated / unified, e.g. Jetson, GB10, Grace Hopper's ATS).
+Probing never raises: a machine without NVML or without a GPU gets a ``none`` answer with the
+reason.  The decision itself is the pure function :func:`classify_memory_class`, so it can be
+checked on any machine.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, Literal
 
 import torch
 
+from engine.errors import EngineError
 from engine.faults import FAULTS
 
 DEVICE_ENV = "PV_DEVICE"
@@ -38,31 +42,71 @@ _OVERRIDE_SPELLINGS: dict[str, MemoryClass] = {
 }
 
 
-class DeviceError(ValueError):
+class DeviceError(EngineError, ValueError):
     """A requested device this machine cannot provide."""
 
 
+def mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def xpu_available() -> bool:
+    xpu = getattr(torch, "xpu", None)
+    return bool(xpu is not None and xpu.is_available())
+
+
 def resolve_device(requested: str | torch.device | None = None) -> torch.device:
-    """The device to run on: ``requested``, else ``$PV_DEVICE``, else CUDA if available, else CPU."""
+    """The device to run on: ``requested``, else ``$PV_DEVICE``, else the first of CUDA, XPU and MPS
+    that torch offers, else CPU."""
     choice: str | torch.device | None = requested
     origin = "argument"
     if choice is None or choice == "" or choice == "auto":
         env = os.environ.get(DEVICE_ENV, "").strip()
         choice, origin = (env, DEVICE_ENV) if env and env != "auto" else (None, "auto")
     if choice is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if xpu_available():
+            return torch.device("xpu")
+        return torch.device("mps" if mps_available() else "cpu")
     try:
         device = torch.device(choice)
     except (RuntimeError, TypeError) as exc:
-        raise DeviceError(f"{origin}: {choice!r} is not a device name (expected cpu, cuda, cuda:N or auto)") from exc
+        raise DeviceError(
+            f"{origin}: {choice!r} is not a device name (expected cpu, cuda, cuda:N, mps, xpu, xpu:N or auto)"
+        ) from exc
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise DeviceError(f"{origin} asks for {device} but torch sees no CUDA device on this machine")
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise DeviceError(f"{origin} asks for {device} but only {torch.cuda.device_count()} CUDA device(s) exist")
+    elif device.type == "mps":
+        if not mps_available():
+            raise DeviceError(f"{origin} asks for mps but this torch build or machine has no MPS backend")
+    elif device.type == "xpu":
+        if not xpu_available():
+            raise DeviceError(f"{origin} asks for {device} but torch sees no XPU device on this machine")
     elif device.type not in ("cpu", "meta"):
-        raise DeviceError(f"{origin}: device type {device.type!r} is not supported by the engine (cpu or cuda)")
+        raise DeviceError(
+            f"{origin}: device type {device.type!r} is not supported by the engine (cpu, cuda, mps or xpu)"
+        )
     return device
+
+
+def nf4_device(device: torch.device) -> torch.device:
+    """Where NF4 (bitsandbytes) work can run for a run asked to use ``device``: CUDA and CPU as they
+    are, MPS and XPU fall back to the CPU (bitsandbytes has no NF4 kernels there), with a warning."""
+    if device.type in ("cuda", "cpu", "meta"):
+        return device
+    import warnings
+
+    warnings.warn(
+        f"bitsandbytes has no NF4 kernels for {device.type}: the NF4 part of this run uses the CPU",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    return torch.device("cpu")
 
 
 @dataclass(frozen=True)

@@ -200,10 +200,12 @@ def distill(
     """Distill the checkpoint at ``teacher_path`` into a new (``student_config``) or loaded student."""
     from engine.checkpoint import load_checkpoint
     from engine.data import tokenize_corpus
-    from engine.device import resolve_device
+    from engine.device import nf4_device, resolve_device
     from engine.model import build_model
 
     dev = resolve_device(device)
+    if quantize_teacher:  # teacher and student share one device: the CPU where bitsandbytes has no kernels
+        dev = nf4_device(dev)
     torch.manual_seed(cfg.seed)
     teacher_ckpt = load_checkpoint(Path(teacher_path), device=dev)
     if student_init is not None:

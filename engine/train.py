@@ -613,12 +613,14 @@ def finetune(
     """Fine-tune the checkpoint ``base`` on instruction pairs with ``method`` full | lora | qlora."""
     from engine.checkpoint import load_checkpoint
     from engine.data import extract_instruction_pairs, tokenize_pairs
-    from engine.device import resolve_device
+    from engine.device import nf4_device, resolve_device
     from engine.lora import LoraSettings, apply_lora, prepare_qlora
 
     if method not in ("full", "lora", "qlora"):
         raise ValueError(f"unknown fine-tuning method {method!r}; expected full, lora or qlora")
     dev = distributed.rank_device(resolve_device(device))
+    if method == "qlora":  # NF4 base and LoRA on one device: the CPU where bitsandbytes has no kernels
+        dev = nf4_device(dev)
     torch.manual_seed(cfg.seed)
     loaded = load_checkpoint(Path(base), device=dev)
     if data is None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -151,3 +152,47 @@ def test_qlora_bricks_and_unknown_name() -> None:
     assert r.extra["qlora"] is True and r.rate is not None
     with pytest.raises(ValueError, match="unknown brick"):
         run_brick("nope", FAST)
+
+
+def test_a_brick_too_big_for_memory_is_computed_on_meta_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.bricks as bricks
+
+    real_build = bricks.build_model
+
+    def meta_only(config: object, device: object = "cpu", **kw: object) -> object:
+        assert str(device) == "meta", f"the 7B brick allocated on {device}"
+        return real_build(config, device=device, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bricks, "build_model", meta_only)
+    settings = bricks.BrickSettings(preset="qwen2.5-7b", max_memory_gib=16.0)
+    for name in ("throughput", "train_step", "lora_forward"):
+        result = bricks.run_brick(name, settings)
+        assert result.not_run is not None and "over the 16.0 GiB" in result.not_run
+        assert result.extra["memory_gib"]["parameters"] > 7e9 and result.extra["memory_gib"]["total"] > 16
+        assert result.to_dict()["median_s"] is None  # no time was measured, and JSON says so
+    assert "not run: needs about" in bricks.results_table([result])
+
+
+def test_bricks_sized_by_a_checkpoint_read_its_architecture(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    import engine.cli_train  # noqa: F401
+    from engine.app import app
+    from engine.checkpoint import save_checkpoint
+    from tests.engine.core_helpers import tiny_config, tiny_model, tiny_tokenizer
+
+    model = tiny_model(tiny_config(hidden_size=96, num_hidden_layers=3))
+    ckpt = save_checkpoint(tmp_path / "m.safetensors", model, tiny_tokenizer())
+    out = tmp_path / "bench.json"
+    args = ["bench", "--brick", "lora_forward", "--brick", "ttft", str(ckpt), "--reps", "2", "--warmup", "0"]
+    result = CliRunner().invoke(app, [*args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())
+    assert [(r["extra"]["hidden_size"], r["extra"]["num_hidden_layers"], r["extra"]["preset"]) for r in rows] == [
+        (96, 3, "checkpoint"),
+        (96, 3, "checkpoint"),
+    ]
+    small = CliRunner().invoke(app, [*args, "--max-memory-gib", "0.000001"])
+    assert small.exit_code == 0 and small.output.count("not run: needs about") == 2
+    missing = CliRunner().invoke(app, ["bench", "--brick", "ttft", str(tmp_path / "none.safetensors")])
+    assert missing.exit_code == 2

@@ -89,9 +89,14 @@ def test_probe_without_gpu_is_clean() -> None:
 
 
 def test_resolve_device_auto_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.device import mps_available, xpu_available
+
     monkeypatch.delenv(DEVICE_ENV, raising=False)
     auto = resolve_device()
-    assert auto.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    expected = (
+        "cuda" if torch.cuda.is_available() else "xpu" if xpu_available() else "mps" if mps_available() else "cpu"
+    )
+    assert auto.type == expected
     assert resolve_device("cpu") == torch.device("cpu")
     monkeypatch.setenv(DEVICE_ENV, "cpu")
     assert resolve_device(None) == torch.device("cpu")
@@ -108,3 +113,27 @@ def test_cuda_request_without_cuda_is_refused(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(DEVICE_ENV, "cuda:0")
     with pytest.raises(DeviceError, match=DEVICE_ENV):
         resolve_device()
+
+
+@pytest.mark.parametrize("kind", ["mps", "xpu"])
+def test_mps_and_xpu_are_accepted_where_torch_offers_them(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    import engine.device as device
+
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(device, f"{kind}_available", lambda: True)
+    assert resolve_device(kind) == torch.device(kind)
+    assert resolve_device().type == kind  # auto: the accelerator torch offers, not the CPU
+    monkeypatch.setattr(device, f"{kind}_available", lambda: False)
+    with pytest.raises(DeviceError, match=f"asks for {kind}"):
+        resolve_device(kind)
+
+
+def test_nf4_work_falls_back_to_the_cpu_where_bitsandbytes_has_no_kernels() -> None:
+    from engine.device import nf4_device
+
+    assert nf4_device(torch.device("cpu")) == torch.device("cpu")
+    assert nf4_device(torch.device("cuda", 1)) == torch.device("cuda", 1)
+    for kind in ("mps", "xpu"):
+        with pytest.warns(RuntimeWarning, match=f"no NF4 kernels for {kind}"):
+            assert nf4_device(torch.device(kind)) == torch.device("cpu")
