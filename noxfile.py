@@ -49,7 +49,7 @@ def interop(session: nox.Session) -> None:
         "pytest",
         "tests/engine/test_gguf.py",
         "-k",
-        "llama_cpp_greedy",
+        "llama_cpp",
         "-p",
         "no:cacheprovider",
         "-v",

@@ -389,16 +389,22 @@ def _params_changes(fid: str, old: dict[str, Any], new: dict[str, Any]) -> Itera
         yield Change("falsifiers", fid, "changed", Bump.MINOR, "params changed: " + ", ".join(parts))
 
 
+def _predicate_changes(fid: str, key: str, old: dict[str, Any], new: dict[str, Any]) -> Iterator[Change]:
+    """``expect`` or ``aggregate``: added (minor), removed (major), or a bound that moved."""
+    was, now = old.get(key), new.get(key)
+    if was == now:
+        return
+    if was is None:
+        yield Change("falsifiers", fid, "added", Bump.MINOR, f"{key} added: {now!r}")
+    elif now is None:
+        yield Change("falsifiers", fid, "removed", Bump.MAJOR, f"{key} removed (was {was!r})")
+    else:
+        bump, kind, detail = bound_change(was, now, new.get("params") or {})
+        yield Change("falsifiers", fid, kind, bump, detail if key == "expect" else f"{key} {detail}")
+
+
 def _falsifier_changes(fid: str, old: dict[str, Any], new: dict[str, Any]) -> Iterator[Change]:
-    oe, ne = old.get("expect"), new.get("expect")
-    if oe != ne:
-        if oe is None:
-            yield Change("falsifiers", fid, "added", Bump.MINOR, f"expect added: {ne!r}")
-        elif ne is None:
-            yield Change("falsifiers", fid, "removed", Bump.MAJOR, f"expect removed (was {oe!r})")
-        else:
-            bump, kind, detail = bound_change(oe, ne, new.get("params") or {})
-            yield Change("falsifiers", fid, kind, bump, detail)
+    yield from _predicate_changes(fid, "expect", old, new)
     yield from _params_changes(fid, old.get("params") or {}, new.get("params") or {})
     yield from _case_changes(fid, old, new)
     if old.get("ship_blocking") != new.get("ship_blocking"):
@@ -439,16 +445,7 @@ def _case_changes(fid: str, old: dict[str, Any], new: dict[str, Any]) -> Iterato
     if added:
         shown = ", ".join(f"[{c}]" for c in added)
         yield Change("falsifiers", fid, "added", Bump.MINOR, f"cases added: {shown[:80]}")
-    oa, na = old.get("aggregate"), new.get("aggregate")
-    if oa == na:
-        return
-    if oa is None:
-        yield Change("falsifiers", fid, "added", Bump.MINOR, f"aggregate added: {na!r}")
-    elif na is None:
-        yield Change("falsifiers", fid, "removed", Bump.MAJOR, f"aggregate removed (was {oa!r})")
-    else:
-        bump, kind, detail = bound_change(oa, na, new.get("params") or {})
-        yield Change("falsifiers", fid, kind, bump, "aggregate " + detail)
+    yield from _predicate_changes(fid, "aggregate", old, new)
 
 
 def _obligation_changes(oid: str, old: dict[str, Any], new: dict[str, Any]) -> Iterator[Change]:

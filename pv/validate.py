@@ -357,13 +357,7 @@ def _check_falsifier(
         # the plugin refuses to run a bound checker with nothing to judge its observations by
         yield loaded.diagnostic(rules.NO_EXPECT, (*base, "check"), f"{label} binds a checker but has no `expect`")
     if isinstance(expect, str):
-        try:
-            expr.parse(expect)
-        except expr.ExprError as exc:
-            line, col = _expect_position(loaded, (*base, "expect"), exc.col)
-            yield rules.EXPECT_SYNTAX.diagnostic(
-                loaded.path, line, col, f"{label}: expect does not parse: {exc.message} (column {exc.col})"
-            )
+        yield from _unparsable(loaded, base, label, "expect", expect)
     yield from _check_cases(loaded, base, label, f)
     for key in ("check", "mutant"):
         ref = f.get(key)
@@ -424,12 +418,17 @@ def _check_cases(loaded: LoadedContract, base: KeyPath, label: str, f: dict[str,
             (*base, "aggregate"),
             f"{label}: aggregate needs cases to aggregate; declare parametrize: or seeds:",
         )
+    yield from _unparsable(loaded, base, label, "aggregate", aggregate)
+
+
+def _unparsable(loaded: LoadedContract, base: KeyPath, label: str, key: str, text: str) -> Iterator[Diagnostic]:
+    """PV109 at the exact column of a predicate (``expect`` or ``aggregate``) that does not parse."""
     try:
-        expr.parse(aggregate)
+        expr.parse(text)
     except expr.ExprError as exc:
-        line, col = _expect_position(loaded, (*base, "aggregate"), exc.col)
+        line, col = _expect_position(loaded, (*base, key), exc.col)
         yield rules.EXPECT_SYNTAX.diagnostic(
-            loaded.path, line, col, f"{label}: aggregate does not parse: {exc.message} (column {exc.col})"
+            loaded.path, line, col, f"{label}: {key} does not parse: {exc.message} (column {exc.col})"
         )
 
 
