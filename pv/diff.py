@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
-import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,8 +32,11 @@ from typing import Any
 
 from pv import expr
 from pv.cases import CaseError, expand_spec
+from pv.git import GitError, run_git
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, load_contract_file
-from pv.model import SEMVER_RE, Contract
+from pv.model import Contract
+from pv.semver import parts as semver_parts
+from pv.semver import semver_key
 
 
 class Bump(IntEnum):
@@ -116,18 +118,9 @@ class ContractDiff:
 # --- versions -----------------------------------------------------------------------------------
 
 
-def _semver(version: str) -> tuple[int, int, int, str | None] | None:
-    m = SEMVER_RE.match(version)
-    if m is None:
-        return None
-    return int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
-
-
 def version_bump(old: str, new: str) -> Bump | None:
     """The bump from ``old`` to ``new``; None when either is not semver or ``new`` is lower."""
-    from pv.lint.gates.changelog import semver_key  # semver precedence has one home: the gate's
-
-    a, b = _semver(old), _semver(new)
+    a, b = semver_parts(old), semver_parts(new)
     ka, kb = semver_key(old), semver_key(new)
     if a is None or b is None or ka is None or kb is None:
         return None
@@ -580,18 +573,8 @@ def format_text(diff: ContractDiff) -> list[str]:
 # --- git ----------------------------------------------------------------------------------------
 
 
-class GitError(Exception):
-    """git is missing, the folder is not a repository, or the ref does not name a commit."""
-
-
 def _git(cwd: Path, *args: str, binary: bool = False) -> Any:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False, timeout=60)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise GitError(f"cannot run git: {exc}") from exc
-    if done.returncode != 0:
-        raise GitError(f"git {' '.join(args)}: {done.stderr.decode('utf-8', 'replace').strip()}")
-    return done.stdout if binary else done.stdout.decode("utf-8", "replace")
+    return run_git(cwd, *args, binary=binary)  # type: ignore[call-overload]
 
 
 def git_toplevel(path: Path) -> Path | None:

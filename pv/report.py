@@ -10,7 +10,6 @@ millisecond checks is not reported).
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from pv.evidence.bundle import BUNDLE_FILE, FalsifierEntry
 from pv.evidence.signing import KeyRing
 from pv.evidence.status import Assessment, assess
 from pv.evidence.verify import RUN_ID_RE, CurrentContract
+from pv.git import GitError, run_git
 from pv.promote import PromoteError, decide
 
 TIMING_RATIO = 1.2
@@ -146,10 +146,10 @@ def _rows(entry: FalsifierEntry, source: str = "") -> list[Row]:
 
 
 def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise ReportError(f"git {' '.join(args)}: {done.stderr.strip()}")
-    return done.stdout
+    try:
+        return run_git(root, *args)
+    except GitError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def base_bundles(root: Path, evidence_dir: Path, ref: str) -> dict[str, dict[str, Any]]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import subprocess
 import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
 from pv.evidence.bundle import Environment, GpuInfo
+from pv.git import GitError, run_git
 
 PACKAGES: tuple[str, ...] = ("pv-harness", "torch", "bitsandbytes", "peft", "transformers", "pytest")
 _GIB = float(1 << 30)
@@ -31,10 +31,9 @@ def package_version(name: str) -> str | None:
 
 def _git(root: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        return run_git(root, *args, timeout=20)  # the environment is captured on every run: keep it short
+    except GitError:
         return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def git_state(root: Path, exclude: Sequence[Path] = ()) -> tuple[str | None, bool | None]:

@@ -325,7 +325,7 @@ def _check_binding(bundle: Bundle, current: CurrentContract | None, report: Bund
         if current.sha256 != bundle.contract.sha256:
             report.notes.append("contract bytes changed since the run (status, promotion changelog or formatting only)")
         return
-    from pv.lint.gates.changelog import semver_key  # semver precedence has one home: the gate's
+    from pv.semver import semver_key
 
     old, new = semver_key(bundle.contract.version), semver_key(current.version)
     if old is not None and new is not None and old < new:

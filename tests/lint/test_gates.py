@@ -11,10 +11,11 @@ from pv.config import load_config
 from pv.evidence.status import Assessment
 from pv.lint import GATE_NAMES, LintReport
 from pv.lint.gates.base import GateContext
-from pv.lint.gates.changelog import parse_date, semver_key
+from pv.lint.gates.changelog import parse_date
 from pv.lint.gates.status import StatusGate
 from pv.lint.load import TreeLoader
 from pv.model import Status
+from pv.semver import semver_key
 
 from .conftest import FIXTURES, Runner
 

@@ -10,26 +10,9 @@ from pv.diff import diff_contracts, previous_contracts
 from pv.lint import codes
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
-from pv.model import SEMVER_RE
+from pv.semver import SemverKey, semver_key
 
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-SemverKey = tuple[int, int, int, tuple[tuple[int, int | str], ...]]
-
-
-def semver_key(version: str) -> SemverKey | None:
-    """A sort key with semver 2.0 precedence (build metadata ignored), or None if not semver."""
-    m = SEMVER_RE.match(version)
-    if m is None:
-        return None
-    major, minor, patch, pre = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
-    if pre is None:
-        # a release sorts after all of its pre-releases
-        return (major, minor, patch, ((2, 0),))
-    parts: list[tuple[int, int | str]] = []
-    for ident in pre.split("."):
-        # numeric identifiers sort before alphanumeric ones, and numerically among themselves
-        parts.append((0, int(ident)) if ident.isdigit() else (1, ident))
-    return (major, minor, patch, tuple(parts))
 
 
 def parse_date(text: str) -> dt.date | None:

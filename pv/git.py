@@ -1,0 +1,30 @@
+"""Running git: the one wrapper every command uses (diff, lint --base, report, the evidence environment)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Literal, overload
+
+GIT_TIMEOUT_S = 60.0  # a git call that hangs (a credential prompt, a network mount) must not hang pv
+
+
+class GitError(Exception):
+    """git is missing, the folder is not a repository, a ref does not name a commit, or git hung."""
+
+
+@overload
+def run_git(cwd: Path, *args: str, binary: Literal[False] = False, timeout: float = GIT_TIMEOUT_S) -> str: ...
+@overload
+def run_git(cwd: Path, *args: str, binary: Literal[True], timeout: float = GIT_TIMEOUT_S) -> bytes: ...
+def run_git(cwd: Path, *args: str, binary: bool = False, timeout: float = GIT_TIMEOUT_S) -> str | bytes:
+    """git's stdout (text, or bytes with ``binary``); :class:`GitError` naming the command otherwise."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {' '.join(args)}: no answer within {timeout:g} s") from None
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}") from exc
+    if done.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {done.stderr.decode('utf-8', 'replace').strip()}")
+    return done.stdout if binary else done.stdout.decode("utf-8", "replace")
