@@ -23,6 +23,7 @@ import pytest
 from pv.cases import Case, CaseError, case_params, expand, item_name
 from pv.diagnostics import Diagnostic
 from pv.model import FalsificationTest
+from pv.paths import shown
 from pv.requirements import needs_gpu
 from pv.results import ContractRun, FalsifierResult, Verdict
 
@@ -98,22 +99,12 @@ def collection_diagnostics(
     return found
 
 
-def display_path(path: str | os.PathLike[str], root: Path) -> str:
-    """``path`` relative to the rootdir with forward slashes (absolute when outside it)."""
-    # abspath, not resolve(): no filesystem calls per item, and a symlinked tree keeps its names
-    p = Path(os.path.abspath(path))
-    try:
-        return p.relative_to(os.path.abspath(root)).as_posix()
-    except ValueError:
-        return p.as_posix()
-
-
 def contract_run(loaded: LoadedContract, root: Path) -> ContractRun:
     contract = loaded.contract
     assert contract is not None
     return ContractRun(
         contract_id=loaded.id,
-        path=display_path(loaded.path, root),
+        path=shown(loaded.path, root),
         sha256=loaded.sha256 or "",
         version=contract.metadata.version,
         status=contract.metadata.status.value,
@@ -154,7 +145,7 @@ class ContractFile(pytest.File):
 
             diagnostics = relax(diagnostics)
         root = self.config.rootpath
-        errors = [replace(d, path=display_path(d.path, root)) for d in diagnostics if d.is_error]
+        errors = [replace(d, path=shown(d.path, root)) for d in diagnostics if d.is_error]
         if loaded.contract is None or errors:
             yield InvalidContractItem.from_parent(
                 self, name=INVALID_ITEM_NAME, contract_id=loaded.id, diagnostics=errors

@@ -34,6 +34,7 @@ from pv.evidence.signing import KeyRing
 from pv.evidence.status import RANK, Assessment, assess, status_mismatch
 from pv.evidence.verify import CurrentContract
 from pv.model import SEMVER_RE, Status
+from pv.paths import shown
 
 
 class PromoteError(Exception):
@@ -106,15 +107,7 @@ def decide(
 def _shown(path: Path | None, root: Path | None) -> str:
     if path is None:
         return "no bundle"
-    if root is not None:
-        try:
-            return path.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            pass
-    return path.as_posix()
-
-
-# --- the text edit ---------------------------------------------------------------------------
+    return shown(path, root) if root is not None else path.as_posix()
 
 
 def _find(mapping: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Node] | None:

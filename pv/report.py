@@ -21,6 +21,7 @@ from pv.evidence.signing import KeyRing
 from pv.evidence.status import Assessment, assess
 from pv.evidence.verify import RUN_ID_RE, CurrentContract
 from pv.git import GitError, run_git
+from pv.paths import shown
 from pv.promote import PromoteError, decide
 
 TIMING_RATIO = 1.2
@@ -202,12 +203,7 @@ def changes(now: list[FalsifierEntry], base: dict[str, Any]) -> list[str]:
 
 
 def _rel(path: Path | None, root: Path) -> str | None:
-    if path is None:
-        return None
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    return shown(path, root) if path is not None else None
 
 
 def _declared_count(current: CurrentContract) -> int:

@@ -24,6 +24,7 @@ from pv.evidence.environment import capture
 from pv.evidence.journal import Journal, recover_all
 from pv.evidence.signing import Signer, SigningError
 from pv.evidence.writer import Outcome, write_run
+from pv.paths import shown
 from pv.results import ContractRun, FalsifierResult, RunRecord
 
 _PLAN_KEY = pytest.StashKey["_Plan"]()
@@ -202,7 +203,4 @@ def _report(config: pytest.Config, outcomes: list[Outcome], label: str) -> None:
 
 
 def _shown(path: Path, config: pytest.Config) -> str:
-    try:
-        return path.relative_to(config.invocation_params.dir).as_posix()
-    except ValueError:
-        return str(path)
+    return shown(path, config.invocation_params.dir)
