@@ -248,6 +248,20 @@ class _Converter:
         self.diagnostics.append(rules.DUPLICATE_KEY.diagnostic(self.path, line, col, message))
 
 
+def contract_stem(path: Path) -> str:
+    """The file name without its contract suffix (``.yaml``, ``.yml``, ...)."""
+    name = path.name
+    for suffix in CONTRACT_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def contract_id(declared: object, path: Path) -> str:
+    """A contract's id: ``metadata.id`` when it declares one, else its file stem (the one rule)."""
+    return declared if isinstance(declared, str) and declared else contract_stem(path)
+
+
 @dataclass
 class LoadedContract:
     """One contract file as read: its bytes' digest, plain data, model and diagnostics."""
@@ -278,18 +292,13 @@ class LoadedContract:
 
     @property
     def stem(self) -> str:
-        name = self.path.name
-        for suffix in CONTRACT_SUFFIXES:
-            if name.endswith(suffix):
-                return name[: -len(suffix)]
-        return self.path.stem
+        return contract_stem(self.path)
 
     @property
     def id(self) -> str:
         """``metadata.id``, or the file stem for legacy contracts that have none."""
         meta = self.data.get("metadata") if self.data else None
-        declared = meta.get("id") if isinstance(meta, dict) else None
-        return declared if isinstance(declared, str) and declared else self.stem
+        return contract_id(meta.get("id") if isinstance(meta, dict) else None, self.path)
 
     @property
     def ok(self) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pv.diagnostics import Diagnostic
 from pv.lint.findings import KeyPath
+from pv.loader import contract_id, contract_stem
 from pv.model import Contract
 
 Locator = Callable[[KeyPath], tuple[int, int]]
@@ -25,14 +26,12 @@ class LintContract:
 
     @property
     def stem(self) -> str:
-        return self.path.stem
+        return contract_stem(self.path)
 
     @property
     def id(self) -> str:
         """The declared id, or the file stem when none is declared (the Rust dialect allows that)."""
-        if self.contract is not None and self.contract.metadata.id:
-            return self.contract.metadata.id
-        return self.stem
+        return contract_id(self.contract.metadata.id if self.contract is not None else None, self.path)
 
     def locate(self, keypath: KeyPath) -> tuple[int, int]:
         """1-based (line, col) of the deepest existing node on ``keypath``; (1, 1) as a last resort."""
