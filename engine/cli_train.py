@@ -184,6 +184,7 @@ def pretrain(
 
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
     config = _preset(preset_name or "tiny") if init is None or preset_name else None
+    recipe = recipe_manifest(ctx)
     with _training_progress(steps, "pretrain") as on_record:
         result = _guarded(
             lambda: run_pretrain(
@@ -194,10 +195,10 @@ def pretrain(
                 resume=resume,
                 device=device,
                 on_record=on_record,
-                manifest=recipe_manifest(ctx),
+                manifest=recipe,
             )
         )
-    _print_summary({**_summary(result), **recipe_manifest(ctx)})
+    _print_summary({**_summary(result), **recipe})
 
 
 @app.command()
@@ -249,12 +250,13 @@ def finetune(
             r=rank, alpha=alpha, dropout=dropout, targets=tuple(t.strip() for t in targets.split(",") if t.strip())
         )
     )
+    recipe = recipe_manifest(ctx)
     if adapters:
         if out is not None or data is not None or resume:
             raise _fail("--adapters names each adapter's DATA:OUT; give no OUT argument, --data or --resume with it")
         if method is Method.full:
             raise _fail("--adapters trains LoRA adapters: use --method lora or qlora")
-        _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device, recipe_manifest(ctx))
+        _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device, recipe)
         return
     if out is None:
         raise _fail("missing OUT: the run folder (or --adapters DATA:OUT)")
@@ -275,10 +277,10 @@ def finetune(
                 resume=resume,
                 device=device,
                 on_record=on_record,
-                manifest=recipe_manifest(ctx),
+                manifest=recipe,
             )
         )
-    _print_summary({**_summary(result), "method": method.value, **recipe_manifest(ctx)})
+    _print_summary({**_summary(result), "method": method.value, **recipe})
 
 
 def _finetune_adapters(
@@ -384,6 +386,7 @@ def distill(
         raise _fail("give exactly one of --student-preset or --student-init")
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
     student_config = _preset(student_preset) if student_preset else None
+    recipe = recipe_manifest(ctx)
     with _training_progress(steps, "distill") as on_record:
         result = _guarded(
             lambda: run_distill(
@@ -399,10 +402,10 @@ def distill(
                 resume=resume,
                 device=device,
                 on_record=on_record,
-                manifest=recipe_manifest(ctx),
+                manifest=recipe,
             )
         )
-    _print_summary({**_summary(result), **recipe_manifest(ctx)})
+    _print_summary({**_summary(result), **recipe})
 
 
 @app.command()

@@ -221,7 +221,8 @@ def aggregate(rows: Sequence[FalsifierResult], declared: Sequence[str]) -> Falsi
     if result.verdict is Verdict.SURVIVED:
         result.observations = series([c.observations for c in cases])
         if result.aggregate:
-            result.verdict, result.message = judge_aggregate(label, result.aggregate, cases, result.observations)
+            case_rows = [(c.case, c.params, c.observations) for c in cases]
+            result.verdict, result.message = judge_aggregate(label, result.aggregate, case_rows, result.observations)
     result.mutant = _mutant(label, result, cases)
     return result
 
@@ -253,13 +254,17 @@ def series(dicts: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     return {k: [d[k] for d in dicts] for k in names}
 
 
+CaseRow = tuple[str | None, Mapping[str, Any], Mapping[str, Any]]  # (case id, params, observations)
+
+
 def judge_aggregate(
-    label: str, text: str, cases: Sequence[FalsifierResult], observations: Mapping[str, list[Any]]
+    label: str, text: str, rows: Sequence[CaseRow], observations: Mapping[str, list[Any]]
 ) -> tuple[Verdict, str]:
+    """``aggregate:`` over the cases' ``rows``; ``observations`` is :func:`series` of their observations."""
     from pv import expr
     from pv.run_checker import _nonfinite
 
-    env = {**aggregate_env([c.params for c in cases]), **observations}
+    env = {**aggregate_env([params for _, params, _ in rows]), **observations}
     try:
         parsed = expr.parse(text)
     except expr.ExprError as exc:
@@ -277,7 +282,7 @@ def judge_aggregate(
         return Verdict.ERROR, f"ERROR {label}: aggregate {text!r} could not be evaluated: {exc}"
     if held:
         return Verdict.SURVIVED, ""
-    shown = "\n".join(f"    [{c.case}] {c.observations}" for c in cases)
+    shown = "\n".join(f"    [{case}] {dict(obs)}" for case, _, obs in rows)
     return Verdict.FALSIFIED, (
         f"FALSIFIED {label}: every case held, the aggregate did not\n"
         f"  aggregate:    {text}\n  with values:  {parsed.substitute(env, summarise=True)}\n  per case:\n{shown}"
@@ -314,15 +319,8 @@ def _mutant(label: str, result: FalsifierResult, cases: Sequence[FalsifierResult
     if broken:
         return MutantResult(name, broken[0].verdict, observations, broken[0].message)
     if result.aggregate:
-        mutated = [
-            FalsifierResult(
-                c.contract_id, c.falsify_id, Verdict.SURVIVED, c.ship_blocking, params=c.params, case=c.case
-            )
-            for c in cases
-        ]
-        for c, m in zip(mutated, ms, strict=True):
-            c.observations = m.observations
-        verdict, message = judge_aggregate(label, result.aggregate, mutated, observations)
+        rows = [(c.case, c.params, m.observations) for c, m in zip(cases, ms, strict=True)]
+        verdict, message = judge_aggregate(label, result.aggregate, rows, observations)
         if verdict is Verdict.FALSIFIED:
             return MutantResult(name, verdict, observations, "killed by the aggregate")
         if verdict is Verdict.ERROR:

@@ -95,8 +95,8 @@ def observation_and_bound(entry: FalsifierEntry) -> tuple[str, str]:
     if entry.cases:
         held = sum(c.verdict == "survived" for c in entry.cases)
         env = {**aggregate_env([c.params for c in entry.cases]), **entry.observations}
-        bound = _bound(entry.aggregate, env, entry.observations, summarise=True) if entry.aggregate else ("", "")
-        return f"{held}/{len(entry.cases)} cases survived", bound[1]
+        _, bound = _bound(entry.aggregate, env, entry.observations, summarise=True)
+        return f"{held}/{len(entry.cases)} cases survived", bound
     return _bound(entry.expect, {**entry.params, **entry.observations}, entry.observations, entry.verdict)
 
 

@@ -219,12 +219,11 @@ def wait_for_free_memory(
     """:func:`unmet_hardware`, polled for up to ``timeout_s`` while free GPU memory is all that is
     missing (another job may be about to release it); then the reasons, their kind, and the wait."""
     reqs = parse_requirements(entries)
-    machine = current_machine() if any(r.needs_gpu for r in reqs) else Machine()
+    machine = _machine_for(reqs, None)
     start = clock()
     while True:
-        unmet = [(r, why) for r in reqs if (why := unmet_reason(r, machine))]
-        reasons = [why for _, why in unmet]
-        hardware = bool(unmet) and all(r.needs_gpu for r, _ in unmet)
+        unmet = _unmet(reqs, machine)
+        reasons, hardware = _reasons_and_kind(unmet)
         free_only = bool(unmet) and all(r.kind == "cuda_free_gib" for r, _ in unmet)
         waited = clock() - start
         if not unmet or not free_only or waited >= timeout_s:
@@ -247,11 +246,22 @@ def unmet_hardware(entries: Iterable[str], machine: Machine | None = None) -> tu
     """:func:`unmet`'s reasons, and whether every one is a GPU requirement (``cuda``, ``gpus>=N``,
     ``cuda_mem_gib>=N``): only such a skip is a hardware skip that may back ACTIVE_ALGORITHM_LEVEL."""
     reqs = parse_requirements(entries)
-    if machine is None and any(r.needs_gpu for r in reqs):
-        machine = current_machine()
-    found = [(unmet_reason(r, machine or Machine()), r.needs_gpu) for r in reqs]
-    hits = [(reason, gpu) for reason, gpu in found if reason]
-    return [reason for reason, _ in hits], bool(hits) and all(gpu for _, gpu in hits)
+    return _reasons_and_kind(_unmet(reqs, _machine_for(reqs, machine)))
+
+
+def _machine_for(reqs: Iterable[Requirement], machine: Machine | None) -> Machine:
+    """``machine``, else this one probed, but only when some requirement needs a GPU (no torch import)."""
+    if machine is not None:
+        return machine
+    return current_machine() if any(r.needs_gpu for r in reqs) else Machine()
+
+
+def _unmet(reqs: Iterable[Requirement], machine: Machine) -> list[tuple[Requirement, str]]:
+    return [(r, why) for r in reqs if (why := unmet_reason(r, machine))]
+
+
+def _reasons_and_kind(unmet: list[tuple[Requirement, str]]) -> tuple[list[str], bool]:
+    return [why for _, why in unmet], bool(unmet) and all(r.needs_gpu for r, _ in unmet)
 
 
 def needs_gpu(entries: Iterable[str]) -> bool:
