@@ -24,6 +24,7 @@ from pv.cases import Case, CaseError, case_params, expand, item_name
 from pv.diagnostics import Diagnostic
 from pv.model import FalsificationTest
 from pv.paths import shown
+from pv.pytest_settings import project_of
 from pv.requirements import needs_gpu
 from pv.results import ContractRun, FalsifierResult, Verdict
 
@@ -130,11 +131,10 @@ class ContractFile(pytest.File):
     """A contract YAML file; its children are its falsifiers."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from pv.loader import load_contract_file
-        from pv.plugin import settings_of
-
-        settings = settings_of(self.config)
-        loaded = load_contract_file(self.path, dialect=settings.dialect)
+        project = project_of(self.config)
+        settings = project.config
+        loaded = project.contract(self.path).loaded
+        assert loaded is not None  # ProjectContract.read keeps the loader's result
         if loaded.skipped:
             return  # a data file beside the contracts (Rust dialect): nothing to collect
         diagnostics = list(loaded.diagnostics) + collection_diagnostics(

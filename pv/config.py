@@ -1,58 +1,135 @@
-"""Where pv finds things: the contracts directory, the checker packages and the evidence directory.
+"""Where pv finds things and how it runs them: one resolver for every command and the plugin.
 
-Precedence is the usual one for developer tools: an explicit command-line value, else the
-``[tool.pv]`` table of the nearest ``pyproject.toml`` (searched upward from the starting
-directory), else the defaults.  Paths in ``pyproject.toml`` are relative to that file's directory;
-paths given on the command line are relative to the current directory.
+Each setting has one name, read from five places; the first that sets it wins:
+
+1. the command line: a ``pv`` command's option (``--contracts``, ``--evidence``, ...) or pytest's
+   ``--pv-*`` option and ``-o pv_<name>=...``;
+2. the environment: ``PV_<NAME>`` (``PV_TIMEOUT_S=60``, ``PV_TRUSTED_KEYS=keys.pem``);
+3. pytest's ini options, ``pv_<name>``, in the configuration file pytest itself would read
+   (``pytest.ini``, ``.pytest.ini``, ``[tool.pytest.ini_options]``, ``tox.ini``, ``setup.cfg``;
+   a ``pv`` command looks no higher than the project's ``pyproject.toml``);
+4. the ``[tool.pv]`` table of the nearest ``pyproject.toml``, as ``<name>``;
+5. the default in :data:`SETTINGS`.
+
+``pv lint``, ``pv validate``, ``pv promote`` and a ``pytest`` run therefore agree on every value.
+Relative paths are relative to where they are written: the current directory for the command
+line and the environment, the ini file's folder for pytest's options, the ``pyproject.toml``'s
+folder for ``[tool.pv]``.
 """
 
 from __future__ import annotations
 
+import configparser
 import os
 import sys
 import tomllib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pv.diagnostics import suggest
 
+DIALECTS = ("pv", "rust")  # rust: upstream conventions are accepted and reported as warnings
+ISOLATIONS = ("auto", "thread", "process")
+INI_FILES = (  # pytest's own search order within one folder: (file, section)
+    ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pyproject.toml", "tool.pytest.ini_options"),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+
+
+class ConfigError(ValueError):
+    """A setting is malformed; the message names where it was set and the key."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration value: its name in every source, its kind and its default."""
+
+    name: str
+    kind: str  # path, paths, optional_path, packages, bool, int, float, choice
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def ini(self) -> str:
+        return f"pv_{self.name}"
+
+    @property
+    def env(self) -> str:
+        return f"PV_{self.name.upper()}"
+
+
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MAX_NPROC = 8
+SETTINGS: tuple[Setting, ...] = (
+    Setting("contracts", "paths", ("contracts",), "folders of contract YAML files"),
+    Setting("checker_packages", "packages", ("falsifiers",), "packages whose @checker functions contracts may bind"),
+    Setting("fault_packages", "packages", (), "packages a mutant's fault may live in, besides the checker packages"),
+    Setting("evidence", "path", "evidence", "the evidence folder"),
+    Setting("trusted_keys", "optional_path", None, "PEM file of ed25519 public keys whose signed bundles alone count"),
+    Setting("write_evidence", "bool", False, "write evidence bundles on a plain pytest run"),
+    Setting(
+        "max_nproc",
+        "int",
+        DEFAULT_MAX_NPROC,
+        "the most processes a falsifier's launch: {nproc: N} may start",
+        low=1,
+        high=4096,
+    ),
+    Setting(
+        "dialect",
+        "choice",
+        "pv",
+        "how contract files are read: pv, or rust (the Rust pv's conventions)",
+        choices=DIALECTS,
+    ),
+    Setting("timeout_s", "float", DEFAULT_TIMEOUT_S, "default per-falsifier timeout in seconds", low=0),
+    Setting("isolation", "choice", "auto", "where checkers run: auto, thread or process", choices=ISOLATIONS),
+    Setting("vram_wait_s", "float", 0.0, "seconds to wait for free GPU memory (cuda_free_gib) before skipping", low=0),
+    Setting("mutants", "bool", False, "run every falsifier's mutant after it survives"),
+    Setting("mutation_log", "optional_path", None, "append every verdict under the mutant being tested to this file"),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+KNOWN_KEYS = tuple(BY_NAME)
 DEFAULT_CONTRACTS = "contracts"
 DEFAULT_CHECKER_PACKAGES: tuple[str, ...] = ("falsifiers",)
 DEFAULT_EVIDENCE = "evidence"
-KNOWN_KEYS = (
-    "contracts",
-    "checker_packages",
-    "fault_packages",
-    "evidence",
-    "trusted_keys",
-    "write_evidence",
-    "max_nproc",
-    "dialect",
-)
-DIALECTS = ("pv", "rust")  # rust: upstream conventions are accepted and reported as warnings
 
 
 _RINGS: dict[Path, tuple[int, Any]] = {}  # trusted keys read once per file version
 
 
-class ConfigError(ValueError):
-    """``[tool.pv]`` is malformed; the message names the file and the key."""
-
-
 @dataclass(frozen=True)
 class PvConfig:
     root: Path  # the directory of the governing pyproject.toml, else the starting directory
-    contracts: Path
+    contracts: Path  # the first contracts folder: where the pv commands look by default
     checker_packages: tuple[str, ...]
     evidence: Path
     pyproject: Path | None = None
     fault_packages: tuple[str, ...] = ()  # where a mutant's module may live, besides checker packages
-    max_nproc: int = 8  # the most processes a falsifier's `launch: {nproc: N}` may start
+    max_nproc: int = DEFAULT_MAX_NPROC  # the most processes a falsifier's `launch: {nproc: N}` may start
     trusted_keys: Path | None = None  # public keys whose signed bundles alone count
     write_evidence: bool = False  # whether a plain pytest run writes bundles
     dialect: str = "pv"  # "rust": read contracts as the Rust pv writes them (pv.dialect)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    isolation: str = "auto"
+    vram_wait_s: float = 0.0
+    mutants: bool = False
+    mutation_log: Path | None = None
+    contract_dirs: tuple[Path, ...] = ()  # every contracts folder (pytest's pv_contracts may name several)
+    ini: Path | None = None  # pytest's configuration file, when it has one
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False)  # name -> where it was set
+
+    @property
+    def mutant_packages(self) -> tuple[str, ...]:
+        return (*self.checker_packages, *self.fault_packages)
 
     def key_ring(self) -> Any:
         """The trusted keys as a :class:`pv.evidence.signing.KeyRing`, or None when none are set.
@@ -121,7 +198,7 @@ def find_pyproject(start: Path) -> Path | None:
 def _read_table(pyproject: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{pyproject}: cannot read: {exc}") from exc
     table = data.get("tool", {}).get("pv", {})
     if not isinstance(table, dict):
@@ -134,12 +211,205 @@ def _read_table(pyproject: Path) -> dict[str, Any]:
     return table
 
 
-def _packages(value: Any, where: str) -> tuple[str, ...]:
+def find_pytest_ini(start: Path, stop: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
+    """pytest's configuration file at or above ``start`` and its ``pv_*`` options, found the way
+    pytest finds it: in each folder upward, the first of :data:`INI_FILES` that has a pytest
+    section (``pytest.ini`` counts even when empty).  The search ends at ``stop`` (the project's
+    ``pyproject.toml`` folder): an enclosing project's options are not this one's."""
+    here = start.resolve()
+    if here.is_file():
+        here = here.parent
+    folders = (here, *here.parents)
+    if stop is not None and stop in folders:
+        folders = folders[: folders.index(stop) + 1]
+    for d in folders:
+        for name, section in INI_FILES:
+            path = d / name
+            if not path.is_file():
+                continue
+            options = _ini_section(path, section)
+            if options is not None:
+                return path, {k: v for k, v in options.items() if k.startswith("pv_")}
+    return None, {}
+
+
+def _ini_section(path: Path, section: str) -> dict[str, Any] | None:
+    if path.suffix == ".toml":
+        try:
+            tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return None
+        options = tool.get("pytest", {}).get("ini_options") if isinstance(tool.get("pytest"), dict) else None
+        return options if isinstance(options, dict) else None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    if parser.has_section(section):
+        return dict(parser.items(section))
+    return {} if path.name in ("pytest.ini", ".pytest.ini") else None
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Values from one place, the folder their relative paths start from, and how to name it."""
+
+    values: Mapping[str, Any]
+    base: Path
+    where: str  # "command line", "environment", "pytest.ini", "pyproject.toml [tool.pv]"
+    key: Callable[[Setting], str]  # the setting's name in this source
+
+
+def _words(value: Any) -> list[str]:
     if isinstance(value, str):
-        value = [p.strip() for p in value.replace(",", " ").split()]
-    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
-        raise ConfigError(f"{where}: checker_packages must be a list of module names")
-    return tuple(value)
+        return [p for p in value.replace(",", " ").split() if p]
+    if isinstance(value, (list, tuple)):
+        return [str(p) for p in value]
+    return []
+
+
+def _convert(setting: Setting, value: Any, source: _Source) -> Any:
+    name = source.key(setting)
+
+    def bad(what: str) -> ConfigError:
+        return ConfigError(f"{source.where}: {name} {what}, not {value!r}")
+
+    kind = setting.kind
+    if kind in ("path", "optional_path"):
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{source.where}: {name} must be a path string")
+        return (source.base / value).resolve()
+    if kind == "paths":
+        if isinstance(value, str):
+            items: list[Any] = value.split("\n") if "\n" in value else [value]
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            raise ConfigError(f"{source.where}: {name} must be a path string")
+        paths = [os.fspath(v).strip() for v in items if isinstance(v, (str, os.PathLike))]
+        if len(paths) != len(items) or not all(paths):
+            raise ConfigError(f"{source.where}: {name} must be a path string")
+        return tuple((source.base / v).resolve() for v in paths)
+    if kind == "packages":
+        if isinstance(value, (list, tuple)) and not all(isinstance(p, str) and p for p in value):
+            raise ConfigError(f"{source.where}: {name} must be a list of module names")
+        words = _words(value)
+        if not words and value not in ((), []):
+            raise ConfigError(f"{source.where}: {name} must be a list of module names")
+        return tuple(words)
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off", ""):
+            return False
+        raise bad("must be true or false")
+    if kind == "choice":
+        if value not in setting.choices:
+            raise bad(f"must be one of {', '.join(setting.choices)}")
+        return value
+    number: float
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise bad("must be a whole number")
+        try:
+            number = int(value)
+        except ValueError:
+            raise bad("must be a whole number") from None
+    else:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise bad("must be a number of seconds")
+        try:
+            number = float(value)
+        except ValueError:
+            raise bad("must be a number of seconds") from None
+    low, high = setting.low, setting.high
+    if (low is not None and number < low) or (high is not None and number > high) or number != number:
+        span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+        raise bad(f"must be {span}")
+    return number
+
+
+def resolve(
+    start: Path | None = None,
+    *,
+    cli: Mapping[str, Any] | None = None,
+    ini: Mapping[str, Any] | None = None,
+    ini_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> PvConfig:
+    """Every setting for a command or a pytest run started at ``start`` (default: the current
+    directory), in the order the module docstring gives.
+
+    ``cli`` holds the command line's values by setting name (None: not given).  ``ini`` holds
+    pytest's ``pv_*`` options when pytest has already read its configuration file (the plugin);
+    without it the file is found and read here, as pytest would.  ``env`` defaults to
+    ``os.environ``; ``flags`` names the command line's options in messages (default
+    ``--<name>``).  Raises :class:`ConfigError` naming the source and key of a bad value.
+    """
+    cwd = Path.cwd()
+    start = (start or cwd).resolve()
+    pyproject = find_pyproject(start)
+    table = _read_table(pyproject) if pyproject else {}
+    if ini is None:
+        ini_path, ini = find_pytest_ini(start, pyproject.parent if pyproject else None)
+    root = pyproject.parent if pyproject else ini_path.parent if ini_path else start if start.is_dir() else start.parent
+    environment = os.environ if env is None else env
+    sources = [
+        _Source(
+            {k: v for k, v in (cli or {}).items() if v not in (None, (), [])},
+            cwd,
+            "command line",
+            lambda s: (flags or {}).get(s.name, "--" + s.name.replace("_", "-")),
+        ),
+        _Source(
+            {s.name: environment[s.env] for s in SETTINGS if environment.get(s.env)},
+            cwd,
+            "environment",
+            lambda s: s.env,
+        ),
+        _Source(
+            {s.name: ini[s.ini] for s in SETTINGS if ini.get(s.ini) not in (None, "", [])},
+            ini_path.parent if ini_path else root,
+            ini_path.name if ini_path else "pytest's ini",
+            lambda s: s.ini,
+        ),
+        _Source(table, root, f"{pyproject}: [tool.pv]", lambda s: s.name),
+    ]
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for setting in SETTINGS:
+        for source in sources:
+            if setting.name in source.values:
+                values[setting.name] = _convert(setting, source.values[setting.name], source)
+                origins[setting.name] = source.where
+                break
+        else:
+            default = setting.default
+            if setting.kind == "path":
+                default = (root / default).resolve()
+            elif setting.kind == "paths":
+                default = tuple((root / d).resolve() for d in default)
+            values[setting.name] = default
+            origins[setting.name] = "default"
+    dirs = values.pop("contracts")
+    if not dirs:
+        raise ConfigError(f"{origins['contracts']}: contracts names no folder")
+    return PvConfig(
+        root=root.resolve(),
+        contracts=dirs[0],
+        contract_dirs=dirs,
+        pyproject=pyproject,
+        ini=ini_path,
+        origins=origins,
+        **values,
+    )
 
 
 def load_config(
@@ -150,64 +420,14 @@ def load_config(
     evidence: Path | str | None = None,
     trusted_keys: Path | str | None = None,
 ) -> PvConfig:
-    """Resolve the configuration for a command started at ``start`` (default: the current directory)."""
-    cwd = Path.cwd()
-    start = (start or cwd).resolve()
-    pyproject = find_pyproject(start)
-    table = _read_table(pyproject) if pyproject else {}
-    root = pyproject.parent if pyproject else (start if start.is_dir() else start.parent)
-
-    def from_table(key: str, default: str) -> Path:
-        value = table.get(key, default)
-        if not isinstance(value, str):
-            raise ConfigError(f"{pyproject}: [tool.pv] {key} must be a path string")
-        return (root / value).resolve()
-
-    contracts_path = (
-        (cwd / contracts).resolve() if contracts is not None else from_table("contracts", DEFAULT_CONTRACTS)
-    )
-    evidence_path = (cwd / evidence).resolve() if evidence is not None else from_table("evidence", DEFAULT_EVIDENCE)
-    if checker_packages:
-        packages = _packages(list(checker_packages), "command line")
-    elif "checker_packages" in table:
-        packages = _packages(table["checker_packages"], f"{pyproject}: [tool.pv]")
-    else:
-        packages = DEFAULT_CHECKER_PACKAGES
-    keys: Path | None
-    if trusted_keys is not None:
-        keys = (cwd / trusted_keys).resolve()
-    elif os.environ.get("PV_TRUSTED_KEYS"):
-        keys = (cwd / os.environ["PV_TRUSTED_KEYS"]).resolve()
-    elif "trusted_keys" in table:
-        keys = from_table("trusted_keys", "")
-    else:
-        keys = None
-    faults = (
-        _packages(table["fault_packages"], f"{pyproject}: [tool.pv] fault_packages")
-        if "fault_packages" in table
-        else ()
-    )
-    max_nproc = table.get("max_nproc", 8)
-    if not isinstance(max_nproc, int) or isinstance(max_nproc, bool) or not 1 <= max_nproc <= 4096:
-        raise ConfigError(f"{pyproject}: [tool.pv] max_nproc must be a whole number from 1 to 4096")
-    write = table.get("write_evidence", False)
-    if not isinstance(write, bool):
-        raise ConfigError(f"{pyproject}: [tool.pv] write_evidence must be true or false")
-    dialect = table.get("dialect", "pv")
-    if dialect not in DIALECTS:
-        raise ConfigError(f"{pyproject}: [tool.pv] dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    return PvConfig(
-        root=root.resolve(),
-        contracts=contracts_path,
-        checker_packages=packages,
-        evidence=evidence_path,
-        pyproject=pyproject,
-        trusted_keys=keys,
-        write_evidence=write,
-        dialect=dialect,
-        fault_packages=faults,
-        max_nproc=max_nproc,
-    )
+    """:func:`resolve` for a ``pv`` command: its options are the command line's values."""
+    cli = {
+        "contracts": [contracts] if contracts is not None else None,
+        "checker_packages": list(checker_packages) if checker_packages else None,
+        "evidence": evidence,
+        "trusted_keys": trusted_keys,
+    }
+    return resolve(start, cli=cli)
 
 
 def ensure_importable(root: Path) -> None:

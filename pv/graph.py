@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pv import rules
-from pv.config import PvConfig
 from pv.diagnostics import Diagnostic
-from pv.loader import load_contract_file
+from pv.project import Project
 from pv.statusview import ContractView, contract_view
 from pv.validate import check_tree
 
@@ -118,9 +117,9 @@ def _cycles(nodes: Sequence[str], edges: Sequence[tuple[str, str]]) -> list[list
     return sorted(found)
 
 
-def build(config: PvConfig, paths: Sequence[Path]) -> Graph:
-    loaded = [load_contract_file(p) for p in paths]
-    views: list[ContractView] = [contract_view(config, p, lc) for p, lc in zip(paths, loaded, strict=True)]
+def build(project: Project, paths: Sequence[Path]) -> Graph:
+    views: list[ContractView] = [contract_view(project, p) for p in paths]
+    loaded = [c.loaded for c in map(project.contract, paths) if c.loaded is not None]
     nodes: dict[str, Node] = {}
     alias: dict[str, str] = {}  # a file stem names its contract too (as validate allows)
     for v, lc in zip(views, loaded, strict=True):
@@ -141,7 +140,7 @@ def build(config: PvConfig, paths: Sequence[Path]) -> Graph:
         for member in c:
             nodes[member].in_cycle = True
     diagnostics = [
-        dataclasses.replace(d, path=config.relpath(d.path)) for d in check_tree(loaded) if d.code in _GRAPH_RULES
+        dataclasses.replace(d, path=project.locator(d.path)) for d in check_tree(loaded) if d.code in _GRAPH_RULES
     ]
     return Graph(nodes, edges, missing, cycles, diagnostics)
 

@@ -8,11 +8,10 @@ the log; see :mod:`pv.mutation`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pv.mutation import append_run, mutant_id_from_env
+from pv.pytest_settings import settings_of
 from pv.results import RunRecord, Verdict
 
 
@@ -31,11 +30,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="the mutant this run tests (default: MUTANT_UNDER_TEST, as mutmut sets it)",
     )
-    parser.addini("pv_mutation_log", "default for --pv-mutation-log", default="")
 
 
 def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
-    target = config.getoption("pv_mutation_log") or str(config.getini("pv_mutation_log") or "")
+    target = settings_of(config).mutation_log
     mutant = config.getoption("pv_mutant_id") or mutant_id_from_env()
     if not target or not mutant:
         return
@@ -43,4 +41,4 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
         f"{r.contract_id}::{r.falsify_id}": r.verdict.value for r in run.results if r.verdict != Verdict.NOT_RUN
     }
     if verdicts:
-        append_run(Path(target), mutant, verdicts)
+        append_run(target, mutant, verdicts)

@@ -22,7 +22,7 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Generator, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,14 +31,12 @@ import pytest
 
 from pv import hookspecs
 from pv.cases import aggregate_failures, split_name, verdicts
-from pv.config import ensure_importable
+from pv.config import DEFAULT_TIMEOUT_S, ensure_importable
+from pv.pytest_settings import configure, project_of, register_ini, settings_of
 from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
 from pv.selection import unregistered_markers
 
-DEFAULT_TIMEOUT_S = 600.0
 HARDWARE, OTHER = "hardware", "other"  # FalsifierResult.skip_kind
-DEFAULT_CONTRACTS = "contracts"
-DEFAULT_CHECKER_PACKAGES = ["falsifiers"]
 MARKERS = {
     "ship_blocking": "falsifier whose falsification blocks a release (or a contract that failed to load)",
     "advisory": "falsifier that is reported but never blocks",
@@ -49,7 +47,6 @@ MARKERS = {
 }
 # The evidence writer: --pv-evidence-dir / --pv-no-evidence and a bundle per contract at session end.
 pytest_plugins = ["pv.evidence.pytest_hooks", "pv.mutation_hooks"]
-_SETTINGS_KEY = pytest.StashKey["PvSettings"]()
 _SESSION_PLUGIN = "pv-session"
 
 
@@ -61,6 +58,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    register_ini(parser)
     group = parser.getgroup("pv", "pv contract falsification")
     group.addoption(
         "--pv-contracts",
@@ -83,17 +81,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"default per-falsifier timeout (ini pv_timeout_s; default {DEFAULT_TIMEOUT_S:g}; "
         "0: no deadline, the checker runs in the main thread)",
     )
-    parser.addini("pv_contracts", "directories of contract YAML files", type="paths")
-    parser.addini("pv_checker_packages", "packages whose @checker functions contracts may bind", type="args")
-    parser.addini(
-        "pv_fault_packages",
-        "packages (besides the checker packages) whose fault registries mutants may name",
-        type="args",
-    )
-    parser.addini(
-        "pv_max_nproc", "the most processes a falsifier's launch: {nproc: N} may start (default 8)", default=""
-    )
-    parser.addini("pv_mutants", "run every falsifier's mutant after it survives", type="bool", default=False)
     group.addoption(
         "--pv-isolation",
         choices=["auto", "thread", "process"],
@@ -109,95 +96,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="wait up to SECONDS for `cuda_free_gib>=N` to be met before skipping (ini pv_vram_wait_s; default 0)",
     )
-    parser.addini("pv_vram_wait_s", "seconds to wait for free GPU memory (cuda_free_gib) before skipping", default="0")
-    parser.addini("pv_timeout_s", "default per-falsifier timeout in seconds", default=str(DEFAULT_TIMEOUT_S))
-    parser.addini("pv_isolation", "default checker isolation: auto, thread or process", default="auto")
-
-
-@dataclass(frozen=True)
-class PvSettings:
-    contracts: tuple[Path, ...]
-    checker_packages: tuple[str, ...]
-    mutants: bool
-    timeout_s: float
-    isolation: str = "auto"
-    fault_packages: tuple[str, ...] = ()
-    max_nproc: int = 8
-    root: Path = Path()  # the project root: [tool.pv]'s pyproject folder, else pytest's rootdir
-    dialect: str = "pv"  # [tool.pv] dialect: how contract files are read (pv.dialect)
-    vram_wait_s: float = 0.0  # how long a `cuda_free_gib>=N` falsifier waits for memory to free up
-
-    @property
-    def mutant_packages(self) -> tuple[str, ...]:
-        return (*self.checker_packages, *self.fault_packages)
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> PvSettings:
-        cwd = config.invocation_params.dir
-        cli_dirs = config.getoption("pv_contracts")
-        table = _tool_pv(config)
-        if cli_dirs:
-            contracts = [(cwd / d).resolve() for d in cli_dirs]
-        elif config.getini("pv_contracts"):
-            contracts = [Path(p).resolve() for p in config.getini("pv_contracts")]
-        elif table is not None:
-            contracts = [table.contracts]
-        else:
-            contracts = [(config.rootpath / DEFAULT_CONTRACTS).resolve()]
-        packages = config.getini("pv_checker_packages") or (
-            list(table.checker_packages) if table is not None else DEFAULT_CHECKER_PACKAGES
-        )
-        mutants = config.getoption("pv_mutants") or config.getini("pv_mutants")
-        timeout = config.getoption("pv_timeout")
-        if timeout is None:
-            try:
-                timeout = float(config.getini("pv_timeout_s"))
-            except ValueError as exc:
-                raise pytest.UsageError(f"pv_timeout_s must be a number of seconds: {exc}") from None
-        isolation = config.getoption("pv_isolation") or str(config.getini("pv_isolation") or "auto")
-        if isolation not in ("auto", "thread", "process"):
-            raise pytest.UsageError(f"pv_isolation must be auto, thread or process, not {isolation!r}")
-        vram_wait = config.getoption("pv_vram_wait")
-        if vram_wait is None:
-            try:
-                vram_wait = float(config.getini("pv_vram_wait_s") or 0)
-            except ValueError as exc:
-                raise pytest.UsageError(f"pv_vram_wait_s must be a number of seconds: {exc}") from None
-        if vram_wait < 0:
-            raise pytest.UsageError(f"--pv-vram-wait must be 0 or more seconds, not {vram_wait:g}")
-        faults = config.getini("pv_fault_packages") or (list(table.fault_packages) if table is not None else [])
-        ini_nproc = str(config.getini("pv_max_nproc") or "")
-        try:
-            max_nproc = int(ini_nproc) if ini_nproc else (table.max_nproc if table is not None else 8)
-        except ValueError as exc:
-            raise pytest.UsageError(f"pv_max_nproc must be a whole number: {exc}") from None
-        return cls(
-            tuple(contracts),
-            tuple(packages),
-            bool(mutants),
-            float(timeout),
-            isolation,
-            tuple(faults),
-            max_nproc,
-            root=table.root if table is not None else config.rootpath,
-            dialect=table.dialect if table is not None else "pv",
-            vram_wait_s=float(vram_wait),
-        )
-
-
-def _tool_pv(config: pytest.Config) -> Any:
-    """``[tool.pv]`` of the project's pyproject.toml, when one sets contracts or checker packages."""
-    from pv.config import ConfigError, load_config
-
-    try:
-        cfg = load_config(config.rootpath)
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    return cfg if cfg.pyproject is not None else None
-
-
-def settings_of(config: pytest.Config) -> PvSettings:
-    return config.stash[_SETTINGS_KEY]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -216,12 +114,11 @@ def pytest_configure(config: pytest.Config) -> None:
         pin_this_worker()  # idempotent; covers a plugin loaded after the conftests (-p pv.plugin)
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    settings = PvSettings.from_config(config)
-    config.stash[_SETTINGS_KEY] = settings
+    settings = configure(config)
     # The same rule as every pv command: the project root comes first on sys.path, so a checker
     # package that lint binds is one pytest imports (the `pytest` script does not add the cwd).
     ensure_importable(settings.root)
-    _add_contract_dirs(config, settings.contracts)
+    _add_contract_dirs(config, settings.contract_dirs)
     config.pluginmanager.register(PvSession(config), _SESSION_PLUGIN)
 
 
@@ -263,7 +160,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None  # a hidden file in a scanned folder: skipped here exactly as pv validate/lint skip it
     settings = settings_of(parent.config)
     resolved = file_path.resolve()
-    inside = any(resolved.is_relative_to(d) for d in settings.contracts)
+    inside = any(resolved.is_relative_to(d) for d in settings.contract_dirs)
     if not inside and not named:
         return None
     from pv.collect import ContractFile
@@ -719,7 +616,7 @@ class PvSession:
         if selected == 0:
             self.zero_selection = (
                 f"pv: -m {markexpr!r} selected 0 falsifiers; a ship-blocking run that checks nothing "
-                f"is a failure, not a pass (contracts: {', '.join(map(str, settings_of(self.config).contracts))})"
+                f"is a failure, not a pass (contracts: {', '.join(map(str, settings_of(self.config).contract_dirs))})"
             )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -802,13 +699,12 @@ def _is_falsifier_nodeid(nodeid: str) -> bool:
 
 def _reload_contract(config: pytest.Config, nodeid: str) -> ContractRun | None:
     from pv.collect import INVALID_ITEM_NAME, contract_run
-    from pv.loader import load_contract_file
 
     path_part, _, name = nodeid.partition("::")
     if name == INVALID_ITEM_NAME:
         return None
-    loaded = load_contract_file(config.rootpath / path_part, dialect=settings_of(config).dialect)
-    return contract_run(loaded, config.rootpath) if loaded.contract is not None else None
+    loaded = project_of(config).contract(config.rootpath / path_part).loaded
+    return contract_run(loaded, config.rootpath) if loaded is not None and loaded.contract is not None else None
 
 
 def _utc_now() -> str:
@@ -857,4 +753,4 @@ def pv_session(config: pytest.Config) -> PvSession | None:
     return plugin if isinstance(plugin, PvSession) else None
 
 
-__all__ = ["PvSession", "PvSettings", "pv_session", "run_item", "settings_of", "summary_line"]
+__all__ = ["PvSession", "pv_session", "run_item", "settings_of", "summary_line"]

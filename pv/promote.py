@@ -21,6 +21,7 @@ import datetime as _dt
 import fcntl
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,9 +33,9 @@ import yaml
 from pv.evidence.digest import ContractUnreadable, binding_digest_of, contract_data, sha256_bytes
 from pv.evidence.signing import KeyRing
 from pv.evidence.status import RANK, Assessment, assess, status_mismatch
-from pv.evidence.verify import CurrentContract
 from pv.model import SEMVER_RE, Status
 from pv.paths import shown
+from pv.project import ProjectContract
 
 
 class PromoteError(Exception):
@@ -51,6 +52,7 @@ class Decision:
     reason: str
     assessment: Assessment | None = None
     raw: bytes | None = field(default=None, repr=False)  # the contract bytes the decision read
+    data: dict[str, Any] | None = field(default=None, repr=False)  # those bytes as pv's loader parsed them
 
     @property
     def changed(self) -> bool:
@@ -66,14 +68,14 @@ def decide(
     evidence_dir: Path,
     root: Path | None = None,
     keys: KeyRing | None = None,
-    contract: CurrentContract | None = None,
+    contract: ProjectContract | None = None,
 ) -> Decision:
     """``contract``: the file as a caller already read it (used only while the bytes still match)."""
     raw = contract_path.read_bytes()
     if contract is not None and contract.sha256 == sha256_bytes(raw):
         current_contract = contract
     else:
-        current_contract = CurrentContract.from_bytes(contract_path, raw)
+        current_contract = ProjectContract.from_bytes(contract_path, raw)
     data = current_contract.data
     if data is None or current_contract.binding_digest is None:
         raise PromoteError(f"{contract_path}: {current_contract.problem}")
@@ -91,17 +93,17 @@ def decide(
     found = assess(evidence_dir, contract_path, cid, root, keys=keys, current=current_contract)
     where = _shown(found.bundle_path, root)
     if status_mismatch(current, found) is None:
-        decision = Decision(contract_path, cid, version, current, current, "unchanged", found, raw=raw)
+        decision = Decision(contract_path, cid, version, current, current, "unchanged", found, raw, data)
         if found.reasons and found.status is not Status.ACTIVE:
             decision.reason = "not ACTIVE: " + "; ".join(found.reasons)
         return decision
     if RANK[found.status] > RANK[current]:
-        return Decision(contract_path, cid, version, current, found.status, f"promoted from {where}", found, raw=raw)
+        return Decision(contract_path, cid, version, current, found.status, f"promoted from {where}", found, raw, data)
     if found.falsified:
         why = "; ".join(r for r in found.reasons if r.split(":", 1)[0] in found.falsified)
     else:
         why = "; ".join(found.reasons) or "no verified evidence"
-    return Decision(contract_path, cid, version, current, found.status, f"demoted: {why} ({where})", found, raw=raw)
+    return Decision(contract_path, cid, version, current, found.status, f"demoted: {why} ({where})", found, raw, data)
 
 
 def _shown(path: Path | None, root: Path | None) -> str:
@@ -156,10 +158,39 @@ def _block_entry(entry: dict[str, str], dash_col: int, key_col: int) -> str:
     return "".join(lines)
 
 
+_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # the line breaks YAML counts
+
+
+def _compose(text: str) -> yaml.Node | None:
+    """``text``'s node tree with every mark's ``index`` a character index into ``text``.
+
+    libyaml composes ten times faster than PyYAML's pure-Python loader, and its marks' line and
+    column count characters, so the index is rebuilt from them and the line starts (a BOM is
+    skipped before the first column); its plain scalars' style ``""`` becomes PyYAML's None."""
+    loader: Any = getattr(yaml, "CSafeLoader", None)
+    if loader is None:
+        return yaml.compose(text, Loader=yaml.SafeLoader)  # pure-Python marks index characters
+    root = yaml.compose(text, Loader=loader)
+    starts = [1 if text.startswith("\ufeff") else 0, *(m.end() for m in _BREAK.finditer(text))]
+    todo = [root] if root is not None else []
+    while todo:
+        node = todo.pop()
+        start, end = node.start_mark, node.end_mark  # libyaml's marks are read-only
+        node.start_mark = yaml.Mark("", starts[start.line] + start.column, start.line, start.column, None, 0)
+        node.end_mark = yaml.Mark("", starts[end.line] + end.column, end.line, end.column, None, 0)
+        if isinstance(node, yaml.ScalarNode) and node.style == "":
+            node.style = None  # libyaml's plain style, as PyYAML's own loader writes it
+        elif isinstance(node, yaml.MappingNode):
+            todo.extend(n for pair in node.value for n in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+    return root
+
+
 def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
     """``text`` with ``metadata.status`` set and ``entry`` made the newest changelog entry."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)  # pure-Python loader: marks index characters
+        root = _compose(text)
     except yaml.YAMLError as exc:
         raise PromoteError(f"contract does not parse: {exc}") from exc
     found = _find(root, "metadata") if isinstance(root, yaml.MappingNode) else None
@@ -286,16 +317,22 @@ def apply(decision: Decision, today: _dt.date | None = None, root: Path | None =
         now = target.read_bytes()
         if raw is not None and now != raw:
             raise PromoteError(f"{decision.path}: changed since the decision was taken; run pv promote again")
+        # the decision's parse stands for these bytes; bytes it did not read are parsed here
+        known = decision.data if decision.data is not None and now == decision.raw else None
         raw = now
         text = raw.decode("utf-8")
-        if _declared_status(raw) is not decision.current:
+        try:
+            old_data = known if known is not None else contract_data(raw, decision.path)
+        except ContractUnreadable as exc:
+            raise PromoteError(f"{decision.path}: {exc}") from None
+        if _declared_status(old_data) is not decision.current:
             raise PromoteError(
                 f"{decision.path}: its status changed since the decision was taken; run pv promote again"
             )
         entry = changelog_entry(decision, today or _dt.datetime.now(_dt.UTC).date(), root)
         new = edit_text(text, decision.target, entry)
         try:
-            old_data, new_data = contract_data(raw, decision.path), contract_data(new.encode(), decision.path)
+            new_data = contract_data(new.encode(), decision.path)
         except ContractUnreadable as exc:
             raise PromoteError(f"{decision.path}: {exc}") from None
         if new_data != _expected(old_data, decision.target, entry):
@@ -318,9 +355,9 @@ def apply(decision: Decision, today: _dt.date | None = None, root: Path | None =
     return new
 
 
-def _declared_status(raw: bytes) -> Status | None:
+def _declared_status(data: dict[str, Any]) -> Status | None:
+    meta = data.get("metadata")
     try:
-        meta = contract_data(raw).get("metadata")
         return Status(meta.get("status", Status.DRAFT.value)) if isinstance(meta, dict) else None
-    except (ContractUnreadable, ValueError):
+    except ValueError:
         return None

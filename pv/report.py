@@ -19,9 +19,10 @@ from pv.cases import aggregate_env
 from pv.evidence.bundle import BUNDLE_FILE, FalsifierEntry
 from pv.evidence.signing import KeyRing
 from pv.evidence.status import Assessment, assess
-from pv.evidence.verify import RUN_ID_RE, CurrentContract
+from pv.evidence.verify import RUN_ID_RE
 from pv.git import GitError, run_git
 from pv.paths import shown
+from pv.project import Project, ProjectContract
 from pv.promote import PromoteError, decide
 
 TIMING_RATIO = 1.2
@@ -206,18 +207,18 @@ def _rel(path: Path | None, root: Path) -> str | None:
     return shown(path, root) if path is not None else None
 
 
-def _declared_count(current: CurrentContract) -> int:
+def _declared_count(current: ProjectContract) -> int:
     tests = current.data.get("falsification_tests") if current.data else None
     return len(tests) if isinstance(tests, list) else 0
 
 
-def build(
-    contracts: list[Path], evidence_dir: Path, root: Path, base: str | None = None, keys: KeyRing | None = None
-) -> Report:
+def build(project: Project, contracts: list[Path], base: str | None = None, keys: KeyRing | None = None) -> Report:
+    """One section per contract in ``contracts``, each read once through ``project``."""
+    evidence_dir, root = project.config.evidence, project.root
     at_base = base_bundles(root, evidence_dir, base) if base else {}
     sections: list[Section] = []
     for path in contracts:
-        current = CurrentContract.read(path)
+        current = project.contract(path)
         cid = current.id
         assessment: Assessment
         try:

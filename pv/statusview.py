@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pv.config import PvConfig
 from pv.evidence.bundle import FalsifierEntry
 from pv.evidence.status import RANK, Assessment, assess, status_mismatch
-from pv.evidence.verify import CurrentContract
-from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
+from pv.loader import CONTRACT_SUFFIXES, contract_stem
 from pv.model import FalsificationTest, Status
+from pv.project import Project
 
 BUCKETS = ("survived", "falsified", "error", "skipped", "stale", "never_run")
 
@@ -124,12 +123,13 @@ class ContractView:
 # --- which contracts ----------------------------------------------------------------------------
 
 
-def select_contracts(config: PvConfig, names: Sequence[str] | None) -> list[Path]:
+def select_contracts(project: Project, names: Sequence[str] | None) -> list[Path]:
     """Contract files for ``names`` (paths, folders, contract ids or file stems); all when empty."""
+    config = project.config
     if not names:
         if not config.contracts.is_dir():
             raise SelectionError(f"contracts folder {config.contracts} does not exist")
-        files = find_contract_files([config.contracts])
+        files = project.files([config.contracts])
         if not files:
             raise SelectionError(f"no contract files (*.yaml, *.yml) under {config.contracts}")
         return files
@@ -140,23 +140,18 @@ def select_contracts(config: PvConfig, names: Sequence[str] | None) -> list[Path
         if as_path.is_file() and not name.endswith(CONTRACT_SUFFIXES):
             raise SelectionError(f"{name} is not a contract file (*.yaml, *.yml)")
         if as_path.exists():
-            found = find_contract_files([as_path])
+            found = project.files([as_path])
             if not found:
                 raise SelectionError(f"no contract files (*.yaml, *.yml) under {name}")
             out.extend(found)
             continue
         if every is None:
-            every = find_contract_files([config.contracts]) if config.contracts.is_dir() else []
-        match = [p for p in every if _stem(p) == name] or [p for p in every if load_contract_file(p).id == name]
+            every = project.files([config.contracts]) if config.contracts.is_dir() else []
+        match = [p for p in every if contract_stem(p) == name] or [p for p in every if project.contract(p).id == name]
         if not match:
             raise SelectionError(f"{name}: no such file, and no contract with that id under {config.contracts}")
         out.extend(match)
     return list(dict.fromkeys(out))
-
-
-def _stem(path: Path) -> str:
-    name = path.name
-    return name.rsplit(".", 1)[0] if name.endswith(CONTRACT_SUFFIXES) else name
 
 
 # --- the view -----------------------------------------------------------------------------------
@@ -183,9 +178,12 @@ def _evidence_buckets(falsifiers: Iterable[FalsificationTest], found: Assessment
     return states
 
 
-def contract_view(config: PvConfig, path: Path, loaded: LoadedContract | None = None) -> ContractView:
-    """Load ``path`` (unless given) and set its declared state beside what its evidence supports."""
-    loaded = loaded or load_contract_file(path)
+def contract_view(project: Project, path: Path) -> ContractView:
+    """``path`` as the project read it: its declared state beside what its evidence supports."""
+    config = project.config
+    current = project.contract(path)
+    loaded = current.loaded
+    assert loaded is not None  # ProjectContract.read always keeps the loader's result
     view = ContractView(path=path, rel=config.relpath(path), id=loaded.id)
     contract = loaded.contract
     if contract is None:
@@ -199,7 +197,6 @@ def contract_view(config: PvConfig, path: Path, loaded: LoadedContract | None = 
     view.declared = meta.status
     view.depends_on = list(meta.depends_on)
     view.obligations = [o.id or f"proof_obligations[{i}]" for i, o in enumerate(contract.proof_obligations)]
-    current = CurrentContract.from_loaded(loaded)  # the file as just loaded, not read a second time
     found = assess(config.evidence, path, loaded.id, config.root, keys=config.key_ring(), current=current)
     view.backing = found.status
     view.bundle = config.relpath(found.bundle_path) if found.bundle_path is not None else None
@@ -209,8 +206,8 @@ def contract_view(config: PvConfig, path: Path, loaded: LoadedContract | None = 
     return view
 
 
-def contract_views(config: PvConfig, paths: Sequence[Path]) -> list[ContractView]:
-    return [contract_view(config, p) for p in paths]
+def contract_views(project: Project, paths: Sequence[Path]) -> list[ContractView]:
+    return [contract_view(project, p) for p in paths]
 
 
 # --- text ---------------------------------------------------------------------------------------

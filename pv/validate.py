@@ -7,11 +7,9 @@ imported from the contracts' ``check:``/``mutant:`` references: whether they imp
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import gc
 import os
-import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +20,12 @@ import yaml
 from pv import expr, rules
 from pv.cases import CaseError, expand_spec
 from pv.checkers import in_packages
-from pv.config import DEFAULT_CHECKER_PACKAGES, ConfigError, load_config
+from pv.config import DEFAULT_CHECKER_PACKAGES, DEFAULT_MAX_NPROC, PvConfig, load_config
 from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics, suggest
 from pv.dialect import relax
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
 from pv.model import CONTRACT_ID_RE, FALSIFY_ID_RE, KANI_ID_RE, OBLIGATION_ID_RE, REF_RE, SEMVER_RE
+from pv.project import Project, ProjectContract
 from pv.requirements import RequirementError, parse_requirement
 
 DEFAULT_PATHS = ("contracts",)
@@ -119,93 +118,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-# --- configuration ---------------------------------------------------------------------------
-
-
-def _split(value: Any) -> tuple[str, ...] | None:
-    if isinstance(value, str):
-        parts = tuple(p for p in value.replace(",", " ").split() if p)
-        return parts or None
-    if isinstance(value, list) and value and all(isinstance(p, str) and p for p in value):
-        return tuple(value)
-    return None
-
-
-def _ini_checker_packages(start: Path, key: str = "pv_checker_packages") -> tuple[str, ...] | None:
-    """pytest's ``pv_checker_packages`` (or ``key``) ini option, from the first configuration file
-    pytest would read at or above ``start`` (pytest.ini, pyproject.toml, tox.ini, setup.cfg)."""
-    here = start.resolve()
-    if here.is_file():
-        here = here.parent
-    for d in (here, *here.parents):
-        ini = d / "pytest.ini"
-        if ini.is_file():
-            return _ini_option(ini, "pytest", key)
-        pyproject = d / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                tool = {}
-            options = tool.get("pytest", {}).get("ini_options")
-            if isinstance(options, dict):
-                return _split(options.get(key))
-        for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-            if (d / name).is_file():
-                found = _ini_option(d / name, section, key)
-                if found is not None:
-                    return found
-        if (d / ".git").exists():
-            break
-    return None
-
-
-def _ini_option(ini: Path, section: str, key: str = "pv_checker_packages") -> tuple[str, ...] | None:
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read(ini, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError):
-        return None
-    if parser.has_option(section, key):
-        return _split(parser.get(section, key))
-    return None
-
-
-def configured_checker_packages(start: Path | None = None) -> tuple[str, ...]:
-    """The checker packages in force at ``start``: ``[tool.pv] checker_packages`` (see
-    :mod:`pv.config`), else pytest's ``pv_checker_packages`` ini option, else ``falsifiers``.
-
-    Raises :class:`pv.config.ConfigError` for a malformed ``[tool.pv]`` table.
-    """
-    cfg = load_config(start)
-    if cfg.checker_packages != DEFAULT_CHECKER_PACKAGES:
-        return cfg.checker_packages
-    return _ini_checker_packages(start or Path.cwd()) or DEFAULT_CHECKER_PACKAGES
-
-
-def _configured_max_nproc(start: Path | None) -> int:
-    try:
-        return load_config(start).max_nproc
-    except ConfigError:
-        return DEFAULT_MAX_NPROC
-
-
-def _configured_dialect(start: Path | None) -> str:
-    try:
-        return load_config(start).dialect
-    except ConfigError:
-        return "pv"  # a broken [tool.pv] is reported by the commands that need the rest of it
-
-
-def configured_fault_packages(start: Path | None = None) -> tuple[str, ...]:
-    """Packages whose modules a ``mutant:`` may name besides the checker packages:
-    ``[tool.pv] fault_packages``, else pytest's ``pv_fault_packages`` ini option, else none."""
-    cfg = load_config(start)
-    if cfg.fault_packages:
-        return cfg.fault_packages
-    return _ini_checker_packages(start or Path.cwd(), "pv_fault_packages") or ()
-
-
 # --- per-file rules ----------------------------------------------------------------------------
 
 
@@ -234,9 +146,6 @@ def _expect_position(loaded: LoadedContract, keypath: KeyPath, col_in_text: int)
     if single_line and node.style in ("'", '"') and "\\" not in node.value and "'" not in node.value:
         return line, col + col_in_text  # one more for the opening quote
     return line, col
-
-
-DEFAULT_MAX_NPROC = 8
 
 
 def check_file(
@@ -679,22 +588,32 @@ def validate_paths(
     max_bytes: int | None = None,
     max_nproc: int | None = None,
     dialect: str | None = None,
+    config: PvConfig | None = None,
+    project: Project | None = None,
 ) -> ValidationReport:
     """Find, load and validate the contracts under ``paths`` (default ``contracts/``).
 
-    ``dialect`` defaults to ``[tool.pv] dialect`` (``pv``)."""
+    What the arguments leave unset comes from ``project`` (else ``config``, else
+    :func:`pv.config.load_config` at the first path that exists), so validate reads the settings
+    lint and pytest read, and each file is read once per project.
+    Raises :class:`pv.config.ConfigError` for a malformed setting."""
     path_list = [Path(p) for p in (paths or DEFAULT_PATHS)]
     found = find_contract_files(path_list)
     # a path that does not exist is a usage mistake, not a contract: report it, do not count it
     missing = [p for p in found if not os.path.lexists(p)]
     files = [p for p in found if os.path.lexists(p)]
-    start = _config_start(path_list)
-    packages = tuple(checker_packages) if checker_packages else configured_checker_packages(start)
-    faults = tuple(fault_packages) if fault_packages is not None else configured_fault_packages(start)
-    dialect = dialect or _configured_dialect(start)
+    if project is None:
+        project = Project(config or load_config(_config_start(path_list)))
+    cfg = project.config
+    packages = tuple(checker_packages) if checker_packages else cfg.checker_packages
+    faults = tuple(fault_packages) if fault_packages is not None else cfg.fault_packages
+    dialect = dialect or cfg.dialect
     with _fewer_gc_passes():
-        loaded = [load_contract_file(f, max_bytes=max_bytes, dialect=dialect) for f in files]
-        cap = max_nproc if max_nproc is not None else _configured_max_nproc(start)
+        if max_bytes is None and dialect == cfg.dialect:
+            loaded = [_loaded(project.contract(f)) for f in files]  # the project's one reading
+        else:
+            loaded = [load_contract_file(f, max_bytes=max_bytes, dialect=dialect) for f in files]
+        cap = max_nproc if max_nproc is not None else cfg.max_nproc
         report = validate_contracts(
             loaded, strict=strict, packages=packages, fault_packages=faults, max_nproc=cap, dialect=dialect
         )
@@ -708,6 +627,11 @@ def validate_paths(
     if extra:
         report.diagnostics = sort_diagnostics([*report.diagnostics, *extra])
     return report
+
+
+def _loaded(contract: ProjectContract) -> LoadedContract:
+    assert contract.loaded is not None  # ProjectContract.read keeps the loader's result
+    return contract.loaded
 
 
 @contextlib.contextmanager

@@ -17,7 +17,8 @@ from typing import Annotated, Any
 import typer
 
 from pv.app import app
-from pv.config import ConfigError, PvConfig, load_config
+from pv.config import ConfigError, PvConfig
+from pv.project import Project
 
 
 def _fail(command: str, message: str, code: int = 2) -> typer.Exit:
@@ -25,11 +26,11 @@ def _fail(command: str, message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _config(command: str) -> PvConfig:
+def _project(command: str) -> Project:
     try:
-        config = load_config()
-        config.key_ring()  # a missing or broken trusted-keys file is a configuration error, up front
-        return config
+        project = Project.open()
+        project.config.key_ring()  # a missing or broken trusted-keys file is a configuration error, up front
+        return project
     except ConfigError as exc:
         raise _fail(command, f"configuration error: {exc}") from None
 
@@ -70,7 +71,7 @@ def scaffold(
     from pv.scaffold import ScaffoldError, new_contract
     from pv.scaffold import scaffold as run_scaffold
 
-    config = _config("scaffold")
+    config = _project("scaffold").config
     if new is not None:
         if contract is not None or falsifier is not None:
             raise _fail("scaffold", "--new takes no CONTRACT and no --falsifier")
@@ -121,12 +122,12 @@ def status(
     """
     from pv.statusview import SelectionError, contract_views, exit_code, select_contracts, status_lines
 
-    config = _config("status")
+    project = _project("status")
     try:
-        paths = select_contracts(config, contracts)
+        paths = select_contracts(project, contracts)
     except SelectionError as exc:
         raise _fail("status", str(exc)) from None
-    views = contract_views(config, paths)
+    views = contract_views(project, paths)
     if as_json:
         _json_out({"contracts": [v.to_json() for v in views], "ok": exit_code(views) == 0})
     else:
@@ -162,7 +163,7 @@ def diff(
     from pv.diff import ContractDiff, GitError, diff_contracts, format_text
     from pv.loader import load_contract_file
 
-    config = _config("diff")
+    config = _project("diff").config
     diffs: list[ContractDiff] = []
     notes: list[str] = []
     if git is None:
@@ -250,12 +251,12 @@ def graph(
     from pv.graph import build, render
     from pv.statusview import SelectionError, select_contracts
 
-    config = _config("graph")
+    project = _project("graph")
     try:
-        paths = select_contracts(config, None)
+        paths = select_contracts(project, None)
     except SelectionError as exc:
         raise _fail("graph", str(exc)) from None
-    g = build(config, paths)
+    g = build(project, paths)
     sys.stdout.write(render(g, output_format.value))
     if not g.ok and output_format is not GraphFormat.TEXT:
         for d in g.diagnostics:
@@ -279,12 +280,12 @@ def coverage(
     from pv import coverage as cov
     from pv.statusview import SelectionError, contract_views, select_contracts
 
-    config = _config("coverage")
+    project = _project("coverage")
     try:
-        paths = select_contracts(config, contracts)
+        paths = select_contracts(project, contracts)
     except SelectionError as exc:
         raise _fail("coverage", str(exc)) from None
-    views = contract_views(config, paths)
+    views = contract_views(project, paths)
     rows, total = cov.compute(views)
     if as_json:
         _json_out(cov.to_json(rows, total))

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from pv.app import app
-from pv.config import ConfigError, PvConfig, load_config
+from pv.config import ConfigError, PvConfig
+from pv.project import Project
 
 evidence_app = typer.Typer(name="evidence", help="Check and tidy evidence bundles.", no_args_is_help=True)
 app.add_typer(evidence_app, name="evidence")
@@ -37,11 +38,11 @@ def _usage(command: str, message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _config(
+def _project(
     command: str, evidence: Path | None = None, contracts: Path | None = None, trusted_keys: Path | None = None
-) -> PvConfig:
+) -> Project:
     try:
-        return load_config(evidence=evidence, contracts=contracts, trusted_keys=trusted_keys)
+        return Project.open(evidence=evidence, contracts=contracts, trusted_keys=trusted_keys)
     except ConfigError as exc:
         raise _usage(command, str(exc)) from None
 
@@ -53,14 +54,12 @@ def _keys(command: str, config: PvConfig) -> Any:
         raise _usage(command, str(exc)) from None
 
 
-def _contract_files(command: str, config: PvConfig, paths: list[Path] | None) -> list[Path]:
-    from pv.loader import find_contract_files
-
-    targets = paths or [config.contracts]
+def _contract_files(command: str, project: Project, paths: list[Path] | None) -> list[Path]:
+    targets = paths or [project.config.contracts]
     missing = [p for p in targets if not p.exists()]
     if missing:
         raise _usage(command, f"no such file or directory: {', '.join(map(str, missing))}")
-    files = find_contract_files(targets)
+    files = project.files(targets)
     if not files:
         raise _usage(command, f"no contract files under {', '.join(map(str, targets))}")
     return files
@@ -81,12 +80,13 @@ def verify(
     history, not failures; `pv evidence gc` removes them."""
     from pv.evidence.verify import leftover_tmp_dirs, verify_path
 
-    config = _config("evidence verify", trusted_keys=trusted_keys)
+    project = _project("evidence verify", trusted_keys=trusted_keys)
+    config = project.config
     keys = _keys("evidence verify", config)
     target = path if path is not None else config.evidence
     if not target.exists():
         raise _usage("evidence verify", f"{target} does not exist")
-    reports = verify_path(target, config.root, keys)
+    reports = verify_path(target, config.root, keys, project)
     counts = Counter(r.status for r in reports)
     for r in reports:
         signed = f"  (signed by {r.signed_by[:16]})" if r.signed_by else ""
@@ -141,7 +141,7 @@ def recover(evidence: EvidenceOpt = None) -> None:
     from pv.evidence.environment import capture
     from pv.evidence.journal import recover_all
 
-    config = _config("evidence recover", evidence)
+    config = _project("evidence recover", evidence).config
     outcomes = recover_all(config.evidence, config.root, lambda: capture(config.root, exclude=[config.evidence]))
     for o in outcomes:
         shown = config.relpath(o.path) if o.path is not None else f"NOT written: {o.reason}"
@@ -165,9 +165,10 @@ def gc(
     that killed writers left."""
     from pv.evidence import gc as gc_mod
     from pv.evidence.status import assess
-    from pv.evidence.verify import CurrentContract, find_bundles, verify_content
+    from pv.evidence.verify import find_bundles, verify_content
 
-    config = _config("evidence gc", evidence, contracts, trusted_keys)
+    project = _project("evidence gc", evidence, contracts, trusted_keys)
+    config = project.config
     keys = _keys("evidence gc", config)
     if not config.evidence.is_dir():
         raise _usage("evidence gc", f"{config.evidence} does not exist")
@@ -175,8 +176,8 @@ def gc(
     history: list[Path] = []
     known_ids: set[str] = set()
     if config.contracts.is_dir():
-        for path in _contract_files("evidence gc", config, None):
-            current = CurrentContract.read(path)
+        for path in _contract_files("evidence gc", project, None):
+            current = project.contract(path)
             found = assess(config.evidence, path, current.id, config.root, keys=keys, current=current)
             known_ids.add(current.id)
             backing.extend(found.contributing)
@@ -212,24 +213,23 @@ def promote(
     trusted_keys: KeysOpt = None,
 ) -> None:
     """Move each contract's status to exactly what its verified, current evidence supports."""
-    from pv.evidence.verify import CurrentContract
-    from pv.loader import load_contract_file
     from pv.promote import PromoteError, apply, decide, locked
 
-    config = _config("promote", evidence, trusted_keys=trusted_keys)
+    project = _project("promote", evidence, trusted_keys=trusted_keys)
+    config = project.config
     keys = _keys("promote", config)
     changed = errors = 0
-    for path in _contract_files("promote", config, contracts):
+    for path in _contract_files("promote", project, contracts):
         shown = config.relpath(path)
-        loaded = load_contract_file(path)
-        if not loaded.ok:
+        current = project.contract(path)
+        if not current.ok:
             errors += 1
             typer.echo(f"{shown}: not promoted: the contract does not validate (run `pv validate`)", err=True)
             continue
         try:
             with locked(path):  # decide and write under one lock: a concurrent promote waits, then sees this
                 # the file as just validated, unless another promote rewrote it while we waited
-                decision = decide(path, config.evidence, config.root, keys, CurrentContract.from_loaded(loaded))
+                decision = decide(path, config.evidence, config.root, keys, current)
                 if not decision.changed:
                     typer.echo(f"{shown}: {decision.current.value} ({decision.reason})")
                     continue
@@ -239,6 +239,7 @@ def promote(
                     typer.echo(f"{shown}: would change {arrow} ({decision.reason})")
                 else:
                     apply(decision, root=config.root)
+                    project.forget(path)
                     typer.echo(f"{shown}: {arrow} ({decision.reason})")
         except (PromoteError, OSError, UnicodeDecodeError) as exc:
             errors += 1
@@ -265,11 +266,11 @@ def report(
 
     if fmt not in ("markdown", "github"):
         raise _usage("report", f"unknown --format {fmt!r}; choose markdown or github")
-    config = _config("report", evidence, contracts)
-    keys = _keys("report", config)
+    project = _project("report", evidence, contracts)
+    keys = _keys("report", project.config)
     try:
-        files = _contract_files("report", config, None)
-        text = render_markdown(build(files, config.evidence, config.root, base, keys))
+        files = _contract_files("report", project, None)
+        text = render_markdown(build(project, files, base, keys))
     except ReportError as exc:
         raise _usage("report", str(exc)) from None
     if output is not None:

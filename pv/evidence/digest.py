@@ -75,9 +75,9 @@ def dumps(data: Any) -> str:
     return json.dumps(jsonable(data), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def read_contract(data: bytes, path: str | Path = "<contract>") -> LoadedContract:
+def read_contract(data: bytes, path: str | Path = "<contract>", dialect: str = "pv") -> LoadedContract:
     """The one way evidence code reads a contract: pv's loader over exactly these bytes."""
-    return load_contract_bytes(data, path)
+    return load_contract_bytes(data, path, dialect=dialect)
 
 
 def first_error(loaded: LoadedContract) -> str:

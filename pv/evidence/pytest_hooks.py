@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from pv.cases import split_name
-from pv.config import DEFAULT_EVIDENCE, ConfigError, PvConfig, load_config
 from pv.evidence.environment import capture
 from pv.evidence.journal import Journal, recover_all
 from pv.evidence.signing import Signer, SigningError
 from pv.evidence.writer import Outcome, write_run
 from pv.paths import shown
+from pv.pytest_settings import settings_of
 from pv.results import ContractRun, FalsifierResult, RunRecord
 
 _PLAN_KEY = pytest.StashKey["_Plan"]()
@@ -60,36 +60,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="ed25519 private key (PEM) to sign bundles with (default: $PV_SIGNING_KEY, $PV_SIGNING_KEY_FILE)",
     )
-    parser.addini("pv_evidence", "evidence folder, relative to the rootdir (default: [tool.pv] evidence)", default="")
-    parser.addini("pv_write_evidence", "write evidence bundles without --pv-evidence", type="bool", default=False)
 
 
-def _tool_pv(config: pytest.Config) -> PvConfig | None:
-    try:
-        return load_config(config.rootpath)
-    except ConfigError:  # the pv commands will report a malformed [tool.pv]
-        return None
-
-
-def evidence_dir(config: pytest.Config, table: PvConfig | None) -> Path:
-    """--pv-evidence-dir (relative to where pytest was invoked), else ini ``pv_evidence`` (relative
-    to the rootdir), else ``[tool.pv] evidence`` as the ``pv`` commands read it, else evidence/."""
-    option = config.getoption("pv_evidence_dir")
-    if option:
-        return (config.invocation_params.dir / option).resolve()
-    ini = str(config.getini("pv_evidence") or "")
-    if ini:
-        return (config.rootpath / ini).resolve()
-    return table.evidence if table is not None else (config.rootpath / DEFAULT_EVIDENCE).resolve()
-
-
-def writes_evidence(config: pytest.Config, table: PvConfig | None) -> bool:
-    """Whether this process writes bundles: asked for, not refused, and not an xdist worker."""
-    if config.getoption("pv_no_evidence") or hasattr(config, "workerinput"):
-        return False
-    if config.getoption("pv_evidence") or config.getini("pv_write_evidence"):
-        return True
-    return bool(table is not None and table.write_evidence)
+def writes_evidence(config: pytest.Config) -> bool:
+    """Whether this process writes bundles: the resolved ``write_evidence`` (``--pv-evidence``,
+    ``--pv-no-evidence``, ini ``pv_write_evidence``, ``[tool.pv] write_evidence``), never on an
+    xdist worker."""
+    return settings_of(config).write_evidence and not hasattr(config, "workerinput")
 
 
 @dataclass
@@ -108,8 +85,8 @@ def _plan(config: pytest.Config) -> _Plan:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    table = _tool_pv(config)  # pyproject.toml read once for the session
-    if not writes_evidence(config, table):
+    settings = settings_of(config)
+    if not writes_evidence(config):
         config.stash[_PLAN_KEY] = _Plan()
         return
     key = config.getoption("pv_signing_key")
@@ -117,8 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         signer = Signer.from_environment(Path(key) if key else None)
     except SigningError as exc:
         raise pytest.UsageError(f"pv: cannot sign evidence: {exc}") from None
-    keys_trusted = table is not None and table.trusted_keys is not None
-    config.stash[_PLAN_KEY] = _Plan(evidence_dir(config, table), signer, keys_trusted)
+    config.stash[_PLAN_KEY] = _Plan(settings.evidence, signer, settings.trusted_keys is not None)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -129,7 +105,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     outcomes = recover_all(target, config.rootpath, lambda: capture(config.rootpath, exclude=[target]), plan.signer)
     _report(config, outcomes, "pv evidence (recovered from a session that died)")
-    from pv.plugin import pv_session, settings_of
+    from pv.plugin import pv_session
 
     pv = pv_session(config)
     if pv is None:

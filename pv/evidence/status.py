@@ -28,8 +28,9 @@ from typing import Protocol
 
 from pv.evidence.bundle import Bundle, FalsifierEntry, parse_time
 from pv.evidence.signing import KeyRing
-from pv.evidence.verify import BundleReport, CurrentContract, find_bundles, verify_bundle
+from pv.evidence.verify import BundleReport, find_bundles, verify_bundle
 from pv.model import Status
+from pv.project import ProjectContract
 
 RANK: dict[Status, int] = {Status.DRAFT: 0, Status.ACTIVE_ALGORITHM_LEVEL: 1, Status.ACTIVE: 2}
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -79,7 +80,7 @@ class Assessment:
 
 def contract_id_of(path: Path) -> str:
     """``metadata.id`` (read by pv's loader) or the file stem."""
-    return CurrentContract.read(path).id
+    return ProjectContract.read(path).id
 
 
 def bundle_time(bundle: Bundle) -> tuple[_dt.datetime, _dt.datetime, str]:
@@ -178,9 +179,9 @@ def assess(
     root: Path | None = None,
     *,
     keys: KeyRing | None = None,
-    current: CurrentContract | None = None,
+    current: ProjectContract | None = None,
 ) -> Assessment:
-    current = current or CurrentContract.read(contract_path)
+    current = current or ProjectContract.read(contract_path)
     cid = contract_id or current.id
     rejected: list[BundleReport] = []
     ignored: dict[Path, str] = {}

@@ -35,17 +35,9 @@ from pv.evidence.bundle import (
     committed_schema,
     parse_time,
 )
-from pv.evidence.digest import (
-    BINDING_METHOD,
-    ContractUnreadable,
-    binding_digest_of,
-    first_error,
-    read_contract,
-    sha256_bytes,
-    sha256_file,
-)
+from pv.evidence.digest import BINDING_METHOD, sha256_file
 from pv.evidence.signing import KeyRing, verify_envelope
-from pv.loader import LoadedContract
+from pv.project import Project, ProjectContract
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
 _MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
@@ -64,52 +56,6 @@ _SEVERITY: tuple[VerifyStatus, ...] = (
     "ok",
 )
 _HISTORY: frozenset[str] = frozenset({"stale", "superseded"})
-
-
-@dataclass(frozen=True)
-class CurrentContract:
-    """A contract as it stands now, read once through pv's loader: what bundles are bound to."""
-
-    path: Path
-    id: str
-    version: str
-    sha256: str
-    binding_digest: str | None  # None: the contract does not load
-    problem: str = ""
-
-    data: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def read(cls, path: Path) -> CurrentContract:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            return cls(path, path.stem, "", "", None, f"cannot be read: {exc.strerror or exc}")
-        return cls.from_bytes(path, raw)
-
-    @classmethod
-    def from_bytes(cls, path: Path, raw: bytes) -> CurrentContract:
-        loaded = read_contract(raw, path)
-        if loaded.sha256 is None:  # refused before hashing (over the size cap)
-            loaded.sha256 = sha256_bytes(raw)
-        return cls.from_loaded(loaded)
-
-    @classmethod
-    def from_loaded(cls, loaded: LoadedContract) -> CurrentContract:
-        """From a contract pv's loader already read (``pv status`` has one in hand)."""
-        path = loaded.path
-        meta = loaded.data.get("metadata") if loaded.data else None
-        version = str(meta.get("version", "")) if isinstance(meta, dict) else ""
-        digest: str | None = None
-        problem = ""
-        if loaded.data is None:
-            problem = first_error(loaded)
-        else:
-            try:
-                digest = binding_digest_of(loaded.data)
-            except ContractUnreadable as exc:
-                problem = str(exc)
-        return cls(path, loaded.id, version, loaded.sha256 or "", digest, problem, loaded.data)
 
 
 @dataclass
@@ -303,7 +249,7 @@ def _contract_candidates(path: Path, rel: str, root: Path | None) -> list[Path]:
     return [r / rel for r in roots]
 
 
-def _check_binding(bundle: Bundle, current: CurrentContract | None, report: BundleReport) -> None:
+def _check_binding(bundle: Bundle, current: ProjectContract | None, report: BundleReport) -> None:
     where = bundle.contract.path
     if current is None:
         report.problems.append(Problem("stale", where, "contract file not found"))
@@ -388,7 +334,7 @@ def verify_bundle(
     contract_file: Path | None = None,
     *,
     keys: KeyRing | None = None,
-    current: CurrentContract | None = None,
+    current: ProjectContract | None = None,
 ) -> BundleReport:
     """Check one bundle.  The contract it must be bound to is ``current`` (read once by a caller
     checking many bundles), else ``contract_file``, else the path recorded in the bundle resolved
@@ -402,14 +348,17 @@ def verify_bundle(
             file: Path | None = contract_file if contract_file.is_file() else None
         else:
             file = _recorded_contract(path, report.bundle, root)
-        current = CurrentContract.read(file) if file is not None else None
+        current = ProjectContract.read(file) if file is not None else None
     _check_binding(report.bundle, current, report)
     return report
 
 
-def verify_path(path: Path, root: Path | None = None, keys: KeyRing | None = None) -> list[BundleReport]:
-    """Every bundle under ``path``; each contract file is read once, however many bundles it has."""
-    currents: dict[Path, CurrentContract | None] = {}
+def verify_path(
+    path: Path, root: Path | None = None, keys: KeyRing | None = None, project: Project | None = None
+) -> list[BundleReport]:
+    """Every bundle under ``path``; each contract file is read once (through ``project`` when
+    given, so a command that already read it does not read it again), however many bundles it has."""
+    currents: dict[Path, ProjectContract | None] = {}
     reports: list[BundleReport] = []
     for b in find_bundles(path):
         report = verify_content(b, keys)
@@ -417,7 +366,10 @@ def verify_path(path: Path, root: Path | None = None, keys: KeyRing | None = Non
             file = _recorded_contract(b, report.bundle, root)
             key = file.resolve() if file is not None else Path()
             if key not in currents:
-                currents[key] = CurrentContract.read(file) if file is not None else None
+                if file is None:
+                    currents[key] = None
+                else:
+                    currents[key] = project.contract(file) if project is not None else ProjectContract.read(file)
             _check_binding(report.bundle, currents[key], report)
         reports.append(report)
     return reports

@@ -105,12 +105,6 @@ class TreeLoader:
         self._salt = ""
         self._fresh = False
 
-    @property
-    def fault_packages(self) -> tuple[str, ...]:
-        from pv.validate import configured_fault_packages
-
-        return self.config.fault_packages or configured_fault_packages(self.config.root)
-
     # --- loading ----------------------------------------------------------------------------
     def load(self) -> LintTree:
         t0 = time.perf_counter()
@@ -139,10 +133,7 @@ class TreeLoader:
         report = validate_paths(
             [self.config.contracts],
             strict=self.strict,
-            checker_packages=self.config.checker_packages,
-            fault_packages=self.fault_packages,
-            max_nproc=self.config.max_nproc,
-            dialect=self.config.dialect,
+            config=self.config,
         )
         return self._from_report(report, tree_key)
 
@@ -152,7 +143,7 @@ class TreeLoader:
             f"{self.config.root}\x00{self.config.contracts}\x00{self.strict}\x00{self.config.dialect}\x00".encode()
         )
         h.update(",".join(self.config.checker_packages).encode())
-        h.update(("|" + ",".join(self.fault_packages)).encode())
+        h.update(("|" + ",".join(self.config.fault_packages)).encode())
         for _, rel, sha in sorted(digests, key=lambda d: d[1]):
             h.update(f"\x00{rel}\x00{sha}".encode())
         return h.hexdigest()

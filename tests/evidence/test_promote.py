@@ -176,3 +176,33 @@ def test_written_file_is_replaced_atomically(project: Project, write: Writer, tm
     write(all_survive())
     promote(project)
     assert sorted(p.name for p in project.contract.parent.iterdir()) == ["demo-v1.yaml"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CONTRACT,
+        "\ufeffmetadata:\n  id: x\n  status: DRAFT\n",
+        "metadata:\r\n  id: é ü\r\n  status: 'DRAFT'\r\n  changelog: [{a: 1}]\r\n",
+        'a: b\x85c: d\u2028e: "ñ"\n',
+        "a: 😀x\nb: [1, 😀]\nc: {d: 😀}\n",
+        "a: |\n  x\n\n  y\n\nb: &anchor c\nd: *anchor\n",
+    ],
+)
+def test_the_fast_composer_marks_characters_as_pyyaml_does(text: str) -> None:
+    """The edit composes with libyaml and rebuilds each mark's index from its line and column;
+    every node must sit where PyYAML's own loader puts it, or the edit lands in the wrong place."""
+    import yaml
+
+    from pv.promote import _compose
+
+    def spans(node: yaml.Node) -> list[tuple[int, int, str | None]]:
+        own = [(node.start_mark.index, node.end_mark.index, getattr(node, "style", None))]
+        if isinstance(node, yaml.MappingNode):
+            return own + [s for pair in node.value for n in pair for s in spans(n)]
+        if isinstance(node, yaml.SequenceNode):
+            return own + [s for n in node.value for s in spans(n)]
+        return own
+
+    expected = yaml.compose(text, Loader=yaml.SafeLoader)
+    assert spans(_compose(text)) == spans(expected)

@@ -1,4 +1,4 @@
-"""pv.config: command line over [tool.pv] over defaults; the root is importable."""
+"""pv.config: command line, environment, pytest ini, [tool.pv], default, in that order; the root is importable."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pv.config import DEFAULT_CHECKER_PACKAGES, ConfigError, ensure_importable, find_pyproject, load_config
+from pv.config import (
+    DEFAULT_CHECKER_PACKAGES,
+    SETTINGS,
+    ConfigError,
+    ensure_importable,
+    find_pyproject,
+    load_config,
+    resolve,
+)
 
 
 def write(path: Path, text: str) -> Path:
@@ -99,3 +107,74 @@ def test_ensure_importable_puts_the_root_first_once(tmp_path: Path, monkeypatch:
 
     assert mycheckers_cfgtest.VALUE == 7
     monkeypatch.delitem(sys.modules, "mycheckers_cfgtest")
+
+
+def _layered(root: Path) -> None:
+    write(root / "pyproject.toml", '[tool.pv]\nmax_nproc = 2\ntimeout_s = 5\nisolation = "thread"\ndialect = "rust"\n')
+    write(root / "pytest.ini", "[pytest]\npv_max_nproc = 3\npv_timeout_s = 6\npv_isolation = process\n")
+
+
+def test_one_order_command_line_environment_ini_table_default(tmp_path: Path) -> None:
+    _layered(tmp_path)
+    cfg = resolve(tmp_path, cli={"max_nproc": 4}, env={"PV_MAX_NPROC": "9", "PV_TIMEOUT_S": "7"})
+    assert cfg.max_nproc == 4  # command line over everything
+    assert cfg.timeout_s == 7.0  # environment over the ini file
+    assert cfg.isolation == "process"  # pytest's ini over [tool.pv]
+    assert cfg.dialect == "rust"  # [tool.pv] over the default
+    assert cfg.vram_wait_s == 0.0 and cfg.mutation_log is None  # defaults
+    assert cfg.origins["max_nproc"] == "command line" and cfg.origins["timeout_s"] == "environment"
+    assert cfg.origins["isolation"] == "pytest.ini" and cfg.origins["vram_wait_s"] == "default"
+    # every setting has an ini name and an environment name the order applies to
+    assert {s.ini for s in SETTINGS} >= {"pv_contracts", "pv_checker_packages", "pv_evidence", "pv_timeout_s"}
+
+
+def test_relative_paths_start_where_they_are_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.pv]\nevidence = "ev"\n')
+    write(tmp_path / "sub" / "pytest.ini", "[pytest]\npv_contracts = specs\n")
+    monkeypatch.chdir(tmp_path / "sub")
+    cfg = resolve(tmp_path / "sub", env={"PV_MUTATION_LOG": "log.jsonl"})
+    assert cfg.evidence == tmp_path.resolve() / "ev"  # [tool.pv]: the pyproject's folder
+    assert cfg.contracts == tmp_path.resolve() / "sub" / "specs"  # ini: the ini file's folder
+    assert cfg.mutation_log == tmp_path.resolve() / "sub" / "log.jsonl"  # environment: the current folder
+
+
+def test_an_enclosing_projects_ini_is_not_read(tmp_path: Path) -> None:
+    write(tmp_path / "pytest.ini", "[pytest]\npv_checker_packages = outer\n")
+    write(tmp_path / "inner" / "pyproject.toml", '[tool.pv]\nchecker_packages = ["inner"]\n')
+    assert resolve(tmp_path / "inner", env={}).checker_packages == ("inner",)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ({"env": {"PV_MAX_NPROC": "many"}}, "environment: PV_MAX_NPROC must be a whole number"),
+        ({"env": {"PV_ISOLATION": "vm"}}, "environment: PV_ISOLATION must be one of auto, thread, process"),
+        ({"cli": {"vram_wait_s": -1.0}}, "command line: --vram-wait-s must be 0 or more"),
+        ({"ini": {"pv_write_evidence": "perhaps"}}, "pv_write_evidence must be true or false"),
+        ({"ini": {"pv_max_nproc": "5000"}}, "pv_max_nproc must be from 1 to 4096"),
+    ],
+)
+def test_a_bad_value_names_where_it_was_set(tmp_path: Path, source: dict[str, object], message: str) -> None:
+    write(tmp_path / "pyproject.toml", "")
+    with pytest.raises(ConfigError, match=message):
+        resolve(tmp_path, env=source.get("env", {}), cli=source.get("cli"), ini=source.get("ini"))  # type: ignore[arg-type]
+
+
+def test_lint_and_pytest_read_the_same_ini(pytester: pytest.Pytester) -> None:
+    """The pv commands read pytest's ini themselves; the plugin gets it from pytest: one value."""
+    pytester.makeini("[pytest]\npv_max_nproc = 3\npv_timeout_s = 12\n")
+    pytester.makeconftest(
+        "from pv.pytest_settings import settings_of\n"
+        "def pytest_report_header(config):\n"
+        "    s = settings_of(config)\n"
+        "    return f'pv settings: nproc={s.max_nproc} timeout={s.timeout_s:g}'\n"
+    )
+    cfg = load_config(pytester.path)
+    assert (cfg.max_nproc, cfg.timeout_s) == (3, 12.0)
+    result = pytester.runpytest("--collect-only", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(["pv settings: nproc=3 timeout=12"])
+    result = pytester.runpytest("--collect-only", "-p", "no:randomly", "--pv-timeout", "4")
+    result.stdout.fnmatch_lines(["pv settings: nproc=3 timeout=4"])
+    bad = pytester.runpytest("--collect-only", "-o", "pv_isolation=vm")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*pv_isolation must be one of auto, thread, process*"])

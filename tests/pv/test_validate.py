@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pv.config import load_config
 from pv.diagnostics import Diagnostic, Severity
 from pv.loader import load_contract_file
-from pv.validate import ValidationReport, configured_checker_packages, validate_contracts, validate_paths
+from pv.validate import ValidationReport, validate_contracts, validate_paths
 
 TEMPLATE = """\
 metadata:
@@ -333,7 +334,7 @@ def test_configured_checker_packages(tmp_path: Path, files: dict[str, str], expe
         (project / name).write_text(text)
     if not files:
         (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    assert configured_checker_packages(project / "contracts") == expected
+    assert load_config(project / "contracts").checker_packages == expected
 
 
 def test_configured_checker_package_accepts_the_check(tmp_path: Path) -> None:

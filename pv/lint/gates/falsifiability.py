@@ -17,12 +17,7 @@ class FalsifiabilityGate:
     description = "every ship-blocking falsifier names a mutant that resolves"
 
     def run(self, ctx: GateContext) -> GateOutcome:
-        from pv.validate import configured_fault_packages
-
-        allowed = (
-            *ctx.config.checker_packages,
-            *(ctx.config.fault_packages or configured_fault_packages(ctx.config.root)),
-        )
+        allowed = ctx.config.mutant_packages
         out: list[Finding] = []
         resolved: dict[str, str | None] = {}  # mutant ref -> error text, None when it resolves
         blocking = with_mutant = ok = 0
