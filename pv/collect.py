@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,48 +23,19 @@ import pytest
 from pv.cases import Case, CaseError, case_params, expand, item_name
 from pv.diagnostics import Diagnostic
 from pv.model import FalsificationTest
+from pv.outcomes import ContractFailure, InvalidContract
 from pv.paths import shown
 from pv.pytest_settings import project_of
 from pv.requirements import needs_gpu
 from pv.results import ContractRun, FalsifierResult, Verdict
 
 if TYPE_CHECKING:
+    from pv.hypothesis_support import PropertyRunner
     from pv.loader import LoadedContract
+    from pv.runner import FalsifierRun
 
 YAML_SUFFIXES = (".yaml", ".yml")
 INVALID_ITEM_NAME = "invalid-contract"
-
-
-class ContractFailure(Exception):
-    """Raised by an item to fail with a preformatted report (no Python traceback)."""
-
-    kind = "failure"
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
-class Falsified(ContractFailure):
-    kind = "falsified"
-
-
-class CheckerError(ContractFailure):
-    kind = "error"
-
-
-class VacuousFalsifier(ContractFailure):
-    kind = "vacuous"
-
-
-class BrokenMutant(ContractFailure):
-    """The falsifier's ``mutant:`` names no fault that exists: a broken reference, not a vacuous check."""
-
-    kind = "broken"
-
-
-class InvalidContract(ContractFailure):
-    kind = "invalid"
 
 
 def _locate(loaded: LoadedContract, *keypath: str | int) -> tuple[int, int]:
@@ -218,10 +189,50 @@ class FalsifierItem(pytest.Function):
             aggregate=f.aggregate if self.case is not None else None,
         )
 
-    def runtest(self) -> None:
-        from pv.plugin import run_item
+    def falsifier_run(self) -> FalsifierRun:
+        """This item as the runner sees it: no pytest, only what the run needs from it."""
+        from pv.runner import FalsifierRun
 
-        run_item(self)
+        getfixture = self._request.getfixturevalue
+        return FalsifierRun(
+            label=self.label,
+            falsifier=self.falsifier,
+            params=self.params,
+            seed=self.seed,
+            case=self.case.id if self.case is not None else None,
+            result=self.new_result(),
+            settings=project_of(self.config).config,
+            contract_path=self.path,
+            item_name=self.name,
+            contract_sha256=self.contract.sha256 or None,
+            rootpath=self.config.rootpath,
+            fixture=getfixture,
+            fixture_collisions=self.fixture_collisions,
+            artifact_dir=lambda suffix: new_artifact_dir(self, getfixture("tmp_path_factory"), suffix),
+            property_runner=lambda: property_runner(self),
+        )
+
+    def fixture_collisions(self, names: Iterable[str]) -> list[str]:
+        """The names a fixture visible to this item has (``tmp_path``, ``pv_artifacts``, a conftest's)."""
+        manager = self.session._fixturemanager
+        found = []
+        for name in sorted(names):
+            try:
+                defs = manager.getfixturedefs(name, self)
+            except TypeError:  # pytest 8.0: (argname, nodeid)
+                defs = manager.getfixturedefs(name, self.nodeid)  # type: ignore[arg-type]
+            if defs:
+                found.append(name)
+        return found
+
+    def runtest(self) -> None:
+        from pv.outcomes import raise_outcome
+        from pv.runner import run_falsifier
+
+        run = self.falsifier_run()
+        self.pv_result = run.result  # there for the report even if the run is interrupted
+        run_falsifier(run)
+        raise_outcome(run)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, ContractFailure):
@@ -268,6 +279,21 @@ class InvalidContractItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:
         line = self.diagnostics[0].line if self.diagnostics else 1
         return self.path, max(line, 1) - 1, f"{self.contract_id} (invalid contract)"
+
+
+def new_artifact_dir(node: pytest.Item, factory: pytest.TempPathFactory, suffix: str = "") -> Path:
+    label = getattr(node, "label", node.name)
+    return factory.mktemp(safe_name(f"pv-{label}{suffix}"), numbered=True)
+
+
+def property_runner(node: pytest.Item) -> PropertyRunner:
+    """A :class:`pv.hypothesis_support.PropertyRunner` with the falsifier's ``hypothesis:`` settings."""
+    from pv.hypothesis_support import PropertyRunner, PropertySettings
+
+    falsifier = getattr(node, "falsifier", None)
+    if falsifier is None:
+        return PropertyRunner()
+    return PropertyRunner(settings=PropertySettings.from_model(falsifier.hypothesis), examples=list(falsifier.examples))
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -8,8 +8,9 @@ Loaded through the ``pytest11`` entry point, so any project that installs pv get
   select falsifiers (a pv marker or a FALSIFY id), the contracts directories are added to what it
   collects, so ``pytest -m ship_blocking`` finds them even where ``testpaths`` names only
   ``tests/``; a plain ``pytest`` keeps to ``testpaths``.
-- Running (:func:`run_item`): requirements, checker binding, the call with a deadline, the
-  verdict, and with ``--pv-mutants`` the mutant re-run (:mod:`pv.run_checker`).
+- Running: each item hands itself to :func:`pv.runner.run_falsifier` (requirements, checker
+  binding, the call with a deadline, the verdict, and with ``--pv-mutants`` the mutant re-run) and
+  :mod:`pv.outcomes` turns the result into a pytest outcome; the hooks here only report it.
 - Results: each item's :class:`~pv.results.FalsifierResult` rides on its test report (as JSON),
   so under pytest-xdist the controller receives every worker's results through pytest's own
   report serialisation, exactly once per node id.  At session end the controller builds a
@@ -25,7 +26,7 @@ from collections.abc import Generator, Iterable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -33,10 +34,14 @@ from pv import hookspecs
 from pv.cases import aggregate_failures, split_name, verdicts
 from pv.config import DEFAULT_TIMEOUT_S, ensure_importable
 from pv.pytest_settings import configure, project_of, register_ini, settings_of
-from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
+from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
+from pv.runner import OTHER
 from pv.selection import unregistered_markers
 
-HARDWARE, OTHER = "hardware", "other"  # FalsifierResult.skip_kind
+if TYPE_CHECKING:
+    from pv.collect import FalsifierItem
+    from pv.hypothesis_support import PropertyRunner
+
 MARKERS = {
     "ship_blocking": "falsifier whose falsification blocks a release (or a contract that failed to load)",
     "advisory": "falsifier that is reported but never blocks",
@@ -171,250 +176,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 # --- fixtures a checker may ask for ----------------------------------------------------------
 
 
-def new_artifact_dir(node: pytest.Item, factory: pytest.TempPathFactory, suffix: str = "") -> Path:
-    from pv.collect import safe_name
-
-    label = getattr(node, "label", node.name)
-    return factory.mktemp(safe_name(f"pv-{label}{suffix}"), numbered=True)
-
-
 @pytest.fixture
 def pv_artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh directory for files the checker writes; they are recorded as the result's artifacts."""
+    from pv.collect import new_artifact_dir
+
     return new_artifact_dir(request.node, tmp_path_factory)
 
 
 @pytest.fixture
-def pv_hypothesis(request: pytest.FixtureRequest) -> Any:
+def pv_hypothesis(request: pytest.FixtureRequest) -> PropertyRunner:
     """A :class:`pv.hypothesis_support.PropertyRunner` with the falsifier's ``hypothesis:`` settings."""
-    return _property_runner(request.node)
+    from pv.collect import property_runner
 
-
-def _property_runner(node: pytest.Item) -> Any:
-    from pv.hypothesis_support import PropertyRunner, PropertySettings
-
-    falsifier = getattr(node, "falsifier", None)
-    if falsifier is None:
-        return PropertyRunner()
-    return PropertyRunner(settings=PropertySettings.from_model(falsifier.hypothesis), examples=list(falsifier.examples))
-
-
-# --- running one falsifier -------------------------------------------------------------------
-
-
-def run_item(item: Any) -> None:
-    """Run a :class:`pv.collect.FalsifierItem`; raise the pytest outcome that matches its verdict."""
-    from pv.checkers import CheckerBindingError, resolve
-    from pv.collect import BrokenMutant, CheckerError, Falsified, VacuousFalsifier
-    from pv.devices import current_pinning, device_label, gpu_gate
-    from pv.hypothesis_support import PropertyRunner
-    from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
-    from pv.requirements import current_machine, needs_gpu, wait_for_free_memory
-    from pv.run_checker import BROKEN_REFERENCE, BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
-
-    settings = settings_of(item.config)
-    f = item.falsifier
-    result: FalsifierResult = item.new_result()
-    item.pv_result = result
-
-    gpu = needs_gpu(f.requires)
-    pinning = current_pinning()
-    gate = gpu_gate(gpu, pinning)
-    if gate:
-        _skip(result, gate, HARDWARE)
-    reasons, hardware, _ = wait_for_free_memory(f.requires, settings.vram_wait_s)
-    if reasons:
-        _skip(result, "; ".join(reasons), HARDWARE if hardware else OTHER)
-    if f.check is None:
-        _skip(result, "not bound: the falsifier has no `check:` (documentation only)")
-    launch = f.launch
-    if launch is not None:
-        gate = launch_gate(launch.nproc, gpu, lambda: current_machine().gpu_count)
-        if gate:
-            _skip(result, gate, HARDWARE)
-    if gpu:
-        result.device = device_label(gpu, pinning)
-
-    params = item.params  # the falsifier's params with its case's values laid over them
-    collisions = _fixture_collisions(item, params)
-    if collisions:
-        _error(
-            result,
-            f"ERROR {item.label}: param(s) {', '.join(collisions)} have the name of a pytest fixture; a contract's "
-            "params may never replace a fixture (rename the param)",
-        )
-    getfixture = item._request.getfixturevalue
-    try:
-        spec = resolve(f.check, settings.checker_packages)
-        if launch is None:
-            kwargs = bind_arguments(spec.func, params, getfixture)
-        else:  # the ranks get params and pv_artifacts; the folder also receives every rank's log
-            kwargs = {"pv_artifacts": new_artifact_dir(item, getfixture("tmp_path_factory"))}
-            launch_arguments(spec.func, params, kwargs["pv_artifacts"])
-    except (CheckerBindingError, BindingError) as exc:
-        _error(result, f"ERROR {item.label}: cannot bind checker {f.check}: {exc}")
-    except Exception as exc:  # a fixture that failed to set up is a harness defect, not a finding
-        _error(result, f"ERROR {item.label}: a fixture of checker {f.check} failed: {type(exc).__name__}: {exc}")
-
-    text = FalsifierText(item.label, f.rule, f.prediction, f.if_fails)
-    timeout = f.timeout_s if f.timeout_s is not None else settings.timeout_s
-    expect = f.expect or ""
-    isolation = "launch" if launch is not None else _default_isolation(f.isolation or settings.isolation, f, gpu)
-    result.timeout_s = timeout if timeout and timeout > 0 else None
-    result.isolation = isolation
-
-    def evaluate(arguments: dict[str, Any]) -> Any:
-        if launch is not None:
-            request = LaunchRequest(
-                item.path,
-                item.name,
-                launch.nproc,
-                settings.checker_packages,
-                item.seed,
-                item.contract.sha256 or None,
-                item.config.rootpath,
-            )
-            return evaluate_launched(
-                request,
-                artifacts=arguments["pv_artifacts"],
-                observes=spec.observes,
-                expect=expect,
-                params=params,
-                text=text,
-                timeout_s=timeout,
-                allow_nonfinite=f.allow_nonfinite,
-            )
-        return evaluate_call(
-            spec.func,
-            arguments,
-            observes=spec.observes,
-            expect=expect,
-            params=params,
-            text=text,
-            timeout_s=timeout,
-            seed=item.seed,
-            isolation=isolation,
-            allow_nonfinite=f.allow_nonfinite,
-        )
-
-    ev = evaluate(kwargs)
-    result.verdict = ev.verdict
-    result.observations = ev.observations
-    result.duration_s = ev.duration_s
-    result.message = ev.message
-    artifacts = kwargs.get("pv_artifacts")
-    if isinstance(artifacts, Path):
-        result.artifacts = sorted(str(p) for p in artifacts.rglob("*") if p.is_file())
-    runners = [v for v in kwargs.values() if isinstance(v, PropertyRunner)]
-    if runners:
-        result.hypothesis = runners[0].summary()
-        unmatched = runners[0].unmatched_examples()
-        if unmatched and ev.verdict is Verdict.SURVIVED:
-            # A pasted example that replays nowhere would leave the falsifier looking covered.
-            # (After a falsified run a checker may have stopped before the property it fits.)
-            result.verdict = ev.verdict = Verdict.ERROR
-            result.message = ev.message = f"ERROR {item.label}: " + "; ".join(unmatched)
-
-    if ev.verdict is Verdict.SKIPPED:
-        _skip(result, ev.skip_reason or "skipped by the checker")
-    if ev.verdict is Verdict.ERROR:
-        raise CheckerError(ev.message)
-    if ev.verdict is Verdict.FALSIFIED:
-        extra = "\n".join(r.failure_text() for r in runners if r.failure_text())
-        result.message = ev.message + ("\n" + extra if extra else "")
-        raise Falsified(result.message)
-
-    if settings.mutants and f.mutant:
-        factory = getfixture("tmp_path_factory")
-        # Per-run fixtures are fresh for the mutant run, so it never sees the first run's files.
-        overrides = {
-            "pv_artifacts": new_artifact_dir(item, factory, "-mutant"),
-            "pv_hypothesis": _property_runner(item),
-            "tmp_path": new_artifact_dir(item, factory, "-mutant-tmp"),
-        }
-        try:
-            mutant_kwargs = (
-                bind_arguments(spec.func, params, getfixture, overrides)
-                if launch is None
-                else {"pv_artifacts": overrides["pv_artifacts"]}
-            )
-            result.mutant = run_mutant(f.mutant, lambda: evaluate(mutant_kwargs), settings.mutant_packages)
-        except Exception as exc:  # the harness could not run the mutant: not a kill
-            message = f"mutant {f.mutant} could not be run: {type(exc).__name__}: {exc}"
-            result.mutant = MutantResult(mutant=f.mutant, verdict=Verdict.ERROR, message=message)
-        if not result.mutant.killed and item.case is None:
-            # A case need not kill the mutant alone: a parametrized falsifier kills it when it is
-            # falsified as a whole, by any case or its aggregate (pv.cases, judged at session end).
-            if result.mutant.message.startswith(BROKEN_REFERENCE):
-                raise BrokenMutant(f"BROKEN {item.label}: {result.mutant.message}")
-            raise VacuousFalsifier(_vacuous_text(item, result))
-
-
-def _fixture_collisions(item: Any, params: dict[str, Any]) -> list[str]:
-    """Params named like a fixture visible to this item (``tmp_path``, ``pv_artifacts``, a conftest's)."""
-    manager = item.session._fixturemanager
-    found = []
-    for name in sorted(params):
-        try:
-            defs = manager.getfixturedefs(name, item)
-        except TypeError:  # older pytest: (argname, nodeid)
-            defs = manager.getfixturedefs(name, item.nodeid)
-        if defs:
-            found.append(name)
-    return found
-
-
-def _default_isolation(setting: str, falsifier: Any, gpu: bool) -> str:
-    """``auto``: a forked process for ship-blocking falsifiers (a crash or a hang cannot take the
-    session or its evidence down; measured overhead in README), except those that need a GPU: CUDA
-    cannot be used in a child forked after the parent initialised it."""
-    import os
-
-    if not hasattr(os, "fork"):  # Windows: no fork, so every checker runs in a thread
-        return "thread"
-    if setting != "auto":
-        return setting
-    return "process" if falsifier.ship_blocking and not gpu else "thread"
-
-
-def _skip(result: FalsifierResult, reason: str, kind: str = OTHER) -> NoReturn:
-    """A checker's own skip, a missing package or CPU flag: ``other``, which backs no status."""
-    result.verdict = Verdict.SKIPPED
-    result.skip_reason = reason
-    result.skip_kind = kind
-    # Reported at the falsifier's YAML line (as skip markers are), not at this line of the plugin.
-    raise pytest.skip.Exception(reason, _use_item_location=True)
-
-
-def _error(result: FalsifierResult, message: str) -> NoReturn:
-    from pv.collect import CheckerError
-
-    result.verdict = Verdict.ERROR
-    result.message = message
-    raise CheckerError(message)
-
-
-def _vacuous_text(item: Any, result: FalsifierResult) -> str:
-    from pv import expr
-
-    mutant = result.mutant
-    assert mutant is not None
-    f = item.falsifier
-    lines = [f"VACUOUS {item.label}: not killed by its mutant {mutant.mutant} (mutant run: {mutant.verdict.value})"]
-    if mutant.verdict is Verdict.SURVIVED:
-        lines.append("  the prediction held with the fault switched on, so this falsifier cannot detect it")
-        env = {**item.params, **mutant.observations}
-        try:
-            lines.append(f"  expect:       {f.expect}")
-            lines.append(f"  with values:  {expr.parse(f.expect or '').substitute(env)}")
-        except expr.ExprError:
-            pass
-        shown = json.dumps(mutant.observations, sort_keys=True, default=repr)
-        lines.append(f"  observations under the mutant: {shown}")
-    else:
-        lines.append("  " + mutant.message.replace("\n", "\n  "))
-    lines.append(f"  the unmutated run survived with: {json.dumps(result.observations, sort_keys=True, default=repr)}")
-    return "\n".join(lines)
+    return property_runner(request.node)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -423,7 +198,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     from pv.collect import FalsifierItem, InvalidContractItem
 
     if report.when == "call" and report.failed and call.excinfo is not None:
-        from pv.collect import ContractFailure
+        from pv.outcomes import ContractFailure
 
         if isinstance(call.excinfo.value, ContractFailure):
             report.pv_outcome = call.excinfo.value.kind
@@ -438,7 +213,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def _result_for_phase(item: Any, report: pytest.TestReport) -> FalsifierResult | None:
+def _result_for_phase(item: FalsifierItem, report: pytest.TestReport) -> FalsifierResult | None:
     """The result to attach to this phase's report: the call's, or the setup's when it did not pass."""
     if report.when == "call":
         result: FalsifierResult | None = item.pv_result
@@ -753,4 +528,4 @@ def pv_session(config: pytest.Config) -> PvSession | None:
     return plugin if isinstance(plugin, PvSession) else None
 
 
-__all__ = ["PvSession", "pv_session", "run_item", "settings_of", "summary_line"]
+__all__ = ["PvSession", "pv_session", "settings_of", "summary_line"]

@@ -1,7 +1,9 @@
 """Import cycles among pv's modules, function-level imports included: ``python scripts/import_cycles.py [ROOT]``.
 
 A function-level import hides a cycle from the interpreter, not from the design; this counts the
-strongly connected groups of the module graph (Tarjan) and prints each one.
+strongly connected groups of the module graph (Tarjan) and prints each one.  An edge goes to each
+module whose names are used: ``from pkg import submodule`` is an edge to the submodule alone (a
+package's ``__init__`` running first is how every package works, not a dependency on its API).
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ def module_graph(root: Path) -> dict[str, set[str]]:
     for name, path in mods.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                # `from pkg import submodule` depends on the submodule; `from pkg import name`, on pkg
+                submodules = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in mods]
+                names = len(submodules) < len(node.names)
+                targets = [*([node.module] if names else []), *submodules]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
