@@ -2,7 +2,7 @@
 
 Strong scaling: the global batch (``--batch-size``) is the same for every process count, so each
 of N ranks computes 1/N of it and DDP all-reduces the gradients; the loss trajectory is the same
-(tests/scaleout/test_ddp.py), only the speed changes.  Every run is a fresh
+(tests/engine/test_distributed.py), only the speed changes.  Every run is a fresh
 ``torchrun --standalone --nproc_per_node=N`` of the engine's ``pretrain`` (gloo on CPU, NCCL on
 CUDA); tokens/s counts the global tokens of the steps after ``--warmup`` over their wall time
 (rank 0's clock, which waits for every rank at each all-reduce).  Tokenizing the corpus, the

@@ -226,7 +226,7 @@ def test_promote_keeps_mode_and_symlink_and_refuses_a_file_changed_since(promota
 def promotable(tmp_path: Path) -> Path:
     from pv.evidence.writer import write_run
     from pv.results import Verdict
-    from tests.evidence.conftest import CONTRACT, ENV, IDS, Project, record, result
+    from tests.pv.evidence.conftest import CONTRACT, ENV, IDS, Project, record, result
 
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "demo-v1.yaml").write_text(CONTRACT)

@@ -10,7 +10,7 @@ import pytest
 
 from pv.results import Verdict
 
-from .conftest import FIXTURES, Invoke, Result, write_bundle
+from .cli_trees import FIXTURES, Invoke, Result, write_bundle
 
 CUDA_SKIP = "requires cuda: no CUDA device"
 

@@ -14,7 +14,7 @@ from pv.lint import LintOptions, lint
 from pv.loader import load_contract_file
 from pv.model import Contract
 
-from .conftest import FIXTURES, Invoke, commit_all, git
+from .cli_trees import FIXTURES, Invoke, commit_all, git
 
 PAIRS = FIXTURES / "diff"
 BASE = PAIRS / "base.yaml"

@@ -10,7 +10,7 @@ import pytest
 
 import pv.requirements
 from pv.requirements import Machine, needs_gpu, parse_requirement, unmet, wait_for_free_memory
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
 
 ONE_GPU = Machine(cuda=True, gpu_count=1, gpu_mem_gib=[80.0])
 

@@ -19,7 +19,14 @@ from pv.devices import (
     plan,
     worker_index,
 )
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
+
+
+@pytest.fixture
+def toy(launch_toy: ToyProject) -> ToyProject:
+    """Here the toy project has launched and device-probe checkers too (tests.pv.launch_toy)."""
+    return launch_toy
+
 
 LEAN = ("-p", "no:benchmark", "-p", "no:anyio", "-p", "no:hypothesispytest")
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from pv.app import app
 from pv.cli import COMMAND_MODULES
 from pv.results import Verdict
-from tests.evidence.conftest import Project, Writer, all_survive, result
+from tests.pv.evidence.conftest import Project, Writer, all_survive, result
 
 for _module in COMMAND_MODULES:
     importlib.import_module(_module)

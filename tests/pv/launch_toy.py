@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin.conftest import ToyProject, build_toy
+from tests.pv.toy import ToyProject, build_toy
 
 LAUNCHED = """
 import os
@@ -73,6 +73,6 @@ def visible():
 
 
 @pytest.fixture
-def toy(pytester: pytest.Pytester) -> ToyProject:
+def launch_toy(pytester: pytest.Pytester) -> ToyProject:
     """The plugin tests' toy project with launched and device-probe checkers; evidence stays on."""
     return build_toy(pytester, checkers={"launched": LAUNCHED, "devices": DEVICE_PROBE})

@@ -10,7 +10,14 @@ import pytest
 
 from pv.launch import LaunchRequest, child_arguments, launch_arguments, launch_gate, torchrun_command
 from pv.run_checker import BindingError
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
+
+
+@pytest.fixture
+def toy(launch_toy: ToyProject) -> ToyProject:
+    """Here the toy project has launched and device-probe checkers too (tests.pv.launch_toy)."""
+    return launch_toy
+
 
 CHECK = "toyfalsifiers.launched:"
 LAUNCH = {"nproc": 2}

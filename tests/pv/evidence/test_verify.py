@@ -12,7 +12,7 @@ import pytest
 from pv.evidence.digest import dumps
 from pv.evidence.verify import find_bundles, verify_bundle, verify_path
 from pv.results import Verdict
-from tests.evidence.conftest import Project, Writer, all_survive, result
+from tests.pv.evidence.conftest import Project, Writer, all_survive, result
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from pv.config import load_config
 from pv.lint import LintOptions, LintReport, lint
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lint"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "lint"
 
 Runner = Callable[..., LintReport]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pv.collect import FalsifierItem, InvalidContractItem
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
 
 MEASURE = "toyfalsifiers.basic:measure"
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from pv.evidence.verify import verify_bundle
-from tests.plugin.conftest import ToyProject, build_toy, falsifier
+from tests.pv.toy import ToyProject, build_toy, falsifier
 
 CHECK = "toyfalsifiers.basic:"
 MUTANT = "toysystem:off_by_one"

@@ -12,7 +12,7 @@ import pytest
 from pv.faults import ENV_VAR, FaultRegistry
 from pv.results import Verdict
 from pv.run_checker import Evaluation, FalsifierText, evaluate_call, run_mutant
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
 
 CHECK = "toyfalsifiers.basic:"
 MUTANT = "toysystem:off_by_one"

@@ -13,7 +13,7 @@ from pv.loader import load_contract_file
 from pv.model import Status
 from pv.promote import PromoteError, apply, decide, edit_text
 from pv.results import Verdict
-from tests.evidence.conftest import CONTRACT, Project, Writer, all_survive, result
+from tests.pv.evidence.conftest import CONTRACT, Project, Writer, all_survive, result
 
 TODAY = dt.date(2026, 3, 2)
 S, F, K = Verdict.SURVIVED, Verdict.FALSIFIED, Verdict.SKIPPED

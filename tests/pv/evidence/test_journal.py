@@ -13,7 +13,7 @@ import yaml
 
 from pv.evidence.journal import JOURNAL_DIR, orphans, recover_all
 from pv.evidence.verify import find_bundles, verify_bundle
-from tests.evidence.conftest import ENV
+from tests.pv.evidence.conftest import ENV
 
 for _module in ("numpy", "torch"):  # see test_pytest_e2e: C extensions load once
     with contextlib.suppress(ImportError):

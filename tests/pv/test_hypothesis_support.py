@@ -8,7 +8,7 @@ import yaml
 from hypothesis import strategies as st
 
 from pv.hypothesis_support import PropertyRunner, PropertySettings, examples_snippet
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
 
 CHECK = "toyfalsifiers.basic:"
 

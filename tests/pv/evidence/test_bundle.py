@@ -12,7 +12,7 @@ from pv.evidence.bundle import PREDICATE_TYPE, STATEMENT_TYPE, committed_schema,
 from pv.evidence.digest import contract_binding_digest, dumps, sha256_file
 from pv.evidence.writer import make_run_id, write_run
 from pv.results import Verdict
-from tests.evidence.conftest import ENV, IDS, Project, Writer, record, result
+from tests.pv.evidence.conftest import ENV, IDS, Project, Writer, record, result
 
 
 def load(bundle: Path, name: str = "bundle.json") -> dict:

@@ -13,9 +13,9 @@ import pytest
 
 from pv.evidence import gc
 from pv.evidence.verify import find_bundles, leftover_tmp_dirs, verify_path
-from tests.evidence.conftest import Project
+from tests.pv.evidence.conftest import Project
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # Runs the real writer in a child process.  Every write step is wrapped: at step STOP the child
 # writes half of that file (if it is one), says "paused" and sleeps until it is killed.
@@ -26,7 +26,7 @@ CHILD = textwrap.dedent(
     sys.path.insert(0, sys.argv[1])
     from pv.evidence import writer
     from pv.results import Verdict
-    from tests.evidence.conftest import ENV, Project, record, result
+    from tests.pv.evidence.conftest import ENV, Project, record, result
 
     root, stop = Path(sys.argv[2]), int(sys.argv[3])
     project = Project(root, root / "contracts" / "demo-v1.yaml", root / "evidence")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import pv.requirements
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
 
 CHECK = "toyfalsifiers.basic:"
 

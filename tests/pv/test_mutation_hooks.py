@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pv.mutation import read_log
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
 
 CHECK = "toyfalsifiers.basic:"
 

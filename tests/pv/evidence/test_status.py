@@ -10,7 +10,7 @@ import pytest
 from pv.evidence.status import assess, backing_status
 from pv.model import Status
 from pv.results import Verdict
-from tests.evidence.conftest import Project, Writer, result
+from tests.pv.evidence.conftest import Project, Writer, result
 
 # what the plugin decides for each skip (pv.requirements.unmet_hardware), as the bundle records it
 KINDS = {

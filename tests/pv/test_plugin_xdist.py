@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin.conftest import ToyProject, falsifier
+from tests.pv.toy import ToyProject, falsifier
 
 CHECK = "toyfalsifiers.basic:"
 # Subprocess runs pay for every installed plugin in every worker; these play no part here.

@@ -25,7 +25,7 @@ from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Ve
 for _module in COMMAND_MODULES:
     importlib.import_module(_module)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "everyday"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "everyday"
 
 ENV = Environment(
     python="3.11.7",

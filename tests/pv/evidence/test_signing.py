@@ -14,8 +14,8 @@ from pv.evidence.verify import verify_bundle
 from pv.evidence.writer import write_run
 from pv.model import Status
 from pv.results import Verdict
-from tests.evidence.conftest import ENV, Project, all_survive, record, reseal, result
-from tests.evidence.test_cli import cli  # noqa: F401  (the fixture)
+from tests.pv.evidence.conftest import ENV, Project, all_survive, record, reseal, result
+from tests.pv.evidence.test_cli import cli  # noqa: F401  (the fixture)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import yaml
 from pv.checkers import resolve
 from pv.validate import validate_paths
 
-from .conftest import Invoke
+from .cli_trees import Invoke
 
 PYPROJECT = '[tool.pv]\ncontracts = "specs"\nchecker_packages = ["scafchecks"]\n'
 

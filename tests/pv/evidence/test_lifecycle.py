@@ -11,8 +11,8 @@ from pv.evidence.status import assess, status_mismatch
 from pv.evidence.verify import verify_bundle, verify_path
 from pv.model import Status
 from pv.results import Verdict
-from tests.evidence.conftest import IDS, Project, Writer, all_survive, record, reseal, result
-from tests.evidence.test_cli import cli  # noqa: F401  (the fixture)
+from tests.pv.evidence.conftest import IDS, Project, Writer, all_survive, record, reseal, result
+from tests.pv.evidence.test_cli import cli  # noqa: F401  (the fixture)
 
 FULL_DAY = "2026-03-01T10:00:00+00:00"
 LATER = "2026-03-02T10:00:00+00:00"
@@ -194,7 +194,7 @@ def test_a_run_with_faults_from_the_environment_never_backs_a_status(
     project: Project, write: Writer, faults: list[str]
 ) -> None:
     from pv.evidence.writer import write_run
-    from tests.evidence.conftest import ENV
+    from tests.pv.evidence.conftest import ENV
 
     rec = record(project, all_survive())
     rec.settings = {"faults_env": faults}
