@@ -26,15 +26,15 @@ TinyModelFactory = Callable[..., DecoderLM]
 
 @pytest.fixture(autouse=True)
 def _cold_engine_caches() -> None:
-    """Every falsifier builds the engine's cached tables (RoPE frequencies, epoch orders) itself.
+    """Every falsifier builds the engine's cached tables (epoch orders) itself.
 
     A table left warm by an earlier falsifier would hide a defect in the code that builds it from
     every later one; mutation testing found exactly that (a wrong RoPE frequency survived because
-    only the first falsifier of the session computed the table, and it could not tell).
+    only the first falsifier of the session computed the table, and it could not tell).  The RoPE
+    tables now live on each model (engine.model.RotaryEmbedding), so every new model builds its own.
     """
-    from engine import data, model
+    from engine import data
 
-    model.clear_caches()
     data.clear_caches()
 
 

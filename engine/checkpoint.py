@@ -32,7 +32,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from engine.atomic import atomic_file
-from engine.config import ARCHITECTURE_KEYS, ModelConfig
+from engine.config import ARCHITECTURE_KEYS, BOOL_KEYS, FLOAT_KEYS, INT_KEYS, SPECIAL_ID_KEYS, ModelConfig
 from engine.errors import CheckpointError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM, build_model
@@ -41,22 +41,10 @@ from engine.tokenizer import EngineTokenizer
 FORMAT = "pv-engine-checkpoint"
 FORMAT_VERSION = "1"
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
-SPECIAL_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
 TIED_HEAD = "lm_head.weight"
 EMBEDDING = "model.embed_tokens.weight"
 _MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
 _DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
-_INT_KEYS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-)
-_FLOAT_KEYS = ("rope_theta", "rms_norm_eps")
-_BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
 
 
 @dataclass
@@ -247,16 +235,16 @@ def config_from_metadata(meta: Mapping[str, str]) -> ModelConfig:
     arch = values["architecture"]
     if arch not in SUPPORTED_ARCHITECTURES:
         raise CheckpointError(f"unknown architecture `{arch}`; supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
-    for key in _INT_KEYS:
+    for key in INT_KEYS:
         v = values[key]
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise CheckpointError(f"metadata key `{key}` must be a positive integer, got {meta[key]}")
-    for key in _FLOAT_KEYS:
+    for key in FLOAT_KEYS:
         v = values[key]
         if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
             raise CheckpointError(f"metadata key `{key}` must be a positive number, got {meta[key]}")
         values[key] = float(v)
-    for key in _BOOL_KEYS:
+    for key in BOOL_KEYS:
         if not isinstance(values[key], bool):
             raise CheckpointError(f"metadata key `{key}` must be true or false, got {meta[key]}")
     for key in SPECIAL_ID_KEYS:

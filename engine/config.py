@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
 Architecture = Literal["llama", "qwen2"]
-
-# The keys every checkpoint must carry; a checkpoint missing one does not load.
-ARCHITECTURE_KEYS: tuple[str, ...] = (
-    "architecture",
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "rope_theta",
-    "rms_norm_eps",
-    "attention_bias",
-    "tie_word_embeddings",
-)
 
 
 @dataclass(frozen=True)
@@ -86,6 +71,23 @@ class ModelConfig:
 
     def replace(self, **changes: Any) -> ModelConfig:
         return dataclasses.replace(self, **changes)
+
+
+def _keys_of(kind: type) -> tuple[str, ...]:
+    hints = typing.get_type_hints(ModelConfig)
+    return tuple(f.name for f in dataclasses.fields(ModelConfig) if hints[f.name] is kind)
+
+
+# Derived from ModelConfig, so a new field is carried by every checkpoint without a second list.
+SPECIAL_ID_KEYS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(ModelConfig) if f.name.endswith("_token_id")
+)
+# The keys every checkpoint must carry; a checkpoint missing one does not load.
+ARCHITECTURE_KEYS: tuple[str, ...] = (
+    "architecture",
+    *(f.name for f in dataclasses.fields(ModelConfig) if f.name not in (*SPECIAL_ID_KEYS, "architecture")),
+)
+INT_KEYS, FLOAT_KEYS, BOOL_KEYS = _keys_of(int), _keys_of(float), _keys_of(bool)
 
 
 PRESETS: dict[str, ModelConfig] = {

@@ -140,7 +140,9 @@ class DistContext:
         from torch.nn.parallel import DistributedDataParallel
 
         ids = [self.device.index or 0] if self.device.type == "cuda" else None
-        return DistributedDataParallel(model, device_ids=ids)
+        # The only buffers are the RoPE tables, which every rank builds from the config alike
+        # (and grows inside forward): broadcasting them each step would be wasted traffic.
+        return DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False)
 
     @contextmanager
     def forward_through(self, task: Any, wrapped: nn.Module) -> Iterator[None]:

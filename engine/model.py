@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -40,66 +41,68 @@ class RMSNorm(nn.Module):
         return weight * x32.to(dtype)
 
 
-_INV_FREQ: dict[tuple[int, float, torch.device], torch.Tensor] = {}
-
-
 def _effective_theta(theta: float) -> float:
-    # the fault acts before the caches, which are keyed by the theta actually used
+    # the fault acts before the tables, which remember the theta they were built with
     return 10000.0 if FAULTS.active("rope_theta_ignored") else theta
-
-
-def _inv_freq(head_dim: int, theta: float, device: torch.device) -> torch.Tensor:
-    # Built once per (head_dim, theta, device): decoding calls rope every step.
-    key = (head_dim, theta, device)
-    inv = _INV_FREQ.get(key)
-    if inv is None:
-        with torch.inference_mode(False):  # usable later outside inference mode too
-            inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
-        _INV_FREQ[key] = inv
-    return inv
 
 
 def rope_cos_sin(
     positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables for ``positions`` of shape [batch, seq] -> [batch, 1, seq, head_dim]."""
-    inv_freq = _inv_freq(head_dim, _effective_theta(theta), positions.device)
+    theta = _effective_theta(theta)
+    device = positions.device
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
     freqs = positions.to(torch.float32)[..., None] * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
 
 
-_ROPE_TABLES: dict[tuple[int, float, torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+class RotaryEmbedding(nn.Module):
+    """The model's RoPE tables, cos and sign-folded sin (first half negated) per position.
 
-
-def clear_caches() -> None:
-    """Forget the cached RoPE frequencies and tables; the next forward builds them again."""
-    _INV_FREQ.clear()
-    _ROPE_TABLES.clear()
-
-
-def _rope_table(
-    length: int, head_dim: int, theta: float, device: torch.device, dtype: torch.dtype
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sign-folded sin (first half negated) for positions 0..length-1 at least, [positions, head_dim].
-
-    Decoding looks one row up per step instead of recomputing cos/sin (several kernels); the
-    rows are computed exactly as :func:`rope_cos_sin` computes them.  The table grows
-    geometrically with the longest position asked for, not to the whole context window.
+    They are buffers of the model, so they move with ``.to()`` and are freed with it, but not
+    persistent ones: a checkpoint holds weights only, and the tables follow from the config.
+    Decoding looks one row up per step instead of recomputing cos/sin (several kernels); the rows
+    are computed exactly as :func:`rope_cos_sin` computes them, and the table grows geometrically
+    with the longest position asked for, not to the whole context window.
     """
-    theta = _effective_theta(theta)
-    key = (head_dim, theta, device, dtype)
-    table = _ROPE_TABLES.get(key)
-    if table is None or table[0].shape[0] < length:
-        size = max(length, 64, 2 * (0 if table is None else table[0].shape[0]))
-        half = head_dim // 2
-        with torch.inference_mode(False):
-            cos, sin = rope_cos_sin(torch.arange(size, device=device)[None], head_dim, theta, dtype)
-            cos, sin = cos[0, 0], sin[0, 0]
-            # rotate_half(x) * sin == roll(x, half) * sin_folded: one kernel instead of three.
-            table = (cos, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1))
-        _ROPE_TABLES[key] = table
-    return table
+
+    cos: torch.Tensor
+    sin_folded: torch.Tensor
+
+    def __init__(self, head_dim: int, theta: float) -> None:
+        super().__init__()
+        self.head_dim = head_dim
+        self.theta = theta
+        self.built_theta = theta  # the theta the tables hold (a planted fault may change it)
+        self.register_buffer("cos", torch.empty(0, head_dim), persistent=False)
+        self.register_buffer("sin_folded", torch.empty(0, head_dim), persistent=False)
+
+    def _apply(self, fn: Any, recurse: bool = True) -> RotaryEmbedding:
+        # A move (.to, .cuda, .half, ...) starts the tables afresh where the model goes: they are
+        # rebuilt on the next forward, and a model built on meta (a checkpoint loaded by
+        # assignment) has no table data to copy out of.
+        empty = torch.empty(0, self.head_dim)
+        self.cos, self.sin_folded = empty, empty.clone()
+        super()._apply(fn, recurse)
+        return self
+
+    def forward(self, length: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tables covering positions 0..length-1 at least, in ``dtype``, [positions, head_dim]."""
+        theta = _effective_theta(self.theta)
+        have = self.cos.shape[0]
+        if have < length or self.cos.dtype != dtype or theta != self.built_theta:
+            size = max(length, 64, 2 * have)
+            half = self.head_dim // 2
+            with torch.inference_mode(False):  # usable later outside inference mode too
+                positions = torch.arange(size, device=self.cos.device)[None]
+                cos, sin = rope_cos_sin(positions, self.head_dim, self.theta, dtype)
+                cos, sin = cos[0, 0], sin[0, 0]
+                # rotate_half(x) * sin == roll(x, half) * sin_folded: one kernel instead of three.
+                self.cos, self.sin_folded = cos, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
+            self.built_theta = theta
+        return self.cos, self.sin_folded
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -153,7 +156,7 @@ class KVCache:
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding of ``x`` [batch, heads, seq, head_dim] with a sign-folded sin (see _rope_table).
+    """Rotary embedding of ``x`` [batch, heads, seq, head_dim] with a sign-folded sin (see RotaryEmbedding).
 
     With the sign folded in, ``roll`` stands for ``rotate_half``: one kernel, not three.
     """
@@ -346,6 +349,7 @@ class DecoderLM(nn.Module):
         super().__init__()
         self.config = config
         self.model = DecoderModel(config)
+        self.rotary = RotaryEmbedding(config.head_dim, config.rope_theta)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
@@ -425,7 +429,7 @@ class DecoderLM(nn.Module):
         x = self.model.embed_tokens(input_ids)
         # cos and sign-folded sin rows, looked up rather than recomputed; + 1: the planted
         # off-by-one fault shifts positions one past the sequence.
-        cos_table, sin_table = _rope_table(past + s + 1, self.config.head_dim, self.config.rope_theta, device, x.dtype)
+        cos_table, sin_table = self.rotary(past + s + 1, x.dtype)
         cos, sin = F.embedding(positions, cos_table)[:, None], F.embedding(positions, sin_table)[:, None]
         mask: torch.Tensor | None = None
         if padded and attention_mask is not None and s == 1 and past > 0:

@@ -1,0 +1,113 @@
+"""Training state on disk: optimizer moments and RNG states (safetensors), the scheduler, step and
+data position (JSON), the newest-checkpoint pointer and the JSONL log.  Nothing is pickled, and
+every file is written atomically, so a run killed at any point resumes from its last folder."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.atomic import write_atomic
+from engine.errors import EngineError
+
+LOG_NAME = "log.jsonl"
+LATEST_NAME = "latest.json"
+STATE_TENSORS = "train_state.safetensors"
+STATE_JSON = "train_state.json"
+
+
+class ResumeError(EngineError, ValueError):
+    """A checkpoint folder that cannot continue this run."""
+
+
+def state_to_files(
+    optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LambdaLR, names: list[str]
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    sd = optimizer.state_dict()
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, dict[str, Any]] = {}
+    for idx, entry in sd["state"].items():
+        for key, value in entry.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"optim.{idx}.{key}"] = value.detach().to("cpu").contiguous()
+            else:
+                scalars.setdefault(str(idx), {})[key] = value
+    tensors["rng.cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        for i, s in enumerate(torch.cuda.get_rng_state_all()):
+            tensors[f"rng.cuda.{i}"] = s
+    meta = {
+        "param_names": names,
+        "param_groups": sd["param_groups"],
+        "optim_scalars": scalars,
+        "scheduler": scheduler.state_dict(),
+    }
+    return tensors, meta
+
+
+def state_from_files(
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LambdaLR,
+    names: list[str],
+    tensors: Mapping[str, torch.Tensor],
+    meta: Mapping[str, Any],
+    device: torch.device,
+) -> None:
+    if list(meta["param_names"]) != names:
+        theirs, ours = set(meta["param_names"]), set(names)
+        raise ResumeError(
+            "the checkpoint trained a different parameter set: "
+            f"only in checkpoint {sorted(theirs - ours)[:3]}, only in this run {sorted(ours - theirs)[:3]}"
+        )
+    state: dict[int, dict[str, Any]] = {}
+    for key, value in tensors.items():
+        if key.startswith("optim."):
+            _, idx, name = key.split(".", 2)
+            state.setdefault(int(idx), {})[name] = value if name == "step" else value.to(device)
+    for idx, extra in meta.get("optim_scalars", {}).items():
+        state.setdefault(int(idx), {}).update(extra)
+    groups = [dict(g) for g in meta["param_groups"]]
+    for g in groups:
+        if "betas" in g:
+            g["betas"] = tuple(g["betas"])
+    optimizer.load_state_dict({"state": state, "param_groups": groups})
+    scheduler.load_state_dict(dict(meta["scheduler"]))
+    torch.set_rng_state(tensors["rng.cpu"])
+    cuda_states = [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]
+    if cuda_states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda_states[: torch.cuda.device_count()])
+
+
+def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
+    pointer = Path(out_dir) / LATEST_NAME
+    if not pointer.is_file():
+        return None
+    folder = Path(out_dir) / json.loads(pointer.read_text())["folder"]
+    return folder if (folder / STATE_JSON).is_file() else None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+class JsonlLog:
+    def __init__(self, path: Path, *, append: bool) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fh = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, sort_keys=True) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
