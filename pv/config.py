@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pv.diagnostics import suggest
+from pv.paths import shown
 
 DIALECTS = ("pv", "rust")  # rust: upstream conventions are accepted and reported as warnings
 ISOLATIONS = ("auto", "thread", "process")
@@ -160,27 +161,8 @@ class PvConfig:
         return self.root / ".pv"
 
     def relpath(self, path: Path | str) -> str:
-        """``path`` relative to the root with forward slashes, or absolute when outside it.
-
-        Plain string work first: lint calls this for every file, and resolving each path through
-        the file system costs more than the rest of a cached run.  Symlinks are resolved only
-        when the plain path is not under the root.
-        """
-        text = os.path.normpath(os.path.join(os.getcwd(), os.fspath(path)))
-        root = str(self.root)
-        inside = _under(text, root)
-        if inside is None:
-            text = os.path.realpath(text)
-            inside = _under(text, root)
-        return inside if inside is not None else Path(text).as_posix()
-
-
-def _under(path: str, root: str) -> str | None:
-    if path == root:
-        return "."
-    if path.startswith(root + os.sep):
-        return path[len(root) + 1 :].replace(os.sep, "/")
-    return None
+        """``path`` as pv shows it (:func:`pv.paths.shown`): relative to the root, else absolute."""
+        return shown(path, self.root)
 
 
 def find_pyproject(start: Path) -> Path | None:
