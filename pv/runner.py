@@ -140,6 +140,16 @@ def _run(run: FalsifierRun) -> None:
     result.timeout_s = timeout if timeout and timeout > 0 else None
     result.isolation = isolation
 
+    # what every call is judged by, in-process or launched
+    judged: dict[str, Any] = {
+        "observes": spec.observes,
+        "expect": expect,
+        "params": params,
+        "text": text,
+        "timeout_s": timeout,
+        "allow_nonfinite": f.allow_nonfinite,
+    }
+
     def evaluate(arguments: dict[str, Any]) -> Any:
         if launch is not None:
             request = LaunchRequest(
@@ -151,28 +161,8 @@ def _run(run: FalsifierRun) -> None:
                 run.contract_sha256,
                 run.rootpath,
             )
-            return evaluate_launched(
-                request,
-                artifacts=arguments["pv_artifacts"],
-                observes=spec.observes,
-                expect=expect,
-                params=params,
-                text=text,
-                timeout_s=timeout,
-                allow_nonfinite=f.allow_nonfinite,
-            )
-        return evaluate_call(
-            spec.func,
-            arguments,
-            observes=spec.observes,
-            expect=expect,
-            params=params,
-            text=text,
-            timeout_s=timeout,
-            seed=run.seed,
-            isolation=isolation,
-            allow_nonfinite=f.allow_nonfinite,
-        )
+            return evaluate_launched(request, artifacts=arguments["pv_artifacts"], **judged)
+        return evaluate_call(spec.func, arguments, seed=run.seed, isolation=isolation, **judged)
 
     ev = evaluate(kwargs)
     result.verdict = ev.verdict
