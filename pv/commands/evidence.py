@@ -241,6 +241,8 @@ def promote(
                     apply(decision, root=config.root)
                     project.forget(path)
                     typer.echo(f"{shown}: {arrow} ({decision.reason})")
+        except BrokenPipeError:
+            raise  # our own output's reader left (`pv promote | head`), not this contract's problem
         except (PromoteError, OSError, UnicodeDecodeError) as exc:
             errors += 1
             typer.echo(f"{shown}: not promoted: {exc}", err=True)
