@@ -218,7 +218,7 @@ def build(project: Project, contracts: list[Path], base: str | None = None, keys
     at_base = base_bundles(root, evidence_dir, base) if base else {}
     sections: list[Section] = []
     for path in contracts:
-        current = project.contract(path)
+        current = project.take(path)
         cid = current.id
         assessment: Assessment
         try:

@@ -177,7 +177,7 @@ def gc(
     known_ids: set[str] = set()
     if config.contracts.is_dir():
         for path in _contract_files("evidence gc", project, None):
-            current = project.contract(path)
+            current = project.take(path)
             found = assess(config.evidence, path, current.id, config.root, keys=keys, current=current)
             known_ids.add(current.id)
             backing.extend(found.contributing)
@@ -221,7 +221,7 @@ def promote(
     changed = errors = 0
     for path in _contract_files("promote", project, contracts):
         shown = config.relpath(path)
-        current = project.contract(path)
+        current = project.take(path)
         if not current.ok:
             errors += 1
             typer.echo(f"{shown}: not promoted: the contract does not validate (run `pv validate`)", err=True)
@@ -239,7 +239,6 @@ def promote(
                     typer.echo(f"{shown}: would change {arrow} ({decision.reason})")
                 else:
                     apply(decision, root=config.root)
-                    project.forget(path)
                     typer.echo(f"{shown}: {arrow} ({decision.reason})")
         except BrokenPipeError:
             raise  # our own output's reader left (`pv promote | head`), not this contract's problem
