@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import pv.lint.codes as codes
 from pv.cases import parametrized_names
 from pv.checkers import CheckerBindingError, discover, in_packages, unaccepted_params
 from pv.diagnostics import Severity
-from pv.lint import codes
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import pv.lint.codes as codes
 from pv.diagnostics import Severity
 from pv.diff import diff_contracts, previous_contracts
-from pv.lint import codes
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 from pv.semver import SemverKey, semver_key

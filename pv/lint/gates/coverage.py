@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pv.lint import codes
+import pv.lint.codes as codes
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 

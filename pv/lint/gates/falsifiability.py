@@ -6,8 +6,8 @@ shows that the check has teeth.
 
 from __future__ import annotations
 
+import pv.lint.codes as codes
 from pv.faults import resolve_mutant
-from pv.lint import codes
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 

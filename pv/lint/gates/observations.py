@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import pv.lint.codes as codes
 from pv.cases import parametrized_names
 from pv.checkers import CheckerBindingError
 from pv.expr import ExprError, Expression, parse
-from pv.lint import codes
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 
