@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pv.config import DEFAULT_CHECKER_PACKAGES
 from pv.diagnostics import suggest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 CHECKER_ATTR = "__pv_checker__"
-DEFAULT_PACKAGES: tuple[str, ...] = ("falsifiers",)
 HARNESS_PARAMS = frozenset({"seed"})  # consumed by the harness whether or not the checker takes them
 
 
@@ -66,7 +66,7 @@ def in_packages(module: str, packages: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def resolve(ref: str, packages: Iterable[str] = DEFAULT_PACKAGES) -> CheckerSpec:
+def resolve(ref: str, packages: Iterable[str] = DEFAULT_CHECKER_PACKAGES) -> CheckerSpec:
     """Resolve ``module:function`` to its :class:`CheckerSpec`, importing only allowed modules."""
     module, sep, name = ref.partition(":")
     if not sep or not module or not name:
@@ -133,7 +133,7 @@ def _sibling_modules(module: str) -> list[str]:
     return [f"{parent}.{info.name}" for info in pkgutil.iter_modules(getattr(pkg, "__path__", []))]
 
 
-def discover(packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, CheckerSpec]:
+def discover(packages: Iterable[str] = DEFAULT_CHECKER_PACKAGES) -> dict[str, CheckerSpec]:
     """Import every module of the checker packages and return their registered checkers by ref."""
     found: dict[str, CheckerSpec] = {}
     for pkg_name in packages:
