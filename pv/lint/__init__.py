@@ -26,7 +26,7 @@ def lint(config: PvConfig, options: LintOptions | None = None) -> LintReport:
     ensure_importable(config.root)
     loader = TreeLoader(config, strict=options.strict, state=StateDir(config.state_dir) if options.use_state else None)
     tree = loader.load()
-    report = run_lint(config, tree, options)
+    report = run_lint(config, tree, options, project=loader.project)
     loader.save(tree)
     return report
 

@@ -29,6 +29,7 @@ from pv.lint.state import StateDir
 from pv.lint.tree import LintContract, LintTree
 from pv.loader import LoadedContract, find_contract_files, load_contract_file
 from pv.model import Contract
+from pv.project import Project
 
 CACHE_FORMAT = 1
 # Modules whose code decides what a contract validates to; a change to any of them voids the cache.
@@ -98,6 +99,7 @@ class TreeLoader:
 
     def __init__(self, config: PvConfig, *, strict: bool = False, state: StateDir | None = None) -> None:
         self.config = config
+        self.project = Project(config)  # what a cold run reads, the gates read again from here
         self.strict = strict
         self.state = state
         self._entries: dict[str, _FileEntry] = {}
@@ -133,7 +135,7 @@ class TreeLoader:
         report = validate_paths(
             [self.config.contracts],
             strict=self.strict,
-            config=self.config,
+            project=self.project,
         )
         return self._from_report(report, tree_key)
 

@@ -28,6 +28,7 @@ from pv.lint.gates.status import StatusGate
 from pv.lint.gates.validate import ValidateGate, to_findings
 from pv.lint.state import StateDir
 from pv.lint.tree import LintTree
+from pv.project import Project
 
 GateState = Literal["passed", "failed", "skipped"]
 
@@ -191,10 +192,13 @@ def run_lint(
     options: LintOptions,
     *,
     gates: Sequence[Gate] | None = None,
+    project: Project | None = None,
 ) -> LintReport:
     """Run every gate over ``tree`` and settle the ratchet and the baseline."""
     t0 = time.perf_counter()
-    ctx = GateContext(config, tree, strict_test_binding=options.strict_test_binding, base_ref=options.base_ref)
+    ctx = GateContext(
+        config, tree, strict_test_binding=options.strict_test_binding, base_ref=options.base_ref, project=project
+    )
     baseline: Baseline | None = None
     if options.baseline is not None and not options.write_baseline:
         baseline = Baseline.load(options.baseline)

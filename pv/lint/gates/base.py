@@ -10,6 +10,7 @@ from pv.config import PvConfig
 from pv.diagnostics import Severity
 from pv.lint.findings import Finding, KeyPath
 from pv.lint.tree import LintContract, LintTree
+from pv.project import Project
 
 
 class CheckerIndex:
@@ -34,10 +35,13 @@ class GateContext:
     tree: LintTree
     strict_test_binding: bool = False
     base_ref: str = "HEAD"  # the changelog gate's bump check compares against this git ref
+    project: Project | None = None  # the contracts as the loader read them (default: a fresh one)
     checkers: CheckerIndex = field(init=False)
 
     def __post_init__(self) -> None:
         self.checkers = CheckerIndex(self.config.checker_packages)
+        if self.project is None:
+            self.project = Project(self.config)
 
 
 @dataclass

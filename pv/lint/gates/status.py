@@ -15,14 +15,15 @@ from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 from pv.model import Status
 
 RANK: dict[Status, int] = {Status.DRAFT: 0, Status.ACTIVE_ALGORITHM_LEVEL: 1, Status.ACTIVE: 2}
-# (evidence folder, contract path, contract id, trusted keys) -> pv.evidence.status.Assessment
-Assessor = Callable[[Path, Path, str, Any], Any]
+# (evidence folder, contract path, contract id, trusted keys, the contract as the project read it)
+# -> pv.evidence.status.Assessment
+Assessor = Callable[[Path, Path, str, Any, Any], Any]
 
 
-def _assess(evidence: Path, path: Path, contract_id: str, keys: Any) -> Any:
+def _assess(evidence: Path, path: Path, contract_id: str, keys: Any, current: Any) -> Any:
     from pv.evidence.status import assess
 
-    return assess(evidence, path, contract_id, keys=keys)
+    return assess(evidence, path, contract_id, keys=keys, current=current)
 
 
 class StatusGate:
@@ -69,7 +70,9 @@ class StatusGate:
                     out.append(finding(self.name, codes.STATUS_UNBACKED, item, where, str(exc)))
                     break
                 keys_read = True
-            found = self._assess(evidence, item.path, item.id, keys)
+            assert ctx.project is not None
+            # the last gate to need the file: take it, so the project keeps no tree of contracts alive
+            found = self._assess(evidence, item.path, item.id, keys, ctx.project.take(item.path))
             problem = status_mismatch(declared, found)
             if problem is None:
                 backed += above

@@ -203,7 +203,9 @@ def test_binding_reports_a_checker_package_that_does_not_import(run_fixture: Run
 def _status_gate_with(backing_status: Status, case: str = "status_fail") -> list[tuple[str, str]]:
     config = load_config(FIXTURES / case)
     tree = TreeLoader(config).load()
-    gate = StatusGate(assessor=lambda evidence, path, cid, keys: Assessment(backing_status, None, reasons=["given"]))
+    gate = StatusGate(
+        assessor=lambda evidence, path, cid, keys, current: Assessment(backing_status, None, reasons=["given"])
+    )
     return sorted((f.code, f.subject) for f in gate.run(GateContext(config, tree)).findings)
 
 
