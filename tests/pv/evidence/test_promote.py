@@ -6,6 +6,8 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pv.evidence.status import backing_status
 from pv.evidence.verify import verify_bundle
@@ -206,3 +208,40 @@ def test_the_fast_composer_marks_characters_as_pyyaml_does(text: str) -> None:
 
     expected = yaml.compose(text, Loader=yaml.SafeLoader)
     assert spans(_compose(text)) == spans(expected)
+
+
+def _spans(node: object) -> list[tuple[int, int, object]]:
+    import yaml
+
+    assert isinstance(node, yaml.Node)
+    own = [(node.start_mark.index, node.end_mark.index, getattr(node, "style", None))]
+    if isinstance(node, yaml.MappingNode):
+        return own + [s for pair in node.value for n in pair for s in _spans(n)]
+    if isinstance(node, yaml.SequenceNode):
+        return own + [s for n in node.value for s in _spans(n)]
+    return own
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12)
+_DATA = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.dictionaries(_TEXT, _DATA, min_size=1, max_size=5),
+    flow=st.booleans(),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    bom=st.booleans(),
+)
+def test_the_fast_composer_agrees_with_pyyaml_on_any_document(data: dict, flow: bool, newline: str, bom: bool) -> None:
+    import yaml
+
+    from pv.promote import _compose
+
+    text = yaml.safe_dump(data, allow_unicode=True, default_flow_style=flow, width=40)
+    text = ("\ufeff" if bom else "") + text.replace("\n", newline)
+    assert _spans(_compose(text)) == _spans(yaml.compose(text, Loader=yaml.SafeLoader))
