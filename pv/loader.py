@@ -469,6 +469,40 @@ def _event_depth_exceeds(text: str, limit: int) -> tuple[int, int] | None:
     return None
 
 
+_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # the line breaks YAML counts
+
+
+def compose_marked(text: str) -> yaml.Node | None:
+    """``text``'s node tree as pv reads it, with every mark's ``index`` a character index into
+    ``text``: what ``pv promote`` needs to edit a file in place, from the same reader that loads it.
+
+    libyaml's marks count lines and columns in characters, so the index is rebuilt from them and
+    the line starts (a BOM is skipped before the first column); its plain scalars' style ``""``
+    becomes PyYAML's None.  Raises :class:`yaml.YAMLError` for text that does not parse."""
+    root = yaml.compose(text, Loader=_Loader)
+    starts = [1 if text.startswith("\ufeff") else 0, *(m.end() for m in _BREAK.finditer(text))]
+    todo = [root] if root is not None else []
+    while todo:
+        node = todo.pop()
+        start, end = node.start_mark, node.end_mark  # libyaml's marks are read-only
+        node.start_mark = yaml.Mark("", starts[start.line] + start.column, start.line, start.column, None, 0)
+        node.end_mark = yaml.Mark("", starts[end.line] + end.column, end.line, end.column, None, 0)
+        if isinstance(node, yaml.ScalarNode) and node.style == "":
+            node.style = None
+        elif isinstance(node, yaml.MappingNode):
+            todo.extend(n for pair in node.value for n in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+    return root
+
+
+def is_null(node: yaml.Node) -> bool:
+    """A scalar pv reads as null (YAML 1.2: empty, ``~``, ``null``), written plain or tagged ``!!null``."""
+    if not isinstance(node, yaml.ScalarNode) or node.value not in _NULLS:
+        return False
+    return node.tag in (_PLAIN, _CORE + "null")
+
+
 def _compose(path: Path, text: str) -> tuple[yaml.Node | None, Diagnostic | None]:
     try:
         if _nesting_bound(text) > _C_SAFE_DEPTH:

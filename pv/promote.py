@@ -21,7 +21,6 @@ import datetime as _dt
 import fcntl
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import yaml
 from pv.evidence.digest import ContractUnreadable, binding_digest_of, contract_data, sha256_bytes
 from pv.evidence.signing import KeyRing
 from pv.evidence.status import RANK, Assessment, assess, status_mismatch
+from pv.loader import compose_marked, is_null
 from pv.model import SEMVER_RE, Status
 from pv.paths import shown
 from pv.project import ProjectContract
@@ -158,39 +158,10 @@ def _block_entry(entry: dict[str, str], dash_col: int, key_col: int) -> str:
     return "".join(lines)
 
 
-_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # the line breaks YAML counts
-
-
-def _compose(text: str) -> yaml.Node | None:
-    """``text``'s node tree with every mark's ``index`` a character index into ``text``.
-
-    libyaml composes ten times faster than PyYAML's pure-Python loader, and its marks' line and
-    column count characters, so the index is rebuilt from them and the line starts (a BOM is
-    skipped before the first column); its plain scalars' style ``""`` becomes PyYAML's None."""
-    loader: Any = getattr(yaml, "CSafeLoader", None)
-    if loader is None:
-        return yaml.compose(text, Loader=yaml.SafeLoader)  # pure-Python marks index characters
-    root = yaml.compose(text, Loader=loader)
-    starts = [1 if text.startswith("\ufeff") else 0, *(m.end() for m in _BREAK.finditer(text))]
-    todo = [root] if root is not None else []
-    while todo:
-        node = todo.pop()
-        start, end = node.start_mark, node.end_mark  # libyaml's marks are read-only
-        node.start_mark = yaml.Mark("", starts[start.line] + start.column, start.line, start.column, None, 0)
-        node.end_mark = yaml.Mark("", starts[end.line] + end.column, end.line, end.column, None, 0)
-        if isinstance(node, yaml.ScalarNode) and node.style == "":
-            node.style = None  # libyaml's plain style, as PyYAML's own loader writes it
-        elif isinstance(node, yaml.MappingNode):
-            todo.extend(n for pair in node.value for n in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            todo.extend(node.value)
-    return root
-
-
 def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
     """``text`` with ``metadata.status`` set and ``entry`` made the newest changelog entry."""
     try:
-        root = _compose(text)
+        root = compose_marked(text)
     except yaml.YAMLError as exc:
         raise PromoteError(f"contract does not parse: {exc}") from exc
     found = _find(root, "metadata") if isinstance(root, yaml.MappingNode) else None
@@ -239,7 +210,7 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
             else:
                 gap = first.start_mark.column - dash_col - 1
                 edits.append((at, at, " " * dash_col + "-" + " " * gap + _flow_entry(entry) + "\n"))
-        elif isinstance(log, yaml.ScalarNode) and log.value == "" and log.tag.endswith(":null"):
+        elif isinstance(log, yaml.ScalarNode) and log.value == "" and is_null(log):  # `changelog:` and nothing
             at = _after_line(text, log_pair[0].end_mark.index)
             edits.append((at, at, " " * (key_col + 2) + "- " + _flow_entry(entry) + "\n"))
         else:

@@ -196,7 +196,7 @@ def test_the_fast_composer_marks_characters_as_pyyaml_does(text: str) -> None:
     every node must sit where PyYAML's own loader puts it, or the edit lands in the wrong place."""
     import yaml
 
-    from pv.promote import _compose
+    from pv.loader import compose_marked
 
     def spans(node: yaml.Node) -> list[tuple[int, int, str | None]]:
         own = [(node.start_mark.index, node.end_mark.index, getattr(node, "style", None))]
@@ -207,7 +207,7 @@ def test_the_fast_composer_marks_characters_as_pyyaml_does(text: str) -> None:
         return own
 
     expected = yaml.compose(text, Loader=yaml.SafeLoader)
-    assert spans(_compose(text)) == spans(expected)
+    assert spans(compose_marked(text)) == spans(expected)
 
 
 def _spans(node: object) -> list[tuple[int, int, object]]:
@@ -240,8 +240,8 @@ _DATA = st.recursive(
 def test_the_fast_composer_agrees_with_pyyaml_on_any_document(data: dict, flow: bool, newline: str, bom: bool) -> None:
     import yaml
 
-    from pv.promote import _compose
+    from pv.loader import compose_marked
 
     text = yaml.safe_dump(data, allow_unicode=True, default_flow_style=flow, width=40)
     text = ("\ufeff" if bom else "") + text.replace("\n", newline)
-    assert _spans(_compose(text)) == _spans(yaml.compose(text, Loader=yaml.SafeLoader))
+    assert _spans(compose_marked(text)) == _spans(yaml.compose(text, Loader=yaml.SafeLoader))
