@@ -180,6 +180,18 @@ def test_written_file_is_replaced_atomically(project: Project, write: Writer, tm
     assert sorted(p.name for p in project.contract.parent.iterdir()) == ["demo-v1.yaml"]
 
 
+def _spans(node: object) -> list[tuple[int, int, object]]:
+    import yaml
+
+    assert isinstance(node, yaml.Node)
+    own = [(node.start_mark.index, node.end_mark.index, getattr(node, "style", None))]
+    if isinstance(node, yaml.MappingNode):
+        return own + [s for pair in node.value for n in pair for s in _spans(n)]
+    if isinstance(node, yaml.SequenceNode):
+        return own + [s for n in node.value for s in _spans(n)]
+    return own
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -198,28 +210,8 @@ def test_the_fast_composer_marks_characters_as_pyyaml_does(text: str) -> None:
 
     from pv.loader import compose_marked
 
-    def spans(node: yaml.Node) -> list[tuple[int, int, str | None]]:
-        own = [(node.start_mark.index, node.end_mark.index, getattr(node, "style", None))]
-        if isinstance(node, yaml.MappingNode):
-            return own + [s for pair in node.value for n in pair for s in spans(n)]
-        if isinstance(node, yaml.SequenceNode):
-            return own + [s for n in node.value for s in spans(n)]
-        return own
-
     expected = yaml.compose(text, Loader=yaml.SafeLoader)
-    assert spans(compose_marked(text)) == spans(expected)
-
-
-def _spans(node: object) -> list[tuple[int, int, object]]:
-    import yaml
-
-    assert isinstance(node, yaml.Node)
-    own = [(node.start_mark.index, node.end_mark.index, getattr(node, "style", None))]
-    if isinstance(node, yaml.MappingNode):
-        return own + [s for pair in node.value for n in pair for s in _spans(n)]
-    if isinstance(node, yaml.SequenceNode):
-        return own + [s for n in node.value for s in _spans(n)]
-    return own
+    assert _spans(compose_marked(text)) == _spans(expected)
 
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12)
