@@ -69,9 +69,12 @@ class Setting:
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MAX_NPROC = 8
+DEFAULT_CHECKER_PACKAGES: tuple[str, ...] = ("falsifiers",)
 SETTINGS: tuple[Setting, ...] = (
     Setting("contracts", "paths", ("contracts",), "folders of contract YAML files"),
-    Setting("checker_packages", "packages", ("falsifiers",), "packages whose @checker functions contracts may bind"),
+    Setting(
+        "checker_packages", "packages", DEFAULT_CHECKER_PACKAGES, "packages whose @checker functions contracts may bind"
+    ),
     Setting("fault_packages", "packages", (), "packages a mutant's fault may live in, besides the checker packages"),
     Setting("evidence", "path", "evidence", "the evidence folder"),
     Setting("trusted_keys", "optional_path", None, "PEM file of ed25519 public keys whose signed bundles alone count"),
@@ -97,11 +100,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mutants", "bool", False, "run every falsifier's mutant after it survives"),
     Setting("mutation_log", "optional_path", None, "append every verdict under the mutant being tested to this file"),
 )
-BY_NAME = {s.name: s for s in SETTINGS}
-KNOWN_KEYS = tuple(BY_NAME)
-DEFAULT_CONTRACTS = "contracts"
-DEFAULT_CHECKER_PACKAGES: tuple[str, ...] = ("falsifiers",)
-DEFAULT_EVIDENCE = "evidence"
+KNOWN_KEYS = tuple(s.name for s in SETTINGS)
 
 
 _RINGS: dict[Path, tuple[int, Any]] = {}  # trusted keys read once per file version
@@ -125,7 +124,6 @@ class PvConfig:
     mutants: bool = False
     mutation_log: Path | None = None
     contract_dirs: tuple[Path, ...] = ()  # every contracts folder (pytest's pv_contracts may name several)
-    ini: Path | None = None  # pytest's configuration file, when it has one
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)  # name -> where it was set
 
     @property
@@ -165,23 +163,26 @@ class PvConfig:
         return shown(path, self.root)
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start``."""
+def _folders_up(start: Path) -> tuple[Path, ...]:
     here = start.resolve()
     if here.is_file():
         here = here.parent
-    for d in (here, *here.parents):
-        candidate = d / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+    return (here, *here.parents)
 
 
-def _read_table(pyproject: Path) -> dict[str, Any]:
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start``."""
+    return next((d / "pyproject.toml" for d in _folders_up(start) if (d / "pyproject.toml").is_file()), None)
+
+
+def _read_toml(pyproject: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{pyproject}: cannot read: {exc}") from exc
+
+
+def _pv_table(pyproject: Path, data: dict[str, Any]) -> dict[str, Any]:
     table = data.get("tool", {}).get("pv", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.pv] must be a table")
@@ -193,15 +194,15 @@ def _read_table(pyproject: Path) -> dict[str, Any]:
     return table
 
 
-def find_pytest_ini(start: Path, stop: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
+def find_pytest_ini(
+    start: Path, stop: Path | None = None, parsed: dict[Path, dict[str, Any]] | None = None
+) -> tuple[Path | None, dict[str, Any]]:
     """pytest's configuration file at or above ``start`` and its ``pv_*`` options, found the way
     pytest finds it: in each folder upward, the first of :data:`INI_FILES` that has a pytest
     section (``pytest.ini`` counts even when empty).  The search ends at ``stop`` (the project's
-    ``pyproject.toml`` folder): an enclosing project's options are not this one's."""
-    here = start.resolve()
-    if here.is_file():
-        here = here.parent
-    folders = (here, *here.parents)
+    ``pyproject.toml`` folder): an enclosing project's options are not this one's.  ``parsed``
+    holds TOML files already read (the project's pyproject.toml), so none is read twice."""
+    folders = _folders_up(start)
     if stop is not None and stop in folders:
         folders = folders[: folders.index(stop) + 1]
     for d in folders:
@@ -209,17 +210,17 @@ def find_pytest_ini(start: Path, stop: Path | None = None) -> tuple[Path | None,
             path = d / name
             if not path.is_file():
                 continue
-            options = _ini_section(path, section)
+            options = _ini_section(path, section, parsed or {})
             if options is not None:
                 return path, {k: v for k, v in options.items() if k.startswith("pv_")}
     return None, {}
 
 
-def _ini_section(path: Path, section: str) -> dict[str, Any] | None:
+def _ini_section(path: Path, section: str, parsed: dict[Path, dict[str, Any]]) -> dict[str, Any] | None:
     if path.suffix == ".toml":
         try:
-            tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            tool = (parsed[path] if path in parsed else _read_toml(path)).get("tool", {})
+        except ConfigError:
             return None
         options = tool.get("pytest", {}).get("ini_options") if isinstance(tool.get("pytest"), dict) else None
         return options if isinstance(options, dict) else None
@@ -266,7 +267,7 @@ def _convert(setting: Setting, value: Any, source: _Source) -> Any:
         return (source.base / value).resolve()
     if kind == "paths":
         if isinstance(value, str):
-            items: list[Any] = value.split("\n") if "\n" in value else [value]
+            items: list[Any] = value.split("\n")
         elif isinstance(value, (list, tuple)):
             items = list(value)
         else:
@@ -338,9 +339,11 @@ def resolve(
     cwd = Path.cwd()
     start = (start or cwd).resolve()
     pyproject = find_pyproject(start)
-    table = _read_table(pyproject) if pyproject else {}
+    data = _read_toml(pyproject) if pyproject else {}
+    table = _pv_table(pyproject, data) if pyproject else {}
     if ini is None:
-        ini_path, ini = find_pytest_ini(start, pyproject.parent if pyproject else None)
+        parsed = {pyproject: data} if pyproject else {}
+        ini_path, ini = find_pytest_ini(start, pyproject.parent if pyproject else None, parsed)
     root = pyproject.parent if pyproject else ini_path.parent if ini_path else start if start.is_dir() else start.parent
     environment = os.environ if env is None else env
     sources = [
@@ -388,7 +391,6 @@ def resolve(
         contracts=dirs[0],
         contract_dirs=dirs,
         pyproject=pyproject,
-        ini=ini_path,
         origins=origins,
         **values,
     )
