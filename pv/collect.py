@@ -199,7 +199,6 @@ class FalsifierItem(pytest.Function):
             falsifier=self.falsifier,
             params=self.params,
             seed=self.seed,
-            case=self.case.id if self.case is not None else None,
             result=self.new_result(),
             settings=project_of(self.config).config,
             contract_path=self.path,

@@ -36,8 +36,7 @@ class FalsifierRun:
     falsifier: FalsificationTest
     params: dict[str, Any]  # the falsifier's params with its case's values laid over them
     seed: int
-    case: str | None  # the case's id for a parametrized falsifier
-    result: FalsifierResult  # fresh (not_run): what the run fills in
+    result: FalsifierResult  # fresh (not_run), naming the case of a parametrized falsifier: what the run fills in
     settings: PvConfig
     contract_path: Path
     item_name: str  # how a launched rank finds the falsifier again in the contract
@@ -216,7 +215,7 @@ def mutant_failure(run: FalsifierRun) -> tuple[str, str] | None:
 
     result = run.result
     mutant = result.mutant
-    if result.verdict is not Verdict.SURVIVED or mutant is None or mutant.killed or run.case is not None:
+    if result.verdict is not Verdict.SURVIVED or mutant is None or mutant.killed or result.case is not None:
         return None
     if mutant.message.startswith(BROKEN_REFERENCE):
         return "broken", f"BROKEN {run.label}: {mutant.message}"

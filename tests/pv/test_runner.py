@@ -73,7 +73,6 @@ def make_run(
         falsifier=f,
         params=dict(f.params),
         seed=0,
-        case=None,
         result=FalsifierResult(
             contract_id="runner-toy", falsify_id=f.id, verdict=Verdict.NOT_RUN, ship_blocking=f.ship_blocking
         ),
