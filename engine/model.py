@@ -88,15 +88,18 @@ class RotaryEmbedding(nn.Module):
         super()._apply(fn, recurse)
         return self
 
-    def forward(self, length: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """Tables covering positions 0..length-1 at least, in ``dtype``, [positions, head_dim]."""
+    def forward(self, length: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tables covering positions 0..length-1 at least, in ``dtype`` on ``device`` (where the
+        activations are, so a model whose weights were assigned onto a meta-built skeleton still
+        gets real tables), [positions, head_dim]."""
         theta = _effective_theta(self.theta)
         have = self.cos.shape[0]
-        if have < length or self.cos.dtype != dtype or theta != self.built_theta:
-            size = max(length, 64, 2 * have)
+        stale = self.cos.dtype != dtype or self.cos.device != device or theta != self.built_theta
+        if stale or have < length:
+            size = max(length, 64, have if stale else 2 * have)
             half = self.head_dim // 2
             with torch.inference_mode(False):  # usable later outside inference mode too
-                positions = torch.arange(size, device=self.cos.device)[None]
+                positions = torch.arange(size, device=device)[None]
                 cos, sin = rope_cos_sin(positions, self.head_dim, self.theta, dtype)
                 cos, sin = cos[0, 0], sin[0, 0]
                 # rotate_half(x) * sin == roll(x, half) * sin_folded: one kernel instead of three.
@@ -429,7 +432,7 @@ class DecoderLM(nn.Module):
         x = self.model.embed_tokens(input_ids)
         # cos and sign-folded sin rows, looked up rather than recomputed; + 1: the planted
         # off-by-one fault shifts positions one past the sequence.
-        cos_table, sin_table = self.rotary(past + s + 1, x.dtype)
+        cos_table, sin_table = self.rotary(past + s + 1, x.dtype, device)
         cos, sin = F.embedding(positions, cos_table)[:, None], F.embedding(positions, sin_table)[:, None]
         mask: torch.Tensor | None = None
         if padded and attention_mask is not None and s == 1 and past > 0:

@@ -47,3 +47,13 @@ def test_two_models_with_different_theta_keep_their_own_tables() -> None:
         assert torch.equal(b.rotary.cos[:8], a.rotary.cos[:8])
     b(ids)
     assert torch.equal(b.rotary.cos[: len(table)], table)  # and the next clean forward puts them back
+
+
+def test_tables_are_built_where_the_activations_are() -> None:
+    """``build_model`` casts the model after building it, and a cast starts the tables afresh on
+    the default device; the next forward must build them where its activations are (the model's
+    device: meta here, CUDA on a GPU), not where the empty table was left."""
+    meta = build_model(tiny_config(), device="meta")
+    out = meta(torch.tensor([[1, 2, 3]], device="meta"))
+    assert out.logits.device.type == "meta" and tuple(out.logits.shape) == (1, 3, meta.config.vocab_size)
+    assert meta.rotary.cos.device.type == "meta"
