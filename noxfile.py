@@ -30,6 +30,29 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
+@nox.session(python=False)
+def latest(session: nox.Session) -> None:
+    """The tests against today's newest releases of every dependency, unpinned (not run by default).
+
+    A fresh virtual environment, so nothing of the locked one leaks in.  Only torch is held to the
+    release in requirements/torch.in, whose CPU build is the one on this machine's disk (any other
+    torch is a several-GB CUDA download here); set PV_LATEST_TORCH=1 to let it float too.  When
+    this fails and the locked `nox -s tests` passes, a new release broke something: fix it, then
+    refresh the lock (bash scripts/lock.sh).
+    """
+    import tempfile
+    from pathlib import Path
+
+    venv = Path(tempfile.mkdtemp(prefix="pv-latest-")) / "venv"
+    session.run("python", "-m", "venv", str(venv), external=True)
+    py = str(venv / "bin" / "python")
+    pins = [] if os.environ.get("PV_LATEST_TORCH") else ["-c", "requirements/torch.in"]
+    session.run(py, "-m", "pip", "install", "-q", "--upgrade", "pip", external=True)
+    session.run(py, "-m", "pip", "install", "-q", "--upgrade", *pins, "-e", ".[engine,test]", external=True)
+    session.run(py, "-m", "pip", "list", "--format=freeze", external=True)
+    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", *session.posargs, external=True)
+
+
 @nox.session(venv_backend=PY)
 def ship_blocking(session: nox.Session) -> None:
     session.run("pytest", "contracts", "-m", "ship_blocking", "--pv-mutants", *session.posargs)
@@ -43,7 +66,7 @@ def interop(session: nox.Session) -> None:
     """
     # The multimodal (llava/mtmd) part is not needed and doubles the build time.
     env = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DLLAVA_BUILD=OFF")}
-    pip = ("python", "-m", "pip", "install", "-c", "constraints-cpu.txt", "llama-cpp-python>=0.3")
+    pip = ("python", "-m", "pip", "install", "-c", "requirements/cpu.txt", "llama-cpp-python>=0.3")
     session.run(*pip, env=env, external=True)
     session.run(
         "pytest",
@@ -66,5 +89,5 @@ def mutation(session: nox.Session) -> None:
     A report, not a gate (not run by default): a seeded sample of 30 mutants per module takes
     about 15 minutes on two cores; ``nox -s mutation -- --sample 0`` runs all ~3,900 (hours).
     """
-    session.run("python", "-m", "pip", "install", "-q", "-c", "constraints-cpu.txt", "-e", ".[mutation]", external=True)
+    session.run("python", "-m", "pip", "install", "-q", "-c", "requirements/cpu.txt", "-e", ".[mutation]", external=True)
     session.run("python", "bench/mutation.py", *session.posargs)
