@@ -89,5 +89,7 @@ def mutation(session: nox.Session) -> None:
     A report, not a gate (not run by default): a seeded sample of 30 mutants per module takes
     about 15 minutes on two cores; ``nox -s mutation -- --sample 0`` runs all ~3,900 (hours).
     """
-    session.run("python", "-m", "pip", "install", "-q", "-c", "requirements/cpu.txt", "-e", ".[mutation]", external=True)
+    session.run(
+        "python", "-m", "pip", "install", "-q", "-c", "requirements/cpu.txt", "-e", ".[mutation]", external=True
+    )
     session.run("python", "bench/mutation.py", *session.posargs)

@@ -8,6 +8,7 @@ checker builds the thing under test itself.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -102,23 +103,36 @@ def pretrain_data(engine_tokenizer: EngineTokenizer) -> Any:
 
 
 @pytest.fixture(scope="session")
-def pretrained_init(
-    engine_tokenizer: EngineTokenizer, pretrain_data: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    """Path of a ``tiny``-preset engine checkpoint pretrained with ``engine.train.pretrain``."""
+def pretrained_init(engine_tokenizer: EngineTokenizer, pretrain_data: Any) -> Path:
+    """Path of a ``tiny``-preset engine checkpoint pretrained with ``engine.train.pretrain``.
+
+    Built once per machine and engine source (engine.build_cache): xdist workers and later
+    sessions wait for the first build and read the same file instead of pretraining again."""
+    from engine.build_cache import built_once
     from engine.train import TrainConfig, pretrain
 
-    out = tmp_path_factory.mktemp("pretrained-init")
-    result = pretrain(
-        out,
-        TrainConfig(**INIT_TRAIN),
-        config=preset(INIT_PRESET),
-        tokenizer=engine_tokenizer,
-        data=pretrain_data,
-        device="cpu",
-    )
-    assert result.checkpoint is not None
-    return result.checkpoint / "model.safetensors"
+    def build(out: Path) -> None:
+        result = pretrain(
+            out / "run",
+            TrainConfig(**INIT_TRAIN),
+            config=preset(INIT_PRESET),
+            tokenizer=engine_tokenizer,
+            data=pretrain_data,
+            device="cpu",
+        )
+        assert result.checkpoint is not None
+        (out / "checkpoint").write_text(str(result.checkpoint.relative_to(out)), encoding="utf-8")
+
+    key = {
+        "artefact": "pretrained-init",
+        "preset": preset(INIT_PRESET).to_dict(),
+        "train": INIT_TRAIN,
+        "tokenizer": hashlib.sha256(engine_tokenizer.to_json().encode()).hexdigest(),
+        "data": pretrain_data.digest,
+        "torch": torch.__version__,  # the training numerics are torch's
+    }
+    folder = built_once("pretrained-init", key, build)
+    return folder / (folder / "checkpoint").read_text(encoding="utf-8") / "model.safetensors"
 
 
 QA_CHECKPOINT_ENV = "ENGINE_QA_CHECKPOINT"

@@ -16,7 +16,7 @@ from engine.app import app
 from engine.cli_core import _err, _fail, _guarded, _out, _progress
 
 EXIT_GATE_FAILED = 1
-_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
+_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "inconclusive": "magenta"}
 
 
 @app.command()
@@ -73,5 +73,10 @@ def qa(
         _out.print(
             "PASS" if report.passed else "FAIL: " + ", ".join(g.name for g in report.gates if g.status == "fail")
         )
+        unsure = [g.name for g in report.gates if g.status == "inconclusive"]
+        if unsure:  # not a failure, and not a pass of that gate either: say so where it is read
+            _out.print(
+                f"INCONCLUSIVE (the machine was too busy to decide; rerun when it is quiet): {', '.join(unsure)}"
+            )
     if not report.passed:
         raise typer.Exit(EXIT_GATE_FAILED)

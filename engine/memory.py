@@ -416,3 +416,74 @@ def measure_method(
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"memory measurement child failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     return MeasuredMemory(**json.loads(lines[-1][len(RESULT_MARK) :]))
+
+
+def live_tensor_storages() -> dict[tuple[str, int], int]:
+    """Every tensor storage the garbage collector can reach: (device, address) -> bytes.
+
+    Parameters, gradients, optimizer state, buffers and quantization constants are all tensors a
+    Python object holds, so this counts what a training run keeps, exactly and identically on
+    every run, whatever else the machine is doing (unlike RSS, which moves with the allocator's
+    cache and the neighbours)."""
+    gc.collect()
+    out: dict[tuple[str, int], int] = {}
+    for obj in gc.get_objects():
+        if not isinstance(obj, torch.Tensor) or obj.is_meta:
+            continue
+        try:
+            storage = obj.untyped_storage()
+        except (RuntimeError, NotImplementedError):  # sparse or wrapper tensors own no plain storage
+            continue
+        key = (str(storage.device), storage.data_ptr())
+        out[key] = max(out.get(key, 0), storage.nbytes())
+    return out
+
+
+@dataclass(frozen=True)
+class TensorFootprint:
+    """Bytes of the tensor storages a run left alive, by what holds them (every byte counted once)."""
+
+    model_bytes: int  # storages that appeared while building the model
+    training_bytes: int  # storages that appeared over the training steps (gradients, optimizer state)
+    steps: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.model_bytes + self.training_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "total_bytes": self.total_bytes}
+
+
+def tensor_footprint(
+    config: ModelConfig,
+    method: Method,
+    *,
+    lora: LoraSettings | None = None,
+    steps: int = 2,
+    batch_size: int = 2,
+    seq_len: int = 32,
+    seed: int = 0,
+    base_dtype: torch.dtype = torch.float16,
+) -> TensorFootprint:
+    """Build ``method``'s model on the CPU and train ``steps`` steps, counting the tensor storages
+    that appear (:func:`live_tensor_storages`): deterministic for a given seed, so a comparison of
+    two methods has no noise to be inconclusive about."""
+    settings = lora or LoraSettings()
+    _warm_up(method, settings, "cpu", base_dtype)  # lazily built caches (code books) are not the run's
+    gen = torch.Generator().manual_seed(seed)
+    before = live_tensor_storages()
+    model = _method_model(config, method, settings, "cpu", seed, base_dtype)
+    built = live_tensor_storages()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    model.train()
+    for _ in range(steps):
+        ids = torch.randint(0, config.vocab_size, (batch_size, seq_len), generator=gen)
+        model(ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)  # keep the gradient buffers: they are part of the footprint
+    del ids
+    after = live_tensor_storages()
+    model_bytes = sum(n for k, n in built.items() if k not in before and k in after)
+    training_bytes = sum(n for k, n in after.items() if k not in built)
+    return TensorFootprint(model_bytes, training_bytes, steps)

@@ -20,7 +20,7 @@ from torch import nn
 
 from engine.config import preset as engine_preset
 from engine.lora import LoraSettings, prepare_qlora
-from engine.memory import linear_shapes, measure_method, nf4_bytes
+from engine.memory import linear_shapes, nf4_bytes, tensor_footprint
 from engine.model import build_model
 from engine.quant import NF4_BLOCKSIZE, NF4AlignmentWarning, NF4Config, is_nf4_linear, quantize_model
 from engine.train import TrainConfig, make_optimizer, trainable_named_parameters
@@ -120,16 +120,24 @@ def training_footprint(preset: str, rank: int, steps: int, seed: int = 0) -> dic
     return {"lora_params": lora, "grad_params": grads, "optimizer_state_params": state}
 
 
-@checker(observes=["qlora_rss_bytes", "lora_rss_bytes"], ids=["FALSIFY-QMEM-003"])
-def rss_comparison(preset: str, rank: int, steps: int, seed: int = 0) -> dict[str, Any]:
-    """Process RSS growth (building the model plus ``steps`` training steps), each setup measured by
-    ``engine.memory.measure_method`` in a fresh interpreter: QLoRA on NF4 against LoRA on fp16."""
+@checker(
+    observes=["qlora_tensor_bytes", "lora_tensor_bytes", "qlora_model_bytes", "lora_model_bytes"],
+    ids=["FALSIFY-QMEM-003"],
+)
+def tensor_footprint_comparison(
+    preset: str, rank: int, steps: int, lora_base_dtype: str = "fp32", seed: int = 0
+) -> dict[str, Any]:
+    """The tensor storages a run keeps alive (model build plus ``steps`` training steps, counted by
+    ``engine.memory.tensor_footprint``): QLoRA on NF4 against LoRA on a ``lora_base_dtype`` base.
+    Exact byte counts, the same on every run and every machine load."""
     config = engine_preset(preset)
     settings = LoraSettings(r=rank, alpha=2.0 * rank)
+    dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    if lora_base_dtype not in dtypes:
+        raise ValueError(f"lora_base_dtype must be one of {', '.join(dtypes)}, not {lora_base_dtype!r}")
     out = {}
     for method in ("qlora", "lora"):
-        m = measure_method(
-            config, method, lora=settings, steps=steps, seed=seed, base_dtype=torch.float16, fresh_process=True
-        )
-        out[f"{method}_rss_bytes"] = m.model_bytes + m.training_bytes
+        m = tensor_footprint(config, method, lora=settings, steps=steps, seed=seed, base_dtype=dtypes[lora_base_dtype])
+        out[f"{method}_tensor_bytes"] = m.total_bytes
+        out[f"{method}_model_bytes"] = m.model_bytes
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.qa import QAOptions, run_qa
 from pv.checkers import checker
+from pv.noise import Measured
 
 IDENTITY = ["checkpoint", "checkpoint_sha256", "loads"]
 # Each checker takes `checkpoint` so that a contract may name one in params (the qa_checkpoint
@@ -93,9 +94,13 @@ def tokenizer_roundtrip(qa_checkpoint: Path, checkpoint: str | None = None) -> d
 def throughput(
     qa_checkpoint: Path, checkpoint: str | None = None, tokens: int = 32, min_tokens_per_s: float | None = None
 ) -> dict[str, Any]:
-    """Greedy decode speed in tokens per second (after a warm-up call)."""
+    """Greedy decode speed in tokens per second (after a warm-up call), measured with noise: the
+    median of repeated timings, in the interval the qa gate judges it over (pv.noise.rate_interval)."""
     identity, gates = _gates(
         qa_checkpoint, QAOptions(min_tokens_per_s=min_tokens_per_s, throughput_tokens=tokens, gates=("throughput",))
     )
-    rate = gates["throughput"].value if "throughput" in gates else 0.0
-    return {**identity, "tokens_per_s": float(rate or 0.0)}
+    gate = gates.get("throughput")
+    if gate is None or gate.value is None or gate.interval is None:
+        return {**identity, "tokens_per_s": 0.0}
+    low, high = gate.interval
+    return {**identity, "tokens_per_s": Measured(float(gate.value), low, high, {"detail": gate.detail})}

@@ -241,6 +241,10 @@ def _verdict(label: str, cases: Sequence[FalsifierResult]) -> tuple[Verdict, str
     missing = ids(Verdict.NOT_RUN)
     if missing:
         return Verdict.NOT_RUN, f"{n - len(missing)} of {n} cases ran; not run: {', '.join(missing)}", None
+    unsure = [c for c in cases if c.verdict is Verdict.INCONCLUSIVE]
+    if unsure:  # no case falsified, but one undecided case leaves the claim unproven
+        head = f"INCONCLUSIVE {label}: {len(unsure)} of {n} cases inconclusive: {', '.join(ids(Verdict.INCONCLUSIVE))}"
+        return Verdict.INCONCLUSIVE, "\n".join([head, *(c.message for c in unsure if c.message)]), None
     skipped = [c for c in cases if c.verdict is Verdict.SKIPPED]
     if skipped:
         reasons = sorted({c.skip_reason or "no reason given" for c in skipped})
@@ -342,7 +346,7 @@ def aggregate_failures(results: Iterable[FalsifierResult]) -> list[str]:
         case_failed = any(c.verdict in (Verdict.FALSIFIED, Verdict.ERROR) for c in r.cases)
         if r.verdict in (Verdict.FALSIFIED, Verdict.ERROR) and not case_failed:
             out.append(r.message)
-        elif r.mutant is not None and not r.mutant.killed:
+        elif r.mutant is not None and not r.mutant.killed and r.mutant.verdict is not Verdict.INCONCLUSIVE:
             word = "BROKEN" if r.mutant.message.startswith("broken reference") else "VACUOUS"
             out.append(f"{word} {r.contract_id}::{r.falsify_id}: {r.mutant.message}")
     return out

@@ -282,8 +282,9 @@ def evaluate_launched(
                 + ("\n" + tails if tails else "")
             ),
         )
-    obs, problems = normalise_observations(report.get("observations"), observes)
+    obs, problems, noise = normalise_observations(report.get("observations"), observes)
     problems = [*report.get("problems", []), *problems]
+    noise = {**(report.get("noise") or {}), **noise}
     if problems:
         return Evaluation(
             Verdict.ERROR,
@@ -291,8 +292,8 @@ def evaluate_launched(
             duration_s=d,
             message=f"ERROR {text.label}: malformed observations: " + "; ".join(problems),
         )
-    verdict, message = judge(expect, {**params, **obs}, text, obs, allow_nonfinite)
-    return Evaluation(verdict, observations=obs, message=message, duration_s=d)
+    verdict, message = judge(expect, {**params, **obs}, text, obs, allow_nonfinite, noise)
+    return Evaluation(verdict, observations=obs, message=message, duration_s=d, noise=noise)
 
 
 # --- the child: one torchrun rank ----------------------------------------------------------------
@@ -384,8 +385,8 @@ def child_main(argv: Sequence[str], environ: Mapping[str, str] | None = None) ->
                 return 0
             raise
         if rank == 0:
-            obs, problems = normalise_observations(value, spec.observes)
-            _write_report(result_path, {"status": "ok", "observations": obs, "problems": problems})
+            obs, problems, noise = normalise_observations(value, spec.observes)
+            _write_report(result_path, {"status": "ok", "observations": obs, "noise": noise, "problems": problems})
         return 0
     except Exception:
         text = traceback.format_exc()

@@ -1,6 +1,8 @@
 """A falsifier's result as a pytest outcome: the one place verdicts become passes, skips and failures.
 
-``survived`` passes; ``skipped`` is a pytest skip reported at the falsifier's YAML line;
+``survived`` passes; ``skipped`` is a pytest skip reported at the falsifier's YAML line, and so
+is ``inconclusive`` (the noise left the bound undecided: no failure that the neighbours' load
+caused, and no pass either; pv's summary line counts it apart);
 ``falsified``, ``error``, a vacuous falsifier (its mutant survived) and a broken mutant reference
 fail with a preformatted report (:class:`ContractFailure`, no Python traceback) whose ``kind`` the
 plugin's report hooks show as the item's status word.
@@ -54,6 +56,8 @@ def raise_outcome(run: FalsifierRun) -> None:
     if result.verdict is Verdict.SKIPPED:
         # Reported at the falsifier's YAML line (as skip markers are), not at this line.
         skip(result.skip_reason or "skipped")
+    if result.verdict is Verdict.INCONCLUSIVE:
+        skip(result.message.splitlines()[0] if result.message else "inconclusive")
     if result.verdict is Verdict.ERROR:
         raise CheckerError(result.message)
     if result.verdict is Verdict.FALSIFIED:
@@ -61,6 +65,8 @@ def raise_outcome(run: FalsifierRun) -> None:
     failure = mutant_failure(run)
     if failure is not None:
         kind, text = failure
+        if kind == "inconclusive":
+            skip(text)
         raise (BrokenMutant if kind == "broken" else VacuousFalsifier)(text)
 
 

@@ -213,6 +213,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def _skip_is_verdict(result: FalsifierResult) -> bool:
+    """A pytest skip that the verdict itself asked for: a skip, an inconclusive run, or a survived
+    run whose mutant run was inconclusive (pv.outcomes)."""
+    if result.verdict in (Verdict.SKIPPED, Verdict.INCONCLUSIVE):
+        return True
+    m = result.mutant
+    return result.verdict is Verdict.SURVIVED and m is not None and m.verdict is Verdict.INCONCLUSIVE
+
+
 def _result_for_phase(item: FalsifierItem, report: pytest.TestReport) -> FalsifierResult | None:
     """The result to attach to this phase's report: the call's, or the setup's when it did not pass."""
     if report.when == "call":
@@ -221,7 +230,7 @@ def _result_for_phase(item: FalsifierItem, report: pytest.TestReport) -> Falsifi
             result = item.pv_result = item.new_result()
         # Whatever ended the call outside the verdict logic (a fixture that skipped, an
         # unexpected exception) still leaves exactly one verdict that matches the pytest outcome.
-        if report.skipped and result.verdict is not Verdict.SKIPPED:
+        if report.skipped and not _skip_is_verdict(result):
             result.verdict = Verdict.SKIPPED
             result.skip_reason = _skip_text(report)
             result.skip_kind = OTHER
@@ -447,7 +456,10 @@ class PvSession:
             return
         line = summary_line(self.record.results, self.record.mutants_enabled, len(self.invalid))
         bad = any(r.verdict in (Verdict.FALSIFIED, Verdict.ERROR) for r in self.record.results) or self.invalid
-        vacuous = any(r.mutant is not None and not r.mutant.killed for r in self.record.results)
+        vacuous = any(
+            r.mutant is not None and not r.mutant.killed and r.mutant.verdict is not Verdict.INCONCLUSIVE
+            for r in self.record.results
+        )
         terminalreporter.write_sep("=", "pv", bold=True)
         terminalreporter.write_line(line, red=bool(bad or vacuous), green=not (bad or vacuous))
         for text in self.aggregate_failures:
@@ -506,15 +518,20 @@ def summary_line(results: Iterable[FalsifierResult], mutants_enabled: bool, inva
             parts.append(f"{skipped} skipped: {next(iter(reasons))}")
         else:
             parts.append(f"{skipped} skipped (" + ", ".join(f"{n} {why}" for why, n in reasons.most_common()) + ")")
+    if counts[Verdict.INCONCLUSIVE]:
+        parts.append(f"{counts[Verdict.INCONCLUSIVE]} inconclusive (noise too large to decide; never survived)")
     if counts[Verdict.NOT_RUN]:
         parts.append(f"{counts[Verdict.NOT_RUN]} not run")
     text = ", ".join(parts)
     if mutants_enabled:
         with_mutant = [r for r in rs if r.mutant is not None]
         killed = sum(1 for r in with_mutant if r.mutant is not None and r.mutant.killed)
+        unsure = sum(1 for r in with_mutant if r.mutant is not None and r.mutant.verdict is Verdict.INCONCLUSIVE)
         text += f"; mutants: {killed}/{len(with_mutant)} killed"
-        if killed < len(with_mutant):
-            text += f" ({len(with_mutant) - killed} vacuous or broken)"
+        if unsure:
+            text += f" ({unsure} inconclusive)"
+        if killed + unsure < len(with_mutant):
+            text += f" ({len(with_mutant) - killed - unsure} vacuous or broken)"
     else:
         text += "; mutants: not run (--pv-mutants)"
     if invalid:

@@ -27,7 +27,7 @@ from pv.promote import PromoteError, decide
 
 TIMING_RATIO = 1.2
 TIMING_FLOOR_S = 0.05
-_ICON = {"survived": "✅", "falsified": "❌", "error": "💥", "skipped": "⏭️", "not_run": "·"}
+_ICON = {"survived": "✅", "falsified": "❌", "error": "💥", "skipped": "⏭️", "inconclusive": "❔", "not_run": "·"}
 
 
 class ReportError(Exception):
@@ -72,7 +72,7 @@ class Report:
             c["declared"] += max(s.declared, len(s.entries))
             for e in s.entries:
                 c[e.verdict] += 1
-                c["run"] += e.verdict in ("survived", "falsified", "error")
+                c["run"] += e.verdict in ("survived", "falsified", "error", "inconclusive")
                 if e.mutant.verdict is not None:
                     c["mutants"] += 1
                     c["killed"] += e.mutant.killed is True
@@ -127,6 +127,21 @@ def _bound(
     return observation, bound
 
 
+def noise_note(noise: dict[str, Any]) -> str:
+    """``inconclusive: cv in [0.01, 0.09] (reference_cv 0.02, loadavg_1m 3.1)``: what left it undecided."""
+    from pv.expr import format_value
+
+    parts = []
+    for name, entry in sorted(noise.items()):
+        low, high = entry.get("interval", [None, None])
+        figures = ", ".join(
+            f"{k} {format_value(v, digits=REPORT_DIGITS)}" for k, v in sorted((entry.get("figures") or {}).items())
+        )
+        shown = f"{name} in [{format_value(low, digits=REPORT_DIGITS)}, {format_value(high, digits=REPORT_DIGITS)}]"
+        parts.append(shown + (f" ({figures})" if figures else ""))
+    return "inconclusive: " + ("; ".join(parts) if parts else "the noise left the bound undecided")
+
+
 def _rows(entry: FalsifierEntry, source: str = "") -> list[Row]:
     """The falsifier's row, then one row per case of a parametrized falsifier."""
     observation, bound = observation_and_bound(entry)
@@ -134,6 +149,8 @@ def _rows(entry: FalsifierEntry, source: str = "") -> list[Row]:
     if entry.mutant.declared and entry.verdict == "survived":
         m = entry.mutant
         note = "mutant not run" if m.verdict is None else ("mutant killed" if m.killed else "mutant SURVIVED: vacuous")
+    elif entry.verdict == "inconclusive":
+        note = noise_note(entry.noise)
     elif entry.verdict in ("falsified", "error", "not_run") and entry.message:
         note = entry.message.splitlines()[0]
     rows = [Row(entry.id, entry.ship_blocking, entry.verdict, observation, bound, entry.duration_s, note, source)]
@@ -264,7 +281,8 @@ def summary_line(report: Report) -> str:
     return (
         f"**pv**: {len(report.sections)} contracts ({with_evidence} with current evidence) · "
         f"{c['declared']} falsifiers declared, {c['run']} run: {c['survived']} survived, "
-        f"{c['falsified']} falsified, {c['error']} errors · {skipped} · {c['not_run']} not run · "
+        f"{c['falsified']} falsified, {c['error']} errors, {c['inconclusive']} inconclusive · {skipped} · "
+        f"{c['not_run']} not run · "
         f"mutants killed {c['killed']}/{c['mutants']}"
     )
 

@@ -11,6 +11,8 @@ from typing import Any
 class Verdict(StrEnum):
     SURVIVED = "survived"  # the prediction held: the only verdict that is evidence for a claim
     FALSIFIED = "falsified"  # the prediction failed
+    # the measurement's noise (pv.noise) left the bound undecided: never survived, never demotes
+    INCONCLUSIVE = "inconclusive"
     ERROR = "error"  # the checker crashed, hung or returned malformed observations
     SKIPPED = "skipped"  # a `requires` is unmet; carries the reason
     NOT_RUN = "not_run"  # deselected or interrupted
@@ -37,6 +39,8 @@ class FalsifierResult:
     expect: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     observations: dict[str, Any] = field(default_factory=dict)
+    # observation -> {"interval": [low, high], "figures": {...}} for those measured with noise (pv.noise)
+    noise: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int | None = None
     duration_s: float = 0.0
     message: str = ""  # failure explanation: substituted expression, error text

@@ -45,6 +45,7 @@ from pv import expr
 from pv.checkers import unaccepted_params
 from pv.faults import ENV_VAR as FAULTS_ENV_VAR
 from pv.faults import resolve_mutant
+from pv.noise import Measured, decides, is_measured_json
 from pv.results import MutantResult, Verdict
 
 DEFAULT_SEED = 0
@@ -300,24 +301,36 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"a {type(value).__module__}.{type(value).__name__} is not a JSON scalar or list")
 
 
-def normalise_observations(value: Any, declared: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
-    """(observations as plain JSON values, problems); any problem makes the verdict ``error``."""
+def normalise_observations(
+    value: Any, declared: Sequence[str]
+) -> tuple[dict[str, Any], list[str], dict[str, dict[str, Any]]]:
+    """(observations as plain JSON values, problems, noise); any problem makes the verdict ``error``.
+
+    A :class:`pv.noise.Measured` observation (or its JSON form, from a launched rank) is read as
+    its value; its interval and noise figures go into ``noise`` under the observation's name."""
     if not isinstance(value, Mapping):
-        return {}, [f"the checker returned a {type(value).__name__}, not a dict of observations"]
+        return {}, [f"the checker returned a {type(value).__name__}, not a dict of observations"], {}
     obs: dict[str, Any] = {}
+    noise: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
     for key, v in value.items():
         if not isinstance(key, str):
             problems.append(f"observation key {key!r} is not a string")
             continue
         try:
-            obs[key] = _plain(v)
-        except TypeError as exc:
+            plain = v.to_json() if isinstance(v, Measured) else (v if is_measured_json(v) else _plain(v))
+            if is_measured_json(plain):
+                m = Measured.from_json(plain)
+                plain = m.value
+                noise[key] = {"interval": [m.low, m.high], "figures": {k: _plain(f) for k, f in m.noise.items()}}
+        except (TypeError, ValueError, KeyError) as exc:
             problems.append(f"observation {key!r}: {exc}")
+            continue
+        obs[key] = plain
     missing = [n for n in declared if n not in value]
     if missing:
         problems.append(f"missing declared observation(s): {', '.join(missing)}")
-    return obs, problems
+    return obs, problems, noise
 
 
 @dataclass
@@ -329,6 +342,7 @@ class Evaluation:
     message: str = ""
     duration_s: float = 0.0
     skip_reason: str | None = None
+    noise: dict[str, dict[str, Any]] = field(default_factory=dict)  # observation -> interval and figures
 
 
 @dataclass(frozen=True)
@@ -367,18 +381,41 @@ def _nonfinite(value: Any) -> bool:
     return False
 
 
+def inconclusive_report(
+    text: FalsifierText,
+    expect: str,
+    substituted: str,
+    noise: Mapping[str, Mapping[str, Any]],
+    observations: Mapping[str, Any],
+) -> str:
+    lines = [f"INCONCLUSIVE {text.label}: the measurement's noise leaves the bound undecided"]
+    lines.append(f"  expect:       {expect}")
+    lines.append(f"  with values:  {substituted}")
+    for name, entry in sorted(noise.items()):
+        low, high = entry["interval"]
+        lines.append(
+            f"  {name} = {observations.get(name)!r}, within [{low:.6g}, {high:.6g}]: {_dump(entry['figures'])}"
+        )
+    lines.append("  neither survived nor falsified: rerun on a quieter machine (the figures above say how busy it was)")
+    return "\n".join(lines)
+
+
 def judge(
     expect: str,
     env: Mapping[str, Any],
     text: FalsifierText,
     observations: Mapping[str, Any],
     allow_nonfinite: Sequence[str] = (),
+    noise: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[Verdict, str]:
-    """Evaluate ``expect`` over ``env``: survived, falsified, or error when it cannot be evaluated.
+    """Evaluate ``expect`` over ``env``: survived, falsified, inconclusive, or error when it cannot
+    be evaluated.
 
     A NaN makes every comparison false, so ``not (loss > 3)`` would *survive* a NaN loss: an
     observation the expression reads that is NaN or infinite is an ``error``, unless the contract
-    lists it in ``allow_nonfinite``."""
+    lists it in ``allow_nonfinite``.  Observations measured with an interval (``noise``) are
+    judged at every end of their intervals too (:func:`pv.noise.decides`): when the ends disagree
+    the verdict is ``inconclusive``."""
     try:
         parsed = expr.parse(expect)
     except expr.ExprError as exc:
@@ -392,10 +429,13 @@ def judge(
             f"ERROR {text.label}: non-finite observation(s) {shown}: a NaN or infinity makes comparisons "
             "meaningless; the measurement failed (list the name in allow_nonfinite if it may be)"
         )
+    read = {n: e for n, e in (noise or {}).items() if n in parsed.names}
     try:
-        held = parsed.holds(env)
-    except expr.ExprError as exc:
+        held = decides(parsed.holds, env, {n: e["interval"] for n, e in read.items()})
+    except (expr.ExprError, ValueError) as exc:
         return Verdict.ERROR, f"ERROR {text.label}: expect {expect!r} could not be evaluated: {exc}"
+    if held is None:
+        return Verdict.INCONCLUSIVE, inconclusive_report(text, expect, parsed.substitute(env), read, observations)
     if held:
         return Verdict.SURVIVED, ""
     return Verdict.FALSIFIED, falsified_report(text, expect, parsed.substitute(env), observations)
@@ -470,7 +510,7 @@ def evaluate_call(
             + _format_exception(outcome.error),
             duration_s=d,
         )
-    obs, problems = normalise_observations(outcome.value, observes)
+    obs, problems, noise = normalise_observations(outcome.value, observes)
     if problems:
         return Evaluation(
             Verdict.ERROR,
@@ -478,8 +518,8 @@ def evaluate_call(
             message=f"ERROR {text.label}: malformed observations: " + "; ".join(problems),
             duration_s=d,
         )
-    verdict, message = judge(expect, {**params, **obs}, text, obs, allow_nonfinite)
-    return Evaluation(verdict, observations=obs, message=message, duration_s=d)
+    verdict, message = judge(expect, {**params, **obs}, text, obs, allow_nonfinite, noise)
+    return Evaluation(verdict, observations=obs, message=message, duration_s=d, noise=noise)
 
 
 def _is_skip(exc: BaseException) -> bool:
@@ -519,6 +559,8 @@ def run_mutant(mutant: str, run: Callable[[], Evaluation], allowed: Sequence[str
         ev = run()
     if ev.verdict is Verdict.FALSIFIED:
         message = "killed"
+    elif ev.verdict is Verdict.INCONCLUSIVE:
+        message = f"mutant {mutant} run inconclusive: the noise left the bound undecided\n{ev.message}".rstrip()
     elif ev.verdict is Verdict.SURVIVED:
         message = f"VACUOUS: the prediction survived the mutant {mutant}; this falsifier cannot detect that fault"
     else:

@@ -166,6 +166,7 @@ def _run(run: FalsifierRun) -> None:
     ev = evaluate(kwargs)
     result.verdict = ev.verdict
     result.observations = ev.observations
+    result.noise = ev.noise
     result.duration_s = ev.duration_s
     result.message = ev.message
     artifacts = kwargs.get("pv_artifacts")
@@ -207,7 +208,8 @@ def _run(run: FalsifierRun) -> None:
 
 
 def mutant_failure(run: FalsifierRun) -> tuple[str, str] | None:
-    """``("broken" | "vacuous", text)`` when a survived run's mutant was not killed, else None.
+    """``("broken" | "vacuous" | "inconclusive", text)`` when a survived run's mutant was not
+    killed, else None; ``inconclusive`` when the mutant run's noise left its bound undecided.
 
     A case need not kill the mutant alone: a parametrized falsifier kills it when it is falsified
     as a whole, by any case or its aggregate (:mod:`pv.cases`, judged at session end)."""
@@ -219,6 +221,8 @@ def mutant_failure(run: FalsifierRun) -> tuple[str, str] | None:
         return None
     if mutant.message.startswith(BROKEN_REFERENCE):
         return "broken", f"BROKEN {run.label}: {mutant.message}"
+    if mutant.verdict is Verdict.INCONCLUSIVE:
+        return "inconclusive", f"survived, but its mutant run was inconclusive: {mutant.message.splitlines()[-1]}"
     return "vacuous", _vacuous_text(run)
 
 

@@ -3,7 +3,7 @@
 The evidence is judged by :mod:`pv.evidence.status` (bundles that verify and are bound to the
 contract as it stands) and nothing else.  Each declared falsifier lands in one bucket:
 
-- its counting verdict (``survived``, ``falsified``, ``error``, ``skipped`` with a reason): the
+- its counting verdict (``survived``, ``falsified``, ``error``, ``inconclusive``, ``skipped`` with a reason): the
   newest current bundle that measured it, exactly as promotion and lint read it;
 - ``stale`` when no current bundle ran it but an intact bundle of an earlier edit of the
   contract did: it was measured, against a claim that has since changed;
@@ -26,7 +26,7 @@ from pv.loader import CONTRACT_SUFFIXES, contract_stem
 from pv.model import FalsificationTest, Status
 from pv.project import Project
 
-BUCKETS = ("survived", "falsified", "error", "skipped", "stale", "never_run")
+BUCKETS = ("survived", "falsified", "error", "inconclusive", "skipped", "stale", "never_run")
 
 
 class SelectionError(Exception):
@@ -228,7 +228,7 @@ def status_line(view: ContractView, widths: tuple[int, int, int] = (0, 0, 0)) ->
         f"{_plural(n, 'falsifier')} ({view.ship_blocking} ship-blocking, {n - view.ship_blocking} advisory)",
         f"{view.count('survived')} survived",
     ]
-    for bad in ("falsified", "error"):
+    for bad in ("falsified", "error", "inconclusive"):
         if view.count(bad):
             parts.append(f"{view.count(bad)} {bad}")
     parts.append(f"{view.count('stale')} stale")

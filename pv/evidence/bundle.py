@@ -42,7 +42,11 @@ def parse_time(text: str) -> _dt.datetime | None:
     return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
 
 
-VerdictName = Literal["survived", "falsified", "error", "skipped", "not_run"]
+VerdictName = Literal["survived", "falsified", "error", "skipped", "inconclusive", "not_run"]
+NOISE_DESCRIPTION = (
+    "observations measured with noise (pv.noise.Measured): name -> {interval: [low, high], figures: {...}}; "
+    "an expect that held at some ends of these intervals and not at others is inconclusive"
+)
 SkipKind = Literal["hardware", "other"]
 ArtifactKind = Literal["log", "plot", "file"]
 Sha256 = str
@@ -101,6 +105,7 @@ class CaseEntry(_Strict):
     verdict: VerdictName
     params: dict[str, Any] = Field(default_factory=dict, description="the falsifier's params with the case's values")
     observations: dict[str, Any] = Field(default_factory=dict)
+    noise: dict[str, Any] = Field(default_factory=dict, description=NOISE_DESCRIPTION)
     seed: int | None = None
     duration_s: float = 0.0
     message: str = ""
@@ -121,6 +126,7 @@ class FalsifierEntry(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     requires: list[str] = Field(default_factory=list)
     observations: dict[str, Any] = Field(default_factory=dict)
+    noise: dict[str, Any] = Field(default_factory=dict, description=NOISE_DESCRIPTION)
     seed: int | None = None
     duration_s: float = 0.0
     message: str = ""
@@ -175,6 +181,7 @@ class Summary(_Strict):
     falsified: int
     error: int
     skipped: int
+    inconclusive: int = 0
     not_run: int
     mutants_killed: int
     mutants_survived: int

@@ -8,8 +8,11 @@ ordered by the time recorded (and signed) inside them, never by folder name:
 - a run that did not select a falsifier says nothing about it, so a partial run (``-k``, one
   file) never supersedes a fuller one;
 - a skip is never evidence: a newer skip does not replace an older measured verdict;
-- a survived verdict whose mutant was not run (a run without ``--pv-mutants``) keeps the mutant
-  kill of the newest earlier run that did run it.
+- nor is an ``inconclusive`` verdict (pv.noise: the machine's noise left the bound undecided): it
+  never counts as survived, and a newer one does not replace an older decided verdict, so it never
+  demotes by itself; with no decided verdict at all the falsifier is pending;
+- a survived verdict whose mutant was not run (a run without ``--pv-mutants``) or whose mutant run
+  was inconclusive keeps the mutant kill of the newest earlier run that decided it.
 
 From those verdicts: ``ACTIVE`` when every ship-blocking falsifier survived and killed its named
 mutant; ``ACTIVE_ALGORITHM_LEVEL`` when those that could run did so and the rest were skipped only
@@ -94,8 +97,15 @@ def _measured(entry: FalsifierEntry | None) -> bool:
     return entry is not None and entry.selected and entry.verdict != "not_run"
 
 
+UNDECIDED = ("skipped", "inconclusive")  # ran, but decided nothing: never replaces a decided verdict
+
+
+def _mutant_decided(entry: FalsifierEntry) -> bool:
+    return entry.mutant.verdict is not None and entry.mutant.verdict != "inconclusive"
+
+
 def _mutant_pending(entry: FalsifierEntry) -> bool:
-    return entry.verdict == "survived" and bool(entry.mutant.declared) and entry.mutant.verdict is None
+    return entry.verdict == "survived" and bool(entry.mutant.declared) and not _mutant_decided(entry)
 
 
 def _entries_of(newest_first: list[BundleReport], fid: str) -> list[tuple[BundleReport, Bundle, FalsifierEntry]]:
@@ -117,12 +127,12 @@ def pick_sources(newest_first: list[BundleReport]) -> dict[str, Source]:
     for fid in order:
         every = _entries_of(newest_first, fid)
         ran = [t for t in every if _measured(t[2])]
-        measured = [t for t in ran if t[2].verdict != "skipped"]
-        # the newest measured verdict; else the newest skip; else the newest explicit not_run
+        measured = [t for t in ran if t[2].verdict not in UNDECIDED]
+        # the newest decided verdict; else the newest skip or inconclusive; else the newest not_run
         report, bundle, entry = (measured or ran or every)[0]
         source = Source(entry, report.path, bundle.run_id)
         if _mutant_pending(entry):
-            earlier = next((t for t in measured[1:] if t[2].verdict == "survived" and t[2].mutant.verdict), None)
+            earlier = next((t for t in measured[1:] if t[2].verdict == "survived" and _mutant_decided(t[2])), None)
             if earlier is not None:
                 merged = entry.model_copy(update={"mutant": earlier[2].mutant})
                 source = Source(merged, report.path, bundle.run_id, mutant_from=earlier[0].path)

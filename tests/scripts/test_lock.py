@@ -36,8 +36,11 @@ def test_every_declared_dependency_is_pinned_within_its_range(lock: str) -> None
     pinned = pins(lock)
     missing = [str(r) for r in declared() if canonicalize_name(r.name) not in pinned]
     assert not missing, f"{lock} lacks {missing}: run bash scripts/lock.sh"
-    outside = [f"{r} (locked {pinned[canonicalize_name(r.name)]})" for r in declared()
-               if not r.specifier.contains(pinned[canonicalize_name(r.name)], prereleases=True)]
+    outside = [
+        f"{r} (locked {pinned[canonicalize_name(r.name)]})"
+        for r in declared()
+        if not r.specifier.contains(pinned[canonicalize_name(r.name)], prereleases=True)
+    ]
     assert not outside, f"{lock} pins outside pyproject's ranges: {outside}: run bash scripts/lock.sh"
 
 

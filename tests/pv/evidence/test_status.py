@@ -107,3 +107,53 @@ def test_stale_evidence_backs_nothing(project: Project, write: Writer) -> None:
     project.contract.write_text(project.contract.read_text().replace("<= 3.0", "<= 4.0"))
     status, backing = backing_status(project.evidence, project.contract)
     assert (status, backing) == (Status.DRAFT, None)
+
+
+U = Verdict.INCONCLUSIVE  # undecided
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        (U, S, Status.DRAFT),  # no decided verdict for DEMO-001: pending, never survived
+        (S, U, Status.DRAFT),
+        (U, U, Status.DRAFT),
+    ],
+)
+def test_inconclusive_alone_never_backs_a_status(
+    project: Project, write: Writer, first: Verdict, second: Verdict, expected: Status
+) -> None:
+    bundle_for(write, first, second)
+    found = assess(project.evidence, project.contract)
+    assert found.status is expected
+    assert any(": inconclusive" in r for r in found.reasons)
+    assert found.falsified == []
+
+
+def test_a_newer_inconclusive_verdict_never_demotes(project: Project, write: Writer) -> None:
+    older = bundle_for(write, S, S, started="2026-03-01T10:00:00+00:00")
+    bundle_for(write, U, U, started="2026-03-02T10:00:00+00:00")
+    found = assess(project.evidence, project.contract)
+    assert found.status is Status.ACTIVE
+    assert {s.bundle_path for s in found.sources.values() if s.entry.ship_blocking} == {older}
+
+
+def test_a_newer_decided_verdict_replaces_an_older_inconclusive_one(project: Project, write: Writer) -> None:
+    bundle_for(write, U, U, started="2026-03-01T10:00:00+00:00")
+    newest = bundle_for(write, S, F, started="2026-03-02T10:00:00+00:00")
+    found = assess(project.evidence, project.contract)
+    assert found.status is Status.DRAFT and found.falsified == ["FALSIFY-DEMO-002"]
+    assert found.sources["FALSIFY-DEMO-002"].bundle_path == newest
+
+
+def test_an_inconclusive_mutant_run_keeps_the_earlier_kill(project: Project, write: Writer) -> None:
+    bundle_for(write, S, S, started="2026-03-01T10:00:00+00:00")
+    bundle_for(write, S, S, mutant=U, started="2026-03-02T10:00:00+00:00")
+    assert assess(project.evidence, project.contract).status is Status.ACTIVE
+
+
+def test_an_inconclusive_mutant_run_alone_is_not_a_kill(project: Project, write: Writer) -> None:
+    bundle_for(write, S, S, mutant=U)
+    found = assess(project.evidence, project.contract)
+    assert found.status is Status.DRAFT
+    assert any("FALSIFY-DEMO-001: mutant" in r for r in found.reasons)

@@ -1,0 +1,224 @@
+"""pv.noise: measured figures with intervals, and the rule that makes a busy machine inconclusive."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from pv.noise import Measured, corners, decides, dispersion, median_interval, rate_interval, worst
+from pv.results import Verdict
+from pv.run_checker import FalsifierText, evaluate_call, normalise_observations
+from tests.pv.toy import ToyProject, build_toy, falsifier
+
+TEXT = FalsifierText("demo::FALSIFY-DEMO-001")
+
+
+def below(bound: float):
+    return lambda env: env["cv"] < bound
+
+
+@pytest.mark.parametrize(
+    ("value", "low", "high", "expected"),
+    [
+        (0.01, 0.0, 0.03, True),  # the whole interval under the bound: decided, holds
+        (0.09, 0.07, 0.12, False),  # the whole interval over it: decided, fails
+        (0.04, 0.01, 0.08, None),  # straddles it: the noise cannot decide
+        (0.06, 0.03, 0.09, None),  # a failing estimate is not falsified if the interval reaches below
+    ],
+)
+def test_decides_only_when_every_end_agrees(value: float, low: float, high: float, expected: bool | None) -> None:
+    assert decides(below(0.05), {"cv": value}, {"cv": (low, high)}) is expected
+
+
+def test_without_intervals_the_estimate_decides() -> None:
+    assert decides(below(0.05), {"cv": 0.04}, {}) is True
+    assert decides(below(0.05), {"cv": 0.06}, {}) is False
+
+
+def test_corners_cover_every_combination_and_cap_their_number() -> None:
+    env = {"a": 1.0, "b": 2.0, "n": 3}
+    got = corners(env, {"a": (0.0, 1.5), "b": (1.0, 3.0), "absent": (0.0, 1.0)})
+    assert sorted((c["a"], c["b"]) for c in got) == [(0.0, 1.0), (0.0, 3.0), (1.5, 1.0), (1.5, 3.0)]
+    assert all(c["n"] == 3 for c in got)
+    many = {f"x{i}": 1.0 for i in range(9)}
+    with pytest.raises(ValueError, match="at most 8"):
+        corners(many, {k: (0.0, 2.0) for k in many})
+
+
+def test_measured_rejects_an_estimate_outside_its_interval() -> None:
+    with pytest.raises(ValueError, match="low <= value <= high"):
+        Measured(1.0, 1.5, 2.0)
+    with pytest.raises(TypeError):
+        Measured("1", 0.0, 2.0)  # type: ignore[arg-type]
+    m = Measured(1.0, 0.5, 2.0, {"reference_cv": 0.01})
+    assert Measured.from_json(json.loads(json.dumps(m.to_json()))) == m
+
+
+def test_dispersion_lets_only_a_quiet_machine_falsify_a_high_cv() -> None:
+    rng = random.Random(0)
+
+    def series(spread: float) -> list[float]:
+        return [1.0 + spread * rng.uniform(-1, 1) for _ in range(20)]
+
+    steady, jumpy = series(0.02), series(0.2)
+    quiet, busy = series(0.001), series(0.2)
+    for reference in (quiet, busy):  # noise only adds dispersion: a low CV holds on any machine
+        m = dispersion(steady, reference)
+        assert decides(below(0.05), {"cv": m.value}, {"cv": (m.low, m.high)}) is True
+    on_quiet, on_busy = dispersion(jumpy, quiet), dispersion(jumpy, busy)
+    assert on_quiet.value == on_busy.value and on_quiet.low > 0.05
+    assert decides(below(0.05), {"cv": on_quiet.value}, {"cv": (on_quiet.low, on_quiet.high)}) is False
+    assert on_busy.low == 0.0 and on_busy.noise["reference_cv"] > 0.05
+    assert decides(below(0.05), {"cv": on_busy.value}, {"cv": (on_busy.low, on_busy.high)}) is None
+    with pytest.raises(ValueError):
+        dispersion([1.0], [1.0, 1.0])
+
+
+def test_median_interval_uses_the_order_statistics_of_the_binomial() -> None:
+    m = median_interval([float(x) for x in range(1, 21)])
+    assert (m.value, m.low, m.high) == (10.5, 6.0, 15.0)  # the textbook 95% ranks for n = 20
+    small = median_interval([3.0, 1.0, 2.0])
+    assert (small.low, small.value, small.high) == (1.0, 2.0, 3.0)  # too few for 95%: min..max
+
+
+def test_rate_interval_reaches_up_to_what_the_cpu_time_allows() -> None:
+    quiet = rate_interval(32, [1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    assert (quiet.low, quiet.value, quiet.high) == (32.0, 32.0, 32.0)
+    waited = rate_interval(32, [2.0, 2.2, 1.8], [1.0, 1.0, 1.0])  # had a core half the time
+    assert waited.low == pytest.approx(32 / 2.2) and waited.high == pytest.approx(32.0)
+    assert waited.noise["cpu_over_wall"] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        rate_interval(32, [1.0], [])
+
+
+def test_worst_takes_the_largest_value_and_the_largest_ends() -> None:
+    w = worst({"a": Measured(0.02, 0.01, 0.03), "b": Measured(0.04, 0.0, 0.09)})
+    assert (w.value, w.low, w.high) == (0.04, 0.01, 0.09)
+    assert w.noise["largest"] == "b"
+
+
+def test_observations_carry_the_value_and_the_noise_apart() -> None:
+    obs, problems, noise = normalise_observations(
+        {"cv": Measured(0.04, 0.01, 0.08, {"reference_cv": 0.02}), "n": 3}, ["cv"]
+    )
+    assert problems == [] and obs == {"cv": 0.04, "n": 3}
+    assert noise == {"cv": {"interval": [0.01, 0.08], "figures": {"reference_cv": 0.02}}}
+    # a launched rank's report is JSON: the tagged form reads the same
+    obs2, _, noise2 = normalise_observations(json.loads(json.dumps({"cv": Measured(0.04, 0.01, 0.08).to_json()})), [])
+    assert obs2 == {"cv": 0.04} and noise2["cv"]["interval"] == [0.01, 0.08]
+
+
+@pytest.mark.parametrize(
+    ("measured", "expected"),
+    [
+        (Measured(0.01, 0.0, 0.02), Verdict.SURVIVED),
+        (Measured(0.2, 0.1, 0.3), Verdict.FALSIFIED),
+        (Measured(0.06, 0.0, 0.1), Verdict.INCONCLUSIVE),
+    ],
+)
+def test_the_harness_judges_the_whole_interval(measured: Measured, expected: Verdict) -> None:
+    ev = evaluate_call(
+        lambda: {"cv": measured}, {}, observes=["cv"], expect="cv < 0.05", params={}, text=TEXT, timeout_s=None, seed=0
+    )
+    assert ev.verdict is expected, ev.message
+    assert ev.observations == {"cv": measured.value}
+    if expected is Verdict.INCONCLUSIVE:
+        assert ev.message.startswith("INCONCLUSIVE demo::FALSIFY-DEMO-001")
+        assert "cv = 0.06, within [0, 0.1]" in ev.message
+
+
+def test_a_non_finite_interval_end_is_still_judged() -> None:
+    ev = evaluate_call(
+        lambda: {"rate": Measured(60.0, 40.0, math.inf)},
+        {},
+        observes=["rate"],
+        expect="rate >= 50",
+        params={},
+        text=TEXT,
+        timeout_s=None,
+        seed=0,
+    )
+    assert ev.verdict is Verdict.INCONCLUSIVE
+
+
+NOISY = """
+from pv.checkers import checker
+from pv.noise import Measured
+from toysystem import system_value
+
+
+@checker(observes=["cv"])
+def timed(low, high):
+    value = (low + high) / 2 * system_value()
+    return {"cv": Measured(value, low * system_value(), high * system_value(), {"reference_cv": 0.03})}
+"""
+
+
+@pytest.fixture
+def noisy(pytester: pytest.Pytester) -> ToyProject:
+    return build_toy(pytester, addopts="--pv-evidence", checkers={"noisy": NOISY})
+
+
+def test_an_inconclusive_falsifier_is_a_skip_that_says_why_and_is_recorded(noisy: ToyProject) -> None:
+    noisy.contract(
+        "noisy",
+        [
+            falsifier(
+                "FALSIFY-NOISY-001",
+                check="toyfalsifiers.noisy:timed",
+                params={"low": 0.01, "high": 0.09},
+                expect="cv < 0.05",
+                ship_blocking=True,
+                mutant="toysystem:off_by_one",
+            ),
+            falsifier(
+                "FALSIFY-NOISY-002",
+                check="toyfalsifiers.noisy:timed",
+                params={"low": 0.0, "high": 0.04},
+                expect="cv < 0.05",
+                ship_blocking=True,
+                mutant="toysystem:off_by_one",
+            ),
+        ],
+    )
+    result = noisy.pytester.runpytest("--pv-mutants", "-rs")
+    result.assert_outcomes(passed=0, skipped=2)  # 002 survived, but its mutant run was undecided too
+    out = result.stdout.str()
+    assert "INCONCLUSIVE noisy::FALSIFY-NOISY-001" in out
+    assert "survived, but its mutant run was inconclusive" in out
+    result.stdout.fnmatch_lines(["pv: 2 falsifiers, 1 evaluated (1 survived, 0 falsified, 0 error), 1 inconclusive*"])
+    assert "vacuous" not in out
+    assert result.ret == 0  # the neighbours' load never fails a run
+    bundle = json.loads(next(Path(noisy.root, "evidence", "noisy").glob("*/bundle.json")).read_text())
+    first, second = bundle["falsifiers"]
+    assert first["verdict"] == "inconclusive"
+    assert first["noise"] == {"cv": {"interval": [0.01, 0.09], "figures": {"reference_cv": 0.03}}}
+    assert second["verdict"] == "survived" and second["mutant"]["verdict"] == "inconclusive"
+    assert bundle["summary"]["inconclusive"] == 1
+
+    from pv.evidence.status import assess
+    from pv.model import Status
+
+    found = assess(noisy.root / "evidence", noisy.root / "contracts" / "noisy.yaml")
+    assert found.status is Status.DRAFT
+
+
+def test_a_decided_interval_fails_as_falsified(noisy: ToyProject) -> None:
+    noisy.contract(
+        "noisy",
+        [
+            falsifier(
+                "FALSIFY-NOISY-001",
+                check="toyfalsifiers.noisy:timed",
+                params={"low": 0.1, "high": 0.3},
+                expect="cv < 0.05",
+            )
+        ],
+    )
+    result = noisy.pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    assert "FALSIFIED noisy::FALSIFY-NOISY-001" in result.stdout.str()
