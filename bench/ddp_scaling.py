@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _figure import add_smoke, figure
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -138,7 +140,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.warmup, args.batch_size, args.seq_len = 2, 1, 4, 32
     if args.worker:
         worker(args)
         return
@@ -159,6 +164,7 @@ def main() -> None:
     if len(rows) > 1:
         n, r = rows[-1]
         print(f"ratio {n}p/{rows[0][0]}p: {r['tokens_per_s'] / base:.2f}")
+        figure(f"{n} processes / {rows[0][0]}: {r['tokens_per_s'] / base:.2f}x tokens/s")
     if args.json is not None:
         args.json.write_text(json.dumps({str(n): r for n, r in rows}, indent=2, sort_keys=True) + "\n")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
+from _figure import add_smoke, figure
 
 from engine.config import preset
 from engine.generate import generate, pad_prompts
@@ -62,7 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
+    add_smoke(parser)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.preset, args.new_tokens, args.repeats, args.prompt_len = "tiny", 8, 1, 8
     try:
         from transformers import AutoModelForCausalLM
     except ImportError:
@@ -116,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"ratio engine/transformers: {ref.wall_s / eng.wall_s:.2f}x wall, {ref.cpu_s / eng.cpu_s:.2f}x cpu time")
     print(f"identical tokens: {same}")
+    figure(f"decode engine/transformers {ref.wall_s / eng.wall_s:.2f}x wall, {ref.cpu_s / eng.cpu_s:.2f}x CPU time")
     return 0 if same else 1
 
 

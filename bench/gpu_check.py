@@ -21,6 +21,7 @@ from typing import Any
 
 import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
+from _figure import add_smoke, figure
 
 
 def _sync() -> None:
@@ -130,9 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="small")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--json", dest="json_out", default=None)
+    add_smoke(parser)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.preset, args.steps = "tiny", 2
     if not torch.cuda.is_available():
         print("no CUDA: torch sees no GPU on this machine; nothing to check")
+        figure("not run: no CUDA")
         return 0
     from engine.device import gpu_memory_class, resolve_device
     from engine.quant import import_bnb
@@ -157,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json_out).write_text(text + "\n")
     if failures:
         print(f"failed: {', '.join(failures)}", file=sys.stderr)
+        figure(f"failed: {', '.join(failures)}")
         return 1
+    figure(f"qlora and distill ran on {report['device']}")
     return 0
 
 

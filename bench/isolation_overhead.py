@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import torch
+from _figure import add_smoke, figure
 
 from pv.run_checker import call_in_process, call_with_timeout
 
@@ -54,12 +55,16 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=50, help="calls per variant")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--suite", action="store_true", help="also time the ship-blocking suite both ways")
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.repeat, args.suite = 3, 1, False
     torch.ones(1).sum()  # torch's thread pool in use, as after any engine checker
     thread = min(per_call(call_with_timeout, args.n) for _ in range(args.repeat))
     process = min(per_call(call_in_process, args.n) for _ in range(args.repeat))
     print(f"per call: thread {thread * 1e3:.2f} ms, process {process * 1e3:.2f} ms "
           f"(+{(process - thread) * 1e3:.1f} ms, ratio {process / thread:.1f}x)")  # fmt: skip
+    figure(f"a forked checker costs {(process - thread) * 1e3:.1f} ms more per call ({process / thread:.1f}x)")
     if args.suite:
         t = statistics.median(suite("thread") for _ in range(1))
         p = statistics.median(suite("process") for _ in range(1))

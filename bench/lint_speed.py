@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _figure import add_smoke, figure
 from synthetic import Shape, bench_parser, write_tree
 
 COLD_TARGET_S = 5.0
@@ -98,7 +99,10 @@ def run_cli(root: Path) -> tuple[float, str]:
 def main() -> int:
     parser = bench_parser(__doc__)
     parser.add_argument("--show", action="store_true", help="print the gate table of the last warm run")
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.repeat = 20, 1
 
     with tempfile.TemporaryDirectory(prefix="pv-lint-bench-") as tmp:
         root = Path(tmp)
@@ -127,6 +131,7 @@ def main() -> int:
                 f"target {target:.1f} s per 1,000: {verdict} it ({best * scale:.2f} s per 1,000)"
             )
         print(f"cpu count: {os.cpu_count()}; timings include interpreter start-up")
+        figure(f"{args.n} contracts linted: cold {min(cold):.3f} s, warm {min(warm):.3f} s")
     return 0
 
 

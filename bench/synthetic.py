@@ -210,14 +210,21 @@ def contract_text(shape: Shape, i: int, n: int) -> str:
     return text.replace(_FILLER_MARK, _filler(missing))
 
 
-def pyproject_text(config: str, contracts: str, checker_package: str) -> str:
-    """``[tool.pv]`` (config ``"pv"``) or pytest's ini options (config ``"pytest"``) for the tree."""
+def pyproject_text(config: str, contracts: str, checker_package: str, fault_package: str = "engine") -> str:
+    """``[tool.pv]`` (config ``"pv"``) or pytest's ini options (config ``"pytest"``) for the tree.
+
+    The generated contracts name ``engine.faults`` mutants, so ``fault_package`` is configured too:
+    without it every contract is invalid (PV113) and a benchmark would time the error path."""
     if config == "pv":
         return (
-            f'[tool.pv]\ncontracts = "{contracts}"\nchecker_packages = ["{checker_package}"]\nevidence = "evidence"\n'
+            f'[tool.pv]\ncontracts = "{contracts}"\nchecker_packages = ["{checker_package}"]\n'
+            f'fault_packages = ["{fault_package}"]\nevidence = "evidence"\n'
         )
     if config == "pytest":
-        return f'[tool.pytest.ini_options]\npv_contracts = "{contracts}"\npv_checker_packages = "{checker_package}"\n'
+        return (
+            f'[tool.pytest.ini_options]\npv_contracts = "{contracts}"\npv_checker_packages = "{checker_package}"\n'
+            f'pv_fault_packages = "{fault_package}"\n'
+        )
     raise ValueError(f"unknown config {config!r}: 'pv' or 'pytest'")
 
 

@@ -32,10 +32,12 @@ from typing import Any
 
 import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
+from _figure import add_smoke, figure
 
 from engine.quant import import_bnb
 
 import_bnb()  # quiet bitsandbytes' optional-kernel warning before transformers/peft import it
+
 
 from engine.config import preset  # noqa: E402
 from engine.hf_interop import export_hf, hf_state_dict, to_hf_config  # noqa: E402
@@ -97,7 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
     parser.add_argument("--skip-measured-memory", action="store_true")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
+    add_smoke(parser)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.preset, args.steps, args.repeats, args.batch, args.seq_len = "tiny", 1, 1, 2, 16
+        args.skip_measured_memory = True
     try:
         from peft import LoraConfig, get_peft_model
         from transformers import AutoModelForCausalLM, BitsAndBytesConfig, LlamaConfig, LlamaForCausalLM
@@ -257,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
             json.dump(figures, fh, indent=2, sort_keys=True, default=str)
+    figure(f"pretraining engine/transformers {pre['ratio_wall']:.2f}x tokens/s wall, {pre['ratio_cpu']:.2f}x CPU")
     return 0
 
 

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _figure import add_smoke, figure
 from synthetic import FULL, Shape, bench_parser, write_tree
 
 TARGET_S = 2.0  # the target for 1,000 contracts on the 2-core reference machine
@@ -42,7 +43,7 @@ def time_in_process(folder: Path, repeat: int) -> tuple[list[float], list[float]
     summary = ""
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), time.process_time()
-        report = validate_paths([folder], checker_packages=["falsifiers"])
+        report = validate_paths([folder], checker_packages=["falsifiers"], fault_packages=["engine"])
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         summary = report.summary()
@@ -57,7 +58,8 @@ def time_cli(folder: Path, repeat: int) -> list[float]:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        proc = subprocess.run([*cmd, "validate", str(folder)], capture_output=True, text=True, check=False)
+        env = {**os.environ, "PV_CHECKER_PACKAGES": "falsifiers", "PV_FAULT_PACKAGES": "engine"}
+        proc = subprocess.run([*cmd, "validate", str(folder)], capture_output=True, text=True, check=False, env=env)
         times.append(time.perf_counter() - t0)
         if proc.returncode != 0:
             raise SystemExit(f"pv validate exited {proc.returncode}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
@@ -67,7 +69,10 @@ def time_cli(folder: Path, repeat: int) -> list[float]:
 def main() -> int:
     parser = bench_parser(__doc__)
     parser.add_argument("--no-cli", action="store_true", help="skip the console-script timing")
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.repeat = 20, 1
 
     with tempfile.TemporaryDirectory(prefix="pv-bench-") as tmp:
         folder = Path(tmp) / "contracts"
@@ -90,6 +95,7 @@ def main() -> int:
         verdict = "meets" if scaled <= TARGET_S else "misses"
         print(f"target: 1,000 contracts in {TARGET_S:.1f} s; this run {verdict} it ({scaled:.2f} s per 1,000)")
         print(f"cpu count: {os.cpu_count()}")
+        figure(f"{args.n} contracts validated in {best:.3f} s in-process ({scaled:.2f} s per 1,000)")
     return 0
 
 

@@ -128,3 +128,38 @@ def test_the_qa_contract_judges_the_checkpoint_named_on_the_command_line(ckpt: P
     for entry in ran.values():
         assert entry["observations"]["checkpoint"] == str(ckpt)
         assert entry["observations"]["checkpoint_sha256"] == run_qa(ckpt, QAOptions(gates=())).sha256
+
+
+class _BusyClock:
+    """Each decode lasts 0.5 s of wall time but gets only 0.1 s of CPU: a machine too busy to tell."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+
+    def perf_counter(self) -> float:
+        self.wall += 0.25  # read twice per decode
+        return self.wall
+
+    def process_time(self) -> float:
+        self.cpu += 0.05
+        return self.cpu
+
+
+def test_a_throughput_floor_the_noise_cannot_decide_is_inconclusive_not_failed(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engine.qa
+
+    monkeypatch.setattr(engine.qa, "time", _BusyClock())
+    monkeypatch.setattr(engine.qa.torch, "get_num_threads", lambda: 1)
+    gate = run_qa(ckpt, QAOptions(gates=("throughput",))).gate("throughput")
+    assert gate.value is not None and gate.interval is not None
+    low, high = gate.interval
+    assert low == pytest.approx(gate.value) and high == pytest.approx(gate.value * 5)  # CPU had 1/5 of the wall
+    between = run_qa(ckpt, QAOptions(gates=("throughput",), min_tokens_per_s=gate.value * 2))
+    assert between.gate("throughput").status == "inconclusive" and between.passed
+    assert run_qa(ckpt, QAOptions(gates=("throughput",), min_tokens_per_s=high * 2)).gate("throughput").status == "fail"
+    assert run_qa(ckpt, QAOptions(gates=("throughput",), min_tokens_per_s=low / 2)).gate("throughput").status == "pass"
+    result = runner.invoke(app, ["qa", str(ckpt), "--min-tok-s", str(gate.value * 2)])
+    assert result.exit_code == 0, result.output
+    assert "INCONCLUSIVE" in result.output and "throughput" in result.output
