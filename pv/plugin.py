@@ -208,6 +208,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.pv_result = json.dumps(result.to_json(), sort_keys=True)
             report.pv_contract = json.dumps(asdict(item.contract), sort_keys=True)
             report.user_properties.append(("pv_verdict", result.verdict.value))
+            # the item's too: junit XML (--junitxml) writes the properties of the teardown report
+            item.user_properties = [p for p in item.user_properties if p[0] != "pv_verdict"]
+            item.user_properties.append(("pv_verdict", result.verdict.value))
     elif isinstance(item, InvalidContractItem) and report.when == "call":
         report.pv_invalid = item.contract_id
     return report

@@ -326,3 +326,21 @@ def test_a_skip_kind_is_decided_by_the_harness_not_read_from_the_reason(toy: Toy
     assert kinds["FALSIFY-ALPHA-001"] == ("no CUDA", "hardware")
     assert kinds["FALSIFY-ALPHA-002"] == ("no CUDA", "other")
     assert kinds["FALSIFY-ALPHA-003"][1] == "other"  # one unmet requirement is not hardware
+
+
+def test_junit_xml_carries_each_falsifiers_verdict(toy: ToyProject) -> None:
+    toy.contract(
+        "alpha",
+        [
+            falsifier("FALSIFY-ALPHA-001", check=CHECK + "measure", expect="value == 1.0"),
+            falsifier("FALSIFY-ALPHA-002", check=CHECK + "measure", expect="value == 2.0"),
+        ],
+    )
+    toy.pytester.runpytest("--junitxml=out.xml").assert_outcomes(passed=1, failed=1)
+    import xml.etree.ElementTree as ET
+
+    cases = ET.parse(toy.root / "out.xml").getroot().iter("testcase")
+    found = {
+        c.get("name"): [p.get("value") for p in c.iter("property") if p.get("name") == "pv_verdict"] for c in cases
+    }
+    assert found == {"FALSIFY-ALPHA-001": ["survived"], "FALSIFY-ALPHA-002": ["falsified"]}
