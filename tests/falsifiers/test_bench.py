@@ -6,6 +6,7 @@ import pytest
 
 from engine.faults import FAULTS
 from falsifiers.bench import brick_cv, timer_accounting
+from pv.noise import Measured
 
 TIMER = {
     "repetitions": 4,
@@ -21,7 +22,10 @@ TIMER = {
 def test_brick_cv_reports_the_brick_figures() -> None:
     obs = brick_cv(brick="loss", repetitions=3, warmup=1, min_rep_s=0.002, threads=1)
     assert obs["repetitions_timed"] == 3 and obs["calls_per_rep"] > 1
-    assert obs["cv"] >= 0 and obs["worst_cv"] == obs["cv"] and obs["cpu_cv"] >= 0
+    cv = obs["cv"]  # the CPU-time CV with the interval the reference workload's noise leaves it in
+    assert isinstance(cv, Measured) and 0 <= cv.low <= cv.value <= cv.high
+    assert obs["worst_cv"] == cv and obs["wall_cv"] >= 0 and obs["reference_cv"] >= 0
+    assert cv.noise["reference_cv"] == pytest.approx(obs["reference_cv"]) and cv.noise["samples"] == 3
     assert 0 < obs["min_s"] <= obs["median_s"]
     assert obs["min_s"] <= obs["mean_s"]
     assert obs["shortest_rep_s"] > 0

@@ -77,14 +77,15 @@ def test_bind_arguments_params_fixtures_defaults() -> None:
 
 def test_normalise_observations() -> None:
     np = pytest.importorskip("numpy")
-    obs, problems = normalise_observations(
+    obs, problems, noise = normalise_observations(
         {"a": np.float32(0.5), "b": np.int64(3), "c": np.array([1, 2]), "d": (1.0, None), "e": math.nan}, ["a", "b"]
     )
     assert problems == []
     assert (
         obs["a"] == 0.5 and obs["b"] == 3 and type(obs["b"]) is int and obs["c"] == [1, 2] and obs["d"] == [1.0, None]
     )
-    _, problems = normalise_observations({"a": {1: 2}, 3: 4}, ["a", "z"])
+    assert noise == {}  # no pv.noise.Measured among them
+    _, problems, _ = normalise_observations({"a": {1: 2}, 3: 4}, ["a", "z"])
     assert problems == [
         "observation 'a': a builtins.dict is not a JSON scalar or list",
         "observation key 3 is not a string",

@@ -44,7 +44,7 @@ def test_status_without_evidence(cli: Invoke, tree: Path) -> None:
     )
     assert "beta-v1   DRAFT  2.1.0  1 falsifier (1 ship-blocking, 0 advisory)" in out
     assert out.splitlines()[-1] == (
-        "2 contracts, 4 falsifiers: 0 survived, 0 falsified, 0 error, 0 skipped, 0 stale, 4 never run"
+        "2 contracts, 4 falsifiers: 0 survived, 0 falsified, 0 error, 0 inconclusive, 0 skipped, 0 stale, 4 never run"
     )
 
 
@@ -115,6 +115,7 @@ def test_status_json(cli: Invoke, tree: Path) -> None:
         "survived": 2,
         "falsified": 0,
         "error": 0,
+        "inconclusive": 0,
         "skipped": 1,
         "stale": 0,
         "never_run": 0,

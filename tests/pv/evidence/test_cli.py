@@ -133,8 +133,8 @@ def test_report_markdown_and_changes_against_base(
     assert code == 0, out
     assert summary.read_text() == "earlier step\n" + out  # appended, not replaced
     assert (
-        "1 contracts (1 with current evidence) · 3 falsifiers declared, 1 run: 0 survived, 1 falsified, 0 errors"
-        " · 1 skipped (no CUDA ×1) · 1 not run · mutants killed 0/0"
+        "1 contracts (1 with current evidence) · 3 falsifiers declared, 1 run: 0 survived, 1 falsified, 0 errors,"
+        " 0 inconclusive · 1 skipped (no CUDA ×1) · 1 not run · mutants killed 0/0"
     ) in out
     assert "| `FALSIFY-DEMO-001` | yes | ❌ falsified | step0_loss = 2.1 | `step0_loss(=2.1) <= 2.0` | 1.50s |" in out
     assert "FALSIFY-DEMO-001: newly falsified (was survived)" in out
