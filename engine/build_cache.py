@@ -24,6 +24,7 @@ from typing import Any
 from filelock import FileLock
 
 from engine.tokenizer import cache_dir
+from pv.faults import ENV_VAR as FAULTS_ENV_VAR
 
 DONE = "DONE"
 ENGINE_ROOT = Path(__file__).resolve().parent
@@ -40,7 +41,7 @@ def engine_source_digest() -> str:
 
 def artefact_key(key: Mapping[str, Any]) -> str:
     """The digest an artefact is stored under: the caller's ``key``, the engine's source, the faults."""
-    faults = os.environ.get("PV_FAULTS", "")
+    faults = os.environ.get(FAULTS_ENV_VAR, "")
     blob = json.dumps({"key": key, "engine": engine_source_digest(), "faults": faults}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -346,7 +346,7 @@ def aggregate_failures(results: Iterable[FalsifierResult]) -> list[str]:
         case_failed = any(c.verdict in (Verdict.FALSIFIED, Verdict.ERROR) for c in r.cases)
         if r.verdict in (Verdict.FALSIFIED, Verdict.ERROR) and not case_failed:
             out.append(r.message)
-        elif r.mutant is not None and not r.mutant.killed and r.mutant.verdict is not Verdict.INCONCLUSIVE:
+        elif r.mutant is not None and not r.mutant.killed and not r.mutant.undecided:
             word = "BROKEN" if r.mutant.message.startswith("broken reference") else "VACUOUS"
             out.append(f"{word} {r.contract_id}::{r.falsify_id}: {r.mutant.message}")
     return out

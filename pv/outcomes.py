@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import pytest
 
-from pv.results import Verdict
+from pv.results import FalsifierResult, Verdict
 from pv.runner import FalsifierRun, mutant_failure
 
 
@@ -68,6 +68,15 @@ def raise_outcome(run: FalsifierRun) -> None:
         if kind == "inconclusive":
             skip(text)
         raise (BrokenMutant if kind == "broken" else VacuousFalsifier)(text)
+
+
+def skip_is_verdict(result: FalsifierResult) -> bool:
+    """Whether :func:`raise_outcome` turns ``result`` into a pytest skip: a skip, an inconclusive
+    run, or a survived run whose mutant run was inconclusive."""
+    if result.verdict in (Verdict.SKIPPED, Verdict.INCONCLUSIVE):
+        return True
+    m = result.mutant
+    return result.verdict is Verdict.SURVIVED and m is not None and m.undecided
 
 
 def skip(reason: str) -> NoReturn:

@@ -216,24 +216,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def _skip_is_verdict(result: FalsifierResult) -> bool:
-    """A pytest skip that the verdict itself asked for: a skip, an inconclusive run, or a survived
-    run whose mutant run was inconclusive (pv.outcomes)."""
-    if result.verdict in (Verdict.SKIPPED, Verdict.INCONCLUSIVE):
-        return True
-    m = result.mutant
-    return result.verdict is Verdict.SURVIVED and m is not None and m.verdict is Verdict.INCONCLUSIVE
-
-
 def _result_for_phase(item: FalsifierItem, report: pytest.TestReport) -> FalsifierResult | None:
     """The result to attach to this phase's report: the call's, or the setup's when it did not pass."""
+    from pv.outcomes import skip_is_verdict
+
     if report.when == "call":
         result: FalsifierResult | None = item.pv_result
         if result is None:
             result = item.pv_result = item.new_result()
         # Whatever ended the call outside the verdict logic (a fixture that skipped, an
         # unexpected exception) still leaves exactly one verdict that matches the pytest outcome.
-        if report.skipped and not _skip_is_verdict(result):
+        if report.skipped and not skip_is_verdict(result):
             result.verdict = Verdict.SKIPPED
             result.skip_reason = _skip_text(report)
             result.skip_kind = OTHER
@@ -460,8 +453,7 @@ class PvSession:
         line = summary_line(self.record.results, self.record.mutants_enabled, len(self.invalid))
         bad = any(r.verdict in (Verdict.FALSIFIED, Verdict.ERROR) for r in self.record.results) or self.invalid
         vacuous = any(
-            r.mutant is not None and not r.mutant.killed and r.mutant.verdict is not Verdict.INCONCLUSIVE
-            for r in self.record.results
+            r.mutant is not None and not r.mutant.killed and not r.mutant.undecided for r in self.record.results
         )
         terminalreporter.write_sep("=", "pv", bold=True)
         terminalreporter.write_line(line, red=bool(bad or vacuous), green=not (bad or vacuous))
@@ -529,7 +521,7 @@ def summary_line(results: Iterable[FalsifierResult], mutants_enabled: bool, inva
     if mutants_enabled:
         with_mutant = [r for r in rs if r.mutant is not None]
         killed = sum(1 for r in with_mutant if r.mutant is not None and r.mutant.killed)
-        unsure = sum(1 for r in with_mutant if r.mutant is not None and r.mutant.verdict is Verdict.INCONCLUSIVE)
+        unsure = sum(1 for r in with_mutant if r.mutant is not None and r.mutant.undecided)
         text += f"; mutants: {killed}/{len(with_mutant)} killed"
         if unsure:
             text += f" ({unsure} inconclusive)"

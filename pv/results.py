@@ -29,6 +29,11 @@ class MutantResult:
     def killed(self) -> bool:
         return self.verdict is Verdict.FALSIFIED
 
+    @property
+    def undecided(self) -> bool:
+        """The mutant run's noise left its bound undecided: neither killed nor vacuous."""
+        return self.verdict is Verdict.INCONCLUSIVE
+
 
 @dataclass
 class FalsifierResult:

@@ -318,15 +318,14 @@ def normalise_observations(
             problems.append(f"observation key {key!r} is not a string")
             continue
         try:
-            plain = v.to_json() if isinstance(v, Measured) else (v if is_measured_json(v) else _plain(v))
-            if is_measured_json(plain):
-                m = Measured.from_json(plain)
-                plain = m.value
+            m = v if isinstance(v, Measured) else (Measured.from_json(v) if is_measured_json(v) else None)
+            if m is None:
+                obs[key] = _plain(v)
+            else:
                 noise[key] = {"interval": [m.low, m.high], "figures": {k: _plain(f) for k, f in m.noise.items()}}
+                obs[key] = m.value
         except (TypeError, ValueError, KeyError) as exc:
             problems.append(f"observation {key!r}: {exc}")
-            continue
-        obs[key] = plain
     missing = [n for n in declared if n not in value]
     if missing:
         problems.append(f"missing declared observation(s): {', '.join(missing)}")

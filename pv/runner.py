@@ -221,7 +221,7 @@ def mutant_failure(run: FalsifierRun) -> tuple[str, str] | None:
         return None
     if mutant.message.startswith(BROKEN_REFERENCE):
         return "broken", f"BROKEN {run.label}: {mutant.message}"
-    if mutant.verdict is Verdict.INCONCLUSIVE:
+    if mutant.undecided:
         return "inconclusive", f"survived, but its mutant run was inconclusive: {mutant.message.splitlines()[-1]}"
     return "vacuous", _vacuous_text(run)
 
