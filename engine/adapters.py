@@ -13,10 +13,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from peft import PeftModel
 
 from engine.checkpoint import LoadedCheckpoint, load_checkpoint, save_checkpoint
 from engine.device import nf4_device
@@ -25,6 +24,9 @@ from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, merge_ada
 from engine.model import DecoderLM
 from engine.quant import NF4Config, quantize_model
 from engine.train import LATEST_NAME, STATE_JSON, latest_checkpoint
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 ADAPTER_DIR = "adapter"
 MANIFEST = "manifest.json"

@@ -1,9 +1,10 @@
-"""``python -m engine import | merge``: bring a Hugging Face model in; fold an adapter into a checkpoint.
+"""``python -m engine import | merge``: bring a Hugging Face or GGUF model in; fold an adapter into a checkpoint.
 
 ``import`` reads a Llama/Qwen2 folder (``config.json``, safetensors shards, ``tokenizer.json``,
-optional ``generation_config.json``) and writes one self-contained engine checkpoint with exact
-logits; ``merge`` writes base + adapter as a full checkpoint whose manifest names both.  Bad input
-prints ``error: ...`` and exits 2, as every engine command does.
+optional ``generation_config.json``) or a llama.cpp GGUF file (:mod:`engine.gguf_import`) and
+writes one self-contained engine checkpoint with exact logits; ``merge`` writes base + adapter as a
+full checkpoint whose manifest names both.  Bad input prints ``error: ...`` and exits 2, as every
+engine command does.
 """
 
 from __future__ import annotations
@@ -13,30 +14,42 @@ import json
 from pathlib import Path
 from typing import Annotated
 
-import torch
 import typer
 
 from engine.app import app
-from engine.cli_core import WeightDtype, _err, _fail, _guarded, _out, _progress
+from engine.cli_core import CHECKPOINT_TORCH_DTYPES, CheckpointDtype, _err, _guarded, _out, _progress
 
 
 @app.command("import")
 def import_model(
-    hf_dir: Annotated[Path, typer.Argument(help="A Hugging Face model folder (Llama or Qwen2).")],
+    source: Annotated[
+        Path, typer.Argument(help="A Hugging Face model folder or a GGUF file (Llama or Qwen2 architecture).")
+    ],
     out: Annotated[Path, typer.Argument(help="The engine checkpoint to write (.safetensors).")],
-    dtype: Annotated[WeightDtype | None, typer.Option(help="Store weights as f32 or f16 (default: as found).")] = None,
+    dtype: Annotated[
+        CheckpointDtype | None,
+        typer.Option(help="Store weights as f32, f16 or bf16 (default: as found; a quantized GGUF: f32)."),
+    ] = None,
 ) -> None:
-    """Import a Hugging Face folder as one engine checkpoint (architecture, tokenizer, EOS ids kept)."""
-    from engine.checkpoint import save_checkpoint
-    from engine.hf_interop import import_hf
+    """Import a Hugging Face folder or a GGUF file as one engine checkpoint (architecture, tokenizer,
+    chat template and EOS ids kept; a GGUF's quantized weights dequantized)."""
+    import torch
 
-    if dtype is not None and dtype not in (WeightDtype.f32, WeightDtype.f16):
-        raise _fail(f"--dtype {dtype.value} is a GGUF quantization; a checkpoint stores f32 or f16")
-    torch_dtype = {WeightDtype.f32: torch.float32, WeightDtype.f16: torch.float16}.get(dtype) if dtype else None
-    with _progress(f"importing {hf_dir}") as status:
-        loaded = _guarded(lambda: import_hf(hf_dir, dtype=torch_dtype))
+    from engine.checkpoint import save_checkpoint
+
+    torch_dtype = getattr(torch, CHECKPOINT_TORCH_DTYPES[dtype.value]) if dtype else None
+    with _progress(f"importing {source}") as status:
+        if source.is_file():
+            from engine.gguf_import import import_gguf
+
+            loaded = _guarded(lambda: import_gguf(source, dtype=torch_dtype))
+            digest = str(loaded.manifest["source_sha256"])
+        else:
+            from engine.hf_interop import import_hf
+
+            loaded = _guarded(lambda: import_hf(source, dtype=torch_dtype))
+            digest = _guarded(lambda: _folder_digest(source))
         status(f"writing {out}")
-        digest = _guarded(lambda: _folder_digest(hf_dir))
         manifest = {**loaded.manifest, "kind": "import", "source_sha256": digest}
         target = _guarded(lambda: save_checkpoint(out, loaded.model, loaded.tokenizer, manifest))
     cfg = loaded.config

@@ -14,19 +14,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import torch
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engine.app import app
-from engine.checkpoint import LoadedCheckpoint, load_checkpoint, read_header
 from engine.errors import EngineError
-from engine.generate import generate as run_generate
-from engine.generate import pad_prompts
+
+if TYPE_CHECKING:
+    # Commands import torch (through these) when they run: `--help` and a bad argument answer at once.
+    from engine.checkpoint import LoadedCheckpoint
+    from engine.tokenizer import EngineTokenizer
 
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -36,6 +37,15 @@ T = TypeVar("T")
 class ExportFormat(StrEnum):
     hf = "hf"
     gguf = "gguf"
+
+
+class CheckpointDtype(StrEnum):
+    f32 = "f32"
+    f16 = "f16"
+    bf16 = "bf16"
+
+
+CHECKPOINT_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
 class WeightDtype(StrEnum):
@@ -74,11 +84,15 @@ def _progress(description: str) -> Iterator[Callable[[str], None]]:
 
 
 def _load(path: Path, device: str = "cpu") -> LoadedCheckpoint:
+    from engine.checkpoint import load_checkpoint
+
     return _guarded(lambda: load_checkpoint(path, device=device))
 
 
 def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
     """Everything ``inspect`` reports, as plain JSON-able data."""
+    from engine.checkpoint import read_header
+
     cfg = loaded.config
     tensors, _ = read_header(path)
     dtypes = sorted({t.dtype for t in tensors.values()})
@@ -161,6 +175,12 @@ def inspect(
     _out.print(f"manifest: {json.dumps(manifest, sort_keys=True, default=str)}", markup=False)
 
 
+def _chat_ids(tok: EngineTokenizer, prompt: str, system: str | None) -> list[int]:
+    from engine.chat import conversation
+
+    return _guarded(lambda: tok.apply_chat_template(conversation(prompt, system)))
+
+
 @app.command()
 def generate(
     checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint.")],
@@ -171,15 +191,28 @@ def generate(
     top_p: Annotated[float | None, typer.Option("--top-p")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for sampling (temperature > 0).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, mps, xpu or auto.")] = "cpu",
-    no_bos: Annotated[bool, typer.Option("--no-bos", help="Do not start prompts with the BOS token.")] = False,
+    bos: Annotated[
+        bool | None,
+        typer.Option("--bos/--no-bos", help="Start each prompt with BOS (default: the tokenizer's own add_bos_token)."),
+    ] = None,
+    chat: Annotated[
+        bool, typer.Option("--chat", help="Send each prompt as a user message through the checkpoint's chat template.")
+    ] = False,
+    system: Annotated[str | None, typer.Option(help="With --chat: a system message before the user's.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print prompts, token ids and texts as JSON.")] = False,
     adapter: AdapterOption = None,
     nf4: Nf4Option = None,
 ) -> None:
     """Continue each prompt with the checkpoint's model (KV cache, stops at EOS), or with an adapter
-    applied to it."""
+    applied to it; with --chat, answer each prompt as a chat model does."""
     from engine.device import resolve_device
+    from engine.generate import generate as run_generate
+    from engine.generate import pad_prompts
 
+    if system is not None and not chat:
+        raise _fail("--system is a chat message: add --chat")
+    if chat and bos is not None:
+        raise _fail("--bos/--no-bos do not apply to --chat: the chat template writes any BOS itself")
     device = str(_guarded(lambda: resolve_device(device)))
     with _progress(f"loading {checkpoint.name}") as status:
         if adapter is not None:
@@ -189,7 +222,11 @@ def generate(
             model = loaded.model
         tok = loaded.tokenizer
         status(f"generating {max_new_tokens} tokens for {len(prompt)} prompt(s)")
-        ids_list = [tok.encode(p, add_bos=not no_bos) for p in prompt]
+        if chat:
+            ids_list = [_chat_ids(tok, p, system) for p in prompt]
+        else:
+            add_bos = tok.add_bos_token if bos is None else bos
+            ids_list = [tok.encode(p, add_bos=add_bos) for p in prompt]
         out = _guarded(
             lambda: run_generate(
                 model,
@@ -199,7 +236,7 @@ def generate(
                 top_k=top_k,
                 top_p=top_p,
                 seed=seed,
-                eos_token_id=tok.eos_id,
+                eos_token_id=loaded.config.eos_ids or tok.eos_id,
                 pad_token_id=tok.pad_id,
             )
         )
@@ -243,6 +280,8 @@ def export(
             from engine.hf_interop import export_hf
 
             status(f"writing Hugging Face folder {output}")
+            import torch
+
             torch_dtype = torch.float16 if dtype is WeightDtype.f16 else None
             target = _guarded(lambda: export_hf(model, loaded.tokenizer, output, torch_dtype))
         else:

@@ -12,19 +12,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engine.app import app
-from engine.config import PRESETS, preset
-from engine.errors import EngineError
-from engine.lora import ALL_PROJECTIONS, LoraSettings
-from engine.quant import NF4Config
+from engine.config import ALL_PROJECTIONS, PRESETS, preset
+from engine.errors import EngineError, NonFiniteLossError
 from engine.recipes import apply_recipe, recipe_manifest
-from engine.train import NonFiniteLossError, TrainConfig, TrainResult, nf4_manifest
+
+if TYPE_CHECKING:
+    from engine.lora import LoraSettings
+    from engine.train import TrainConfig, TrainResult
 
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -118,6 +119,8 @@ def _train_config(
     seed: int,
     grad_clip: float,
 ) -> TrainConfig:
+    from engine.train import TrainConfig
+
     return _guarded(
         lambda: TrainConfig(
             steps=steps,
@@ -242,6 +245,8 @@ def finetune(
     """Fine-tune a checkpoint on instruction pairs: full, LoRA or QLoRA."""
     from engine.checkpoint import load_checkpoint
     from engine.data import read_jsonl, tokenize_pairs
+    from engine.lora import LoraSettings
+    from engine.quant import NF4Config
     from engine.train import finetune as run_finetune
 
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
@@ -298,6 +303,8 @@ def _finetune_adapters(
     from engine.data import read_jsonl, tokenize_pairs
     from engine.device import nf4_device, resolve_device
     from engine.multi_adapter import SCHEDULES, AdapterJob, train_adapters
+    from engine.quant import NF4Config
+    from engine.train import nf4_manifest
 
     if schedule not in SCHEDULES:
         raise _fail(f"unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")

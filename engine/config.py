@@ -8,6 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Architecture = Literal["llama", "qwen2"]
+# The linear layers a LoRA adapter may wrap (here, not in engine.lora, so the CLI's help names them
+# without importing torch).
+ATTENTION_PROJECTIONS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+MLP_PROJECTIONS: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
+ALL_PROJECTIONS: tuple[str, ...] = ATTENTION_PROJECTIONS + MLP_PROJECTIONS
+DEFAULT_TARGETS: tuple[str, ...] = ("q_proj", "v_proj")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class EngineError(Exception):
     """Base of the engine's user-facing errors (the CLI turns them into exit code 2)."""
@@ -21,3 +23,12 @@ class GenerationError(EngineError, ValueError):
 
 class ExportError(EngineError, ValueError):
     """An export (Hugging Face folder, GGUF) cannot be written or an import cannot be read."""
+
+
+class NonFiniteLossError(EngineError, FloatingPointError):
+    """Training stopped at a NaN/Inf loss or gradient; the last good checkpoint is kept."""
+
+    def __init__(self, step: int, what: str, value: float, last_checkpoint: Path | None) -> None:
+        self.step, self.what, self.value, self.last_checkpoint = step, what, value, last_checkpoint
+        kept = f"last good checkpoint kept at {last_checkpoint}" if last_checkpoint else "no checkpoint was written yet"
+        super().__init__(f"step {step}: {what} is {value}; training stopped before the update ({kept})")

@@ -74,3 +74,6 @@ FAULTS.register("nf4_bias_trainable", "an NF4 layer's bias is left trainable: th
 FAULTS.register("checkpoint_pickle_unnamed", "a pickle handed in as a checkpoint is refused without saying it is one")
 FAULTS.register("warmup_skipped", "the learning-rate warm-up is skipped: the first steps run at the full rate")
 FAULTS.register("multi_adapter_seed_ignored", "adapters are initialised from the global RNG, not from the run's seed")
+# --- the real model (GGUF import, chat, tokenizer truth) ---
+FAULTS.register("gguf_import_pretokenizer_ignored", "GGUF import splits text with GPT-2's rule whatever the file names")
+FAULTS.register("gguf_add_bos_dropped", "GGUF export writes add_bos_token false whatever the tokenizer's setting")

@@ -9,7 +9,9 @@
   engine (like Hugging Face) rotates the two halves of each head, so q/k rows are permuted per
   head exactly as llama.cpp's ``convert_hf_to_gguf.py`` does (``LlamaModel.permute``).  ``qwen2``
   uses the half-rotation ("NeoX") layout and needs no permutation.
-- Tokenizer: ``tokenizer.ggml.model = gpt2`` with the GPT-2 pre-tokenizer, the byte-level token
+- Tokenizer: ``tokenizer.ggml.model = gpt2`` with the pre-tokenizer name of the rule the tokenizer
+  really uses (:mod:`engine.pretokenizers`), add_bos as the tokenizer sets it, the chat template,
+  the end-of-turn id beside EOS, the byte-level token
   strings, merges, token types (special tokens CONTROL), bos/eos/pad ids, and the token list
   padded to the model's ``vocab_size`` with ``[PAD<id>]`` tokens of type UNUSED.
 
@@ -35,6 +37,7 @@ from engine.config import ModelConfig
 from engine.errors import ExportError
 from engine.faults import FAULTS
 from engine.model import DecoderLM
+from engine.pretokenizers import PRE_TOKENIZERS, llama_cpp_name
 from engine.tokenizer import EngineTokenizer
 
 GgufDtype = Literal["f32", "f16", "q8_0", "q4_0"]
@@ -120,10 +123,24 @@ def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.nda
 
 
 def gguf_vocab(tokenizer: EngineTokenizer, vocab_size: int) -> tuple[list[str], list[int]]:
-    """Token strings and types, padded with ``[PAD<id>]`` (UNUSED) to ``vocab_size`` entries."""
+    """Token strings and types, padded with ``[PAD<id>]`` (UNUSED) to ``vocab_size`` entries.
+
+    Every added special token is CONTROL and every other added token USER_DEFINED, so llama.cpp
+    matches them whole in text as the tokenizer does (not only bos/eos/pad: a chat model's
+    ``<|im_start|>`` too)."""
     tokens = tokenizer.tokens()
+    kinds = {i: t.special for i, t in tokenizer.backend.get_added_tokens_decoder().items()}
     special = tokenizer.special_ids()
-    types = [int(gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL) for i in range(len(tokens))]
+    types = [
+        int(
+            gguf.TokenType.CONTROL
+            if i in special or kinds.get(i)
+            else gguf.TokenType.USER_DEFINED
+            if i in kinds
+            else gguf.TokenType.NORMAL
+        )
+        for i in range(len(tokens))
+    ]
     if len(tokens) > vocab_size:
         raise ExportError(f"tokenizer has {len(tokens)} tokens but vocab_size is {vocab_size}")
     if not FAULTS.active("gguf_vocab_unpadded"):
@@ -149,15 +166,31 @@ def _write_metadata(writer: gguf.GGUFWriter, cfg: ModelConfig, tok: EngineTokeni
     writer.add_vocab_size(cfg.vocab_size)
     tokens, types = gguf_vocab(tok, cfg.vocab_size)
     writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("gpt-2")  # HF ByteLevel(use_regex=True) is the GPT-2 split regex
+    writer.add_tokenizer_pre(gguf_pre_tokenizer(tok))
     writer.add_token_list(tokens)
     writer.add_token_types(types)
     writer.add_token_merges(tok.merges())
     writer.add_bos_token_id(tok.bos_id)
-    writer.add_eos_token_id(tok.eos_id)
+    eos = cfg.eos_ids or (tok.eos_id,)
+    writer.add_eos_token_id(eos[0])
+    if len(eos) > 1:  # llama.cpp stops on the end-of-turn id as well as on EOS
+        writer.add_eot_token_id(eos[1])
     writer.add_pad_token_id(tok.pad_id)
-    writer.add_add_bos_token(False)
+    writer.add_add_bos_token(tok.add_bos_token and not FAULTS.active("gguf_add_bos_dropped"))
     writer.add_add_eos_token(False)
+    if tok.chat_template is not None:
+        writer.add_chat_template(tok.chat_template)
+
+
+def gguf_pre_tokenizer(tok: EngineTokenizer) -> str:
+    """``tokenizer.ggml.pre`` for ``tok``: the llama.cpp rule that cuts text as ``tok`` does."""
+    name = llama_cpp_name(tok.backend)
+    if name is None:
+        raise ExportError(
+            "the tokenizer's pre-tokenizer has no llama.cpp equivalent (known: "
+            f"{', '.join(sorted(PRE_TOKENIZERS))}); llama.cpp would give other token ids"
+        )
+    return name
 
 
 def export_gguf(

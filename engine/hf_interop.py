@@ -202,16 +202,20 @@ def _scramble_qk(state: dict[str, torch.Tensor]) -> None:
 
 
 def _tokenizer_config(tok: EngineTokenizer, config: ModelConfig) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": tok.bos_token,
         "eos_token": tok.eos_token,
         "pad_token": tok.pad_token,
-        "add_bos_token": False,
+        # the tokenizer's own rule, so transformers starts a prompt with BOS exactly when the engine does
+        "add_bos_token": tok.add_bos_token,
         "add_eos_token": False,
         "clean_up_tokenization_spaces": False,
         "model_max_length": config.max_position_embeddings,
     }
+    if tok.chat_template is not None:
+        out["chat_template"] = tok.chat_template
+    return out
 
 
 def _json_bytes(doc: Any) -> bytes:
@@ -294,6 +298,48 @@ def _special_names(folder: Path) -> _SpecialNames:
     return _SpecialNames(bos=names["bos"] or eos, eos=eos, pad=names["pad"] or eos)
 
 
+@dataclass(frozen=True)
+class _TokenizerSettings:
+    add_bos_token: bool
+    chat_template: str | None
+
+
+def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
+    """Whether ``tokenizer.json``'s post-processor puts ``bos`` before a single sequence."""
+    post = _read_json(tokenizer_json).get("post_processor")
+    processors = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
+    for proc in processors:
+        if isinstance(proc, dict) and proc.get("type") == "TemplateProcessing":
+            single = proc.get("single") or []
+            first = single[0] if single else {}
+            if isinstance(first, dict) and first.get("SpecialToken", {}).get("id") == bos:
+                return True
+    return False
+
+
+def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
+    """``add_bos_token`` and the chat template as transformers reads them from the folder."""
+    config_path = folder / "tokenizer_config.json"
+    doc = _read_json(config_path) if config_path.is_file() else {}
+    template: Any = doc.get("chat_template")
+    if isinstance(template, list):  # named templates: transformers uses the one called "default"
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():  # transformers >= 4.43 saves the template beside the config and prefers it
+        template = jinja.read_text(encoding="utf-8")
+    if template is not None and not isinstance(template, str):
+        raise ExportError(f"{config_path}: chat_template must be a string")
+    add_bos = doc.get("add_bos_token")
+    if add_bos is None:
+        add_bos = doc.get("tokenizer_class") in ("LlamaTokenizer", "LlamaTokenizerFast") or _adds_bos_in_post_processor(
+            folder / "tokenizer.json", bos
+        )
+    if not isinstance(add_bos, bool):
+        raise ExportError(f"{config_path}: add_bos_token must be true or false, got {add_bos!r}")
+    return _TokenizerSettings(add_bos, template)
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ExportError(f"{path.parent}: no {path.name}; not a Hugging Face model folder")
@@ -353,8 +399,16 @@ def import_hf(
     if not tok_path.is_file():
         raise ExportError(f"{folder}: no tokenizer.json")
     names = _special_names(folder)
+    settings = _tokenizer_settings(folder, names.bos)
     try:
-        tokenizer = EngineTokenizer.from_hf_file(tok_path, names.bos, names.eos, names.pad)
+        tokenizer = EngineTokenizer.from_hf_file(
+            tok_path,
+            names.bos,
+            names.eos,
+            names.pad,
+            add_bos_token=settings.add_bos_token,
+            chat_template=settings.chat_template,
+        )
     except TokenizerError as exc:
         raise ExportError(f"{tok_path}: {exc}") from None
     if tokenizer.vocab_size > config.vocab_size:

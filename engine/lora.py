@@ -12,39 +12,39 @@ from __future__ import annotations
 
 import json
 import os
+import types
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
 
-from engine.quant import import_bnb
+from engine.atomic import atomic_dir
+from engine.config import ALL_PROJECTIONS as ALL_PROJECTIONS
+from engine.config import ATTENTION_PROJECTIONS as ATTENTION_PROJECTIONS
+from engine.config import DEFAULT_TARGETS as DEFAULT_TARGETS
+from engine.config import MLP_PROJECTIONS as MLP_PROJECTIONS
+from engine.faults import FAULTS
+from engine.quant import NF4Config, dequantize_model, dequantize_weight, import_bnb, is_nf4_linear, quantize_model
 
-# bitsandbytes must be imported through import_bnb before peft imports it, so its
-# missing-optional-kernel warning stays quiet; hence the imports below the call.
-import_bnb()
+if TYPE_CHECKING:
+    from peft import LoraConfig, PeftModel
 
-from peft import (  # noqa: E402
-    LoraConfig,
-    PeftModel,
-    get_peft_model,
-    get_peft_model_state_dict,
-    set_peft_model_state_dict,
-)
-from peft.tuners.lora import LoraLayer  # noqa: E402
-from safetensors.torch import load_file, save_file  # noqa: E402
-from torch import nn  # noqa: E402
 
-from engine.atomic import atomic_dir  # noqa: E402
-from engine.faults import FAULTS  # noqa: E402
-from engine.quant import NF4Config, dequantize_model, dequantize_weight, is_nf4_linear, quantize_model  # noqa: E402
+def peft_module() -> types.ModuleType:
+    """peft, imported on first use: it pulls in bitsandbytes and transformers (seconds), which a
+    command that never touches an adapter must not pay for.  bitsandbytes goes first, through
+    :func:`import_bnb`, so its missing-optional-kernel warning stays quiet."""
+    import_bnb()
+    import peft
+    import peft.tuners.lora
 
-ATTENTION_PROJECTIONS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-MLP_PROJECTIONS: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
-ALL_PROJECTIONS: tuple[str, ...] = ATTENTION_PROJECTIONS + MLP_PROJECTIONS
-DEFAULT_TARGETS: tuple[str, ...] = ("q_proj", "v_proj")
+    return peft
+
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -69,11 +69,11 @@ class LoraSettings:
             raise ValueError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
 
     def peft_config(self) -> LoraConfig:
-        return LoraConfig(
+        return peft_module().LoraConfig(
             r=self.r,
             # the faults: scaling alpha / r collapsed to 1; B drawn at random instead of zeros, so a
             # fresh adapter already changes the model
-            lora_alpha=float(self.r) if FAULTS.active("lora_scaling_ignored") else self.alpha,  # type: ignore[arg-type]
+            lora_alpha=float(self.r) if FAULTS.active("lora_scaling_ignored") else self.alpha,
             init_lora_weights=not FAULTS.active("lora_b_random_init"),
             lora_dropout=self.dropout,
             # the fault wraps every projection whatever the settings name
@@ -101,7 +101,7 @@ def _finish_wrap(model: PeftModel) -> PeftModel:
 def apply_lora(model: nn.Module, settings: LoraSettings | None = None, adapter_name: str = "default") -> PeftModel:
     """Wrap ``model`` with a new LoRA adapter; the base is frozen, LoRA weights are fp32."""
     s = settings or LoraSettings()
-    peft_model = get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
+    peft_model = peft_module().get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
     return _finish_wrap(peft_model)
 
 
@@ -117,7 +117,7 @@ def prepare_qlora(
     if FAULTS.active("lora_before_nf4"):
         # The defect: the quantizer runs over an already wrapped model, so it also turns the
         # LoRA matrices into frozen NF4 and PEFT never chose its 4-bit layer.
-        wrapped = get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
+        wrapped = peft_module().get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
         inner: Any = wrapped.base_model
         quantize_model(inner.model, nf4, device)
         return _finish_wrap(wrapped)
@@ -154,7 +154,7 @@ def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: s
         raise KeyError(f"no adapter {adapter_name!r}; the model has {sorted(model.peft_config)}")
     final = Path(path)
     with atomic_dir(final) as tmp:
-        state = get_peft_model_state_dict(model, adapter_name=adapter_name)
+        state = peft_module().get_peft_model_state_dict(model, adapter_name=adapter_name)
         save_file(
             {k: v.detach().contiguous().cpu() for k, v in state.items()},
             str(tmp / ADAPTER_WEIGHTS),
@@ -171,7 +171,8 @@ def _read_adapter_config(path: Path) -> LoraConfig:
     data = json.loads(cfg_file.read_text())
     if data.get("peft_type") != "LORA":
         raise ValueError(f"{cfg_file}: peft_type {data.get('peft_type')!r} is not LORA")
-    return LoraConfig.from_pretrained(str(path))
+    config: LoraConfig = peft_module().LoraConfig.from_pretrained(str(path))
+    return config
 
 
 def load_adapter(
@@ -181,15 +182,15 @@ def load_adapter(
     folder = Path(path)
     config = _read_adapter_config(folder)
     config.inference_mode = not trainable
-    if isinstance(model, PeftModel):
+    if isinstance(model, peft_module().PeftModel):
         if adapter_name in model.peft_config:
             raise ValueError(f"adapter {adapter_name!r} is already loaded; delete it or pick another name")
         model.add_adapter(adapter_name, config)
         peft_model = model
     else:
-        peft_model = get_peft_model(model, config, adapter_name=adapter_name)
+        peft_model = peft_module().get_peft_model(model, config, adapter_name=adapter_name)
     weights = load_file(str(folder / ADAPTER_WEIGHTS))
-    result: Any = set_peft_model_state_dict(peft_model, weights, adapter_name=adapter_name)
+    result: Any = peft_module().set_peft_model_state_dict(peft_model, weights, adapter_name=adapter_name)
     stray = [k for k in result.unexpected_keys if "lora_" in k]
     if stray:
         raise ValueError(f"adapter at {folder} does not fit this model: unexpected keys {stray[:5]}")
@@ -225,7 +226,7 @@ def merge_adapter(model: PeftModel, adapter_name: str = "default", *, dequantize
             return model.merge_and_unload(adapter_names=[adapter_name])
     for parent in list(base.modules()):
         for name, child in list(parent.named_children()):
-            if not isinstance(child, LoraLayer):
+            if not isinstance(child, peft_module().tuners.lora.LoraLayer):
                 continue
             lora_layer: Any = child
             inner: Any = lora_layer.get_base_layer()
@@ -249,4 +250,5 @@ def lora_param_count(model: nn.Module, adapter_name: str | None = None) -> int:
 
 
 def target_layers(model: nn.Module) -> Sequence[str]:
-    return sorted(n for n, m in model.named_modules() if isinstance(m, LoraLayer))
+    layer = peft_module().tuners.lora.LoraLayer
+    return sorted(n for n, m in model.named_modules() if isinstance(m, layer))

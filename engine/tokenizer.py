@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,14 @@ class EngineTokenizer:
     """A ``tokenizers.Tokenizer`` plus the roles of its special tokens."""
 
     def __init__(
-        self, tokenizer: Tokenizer, bos_token: str = BOS_TOKEN, eos_token: str = EOS_TOKEN, pad_token: str = PAD_TOKEN
+        self,
+        tokenizer: Tokenizer,
+        bos_token: str = BOS_TOKEN,
+        eos_token: str = EOS_TOKEN,
+        pad_token: str = PAD_TOKEN,
+        *,
+        add_bos_token: bool = True,
+        chat_template: str | None = None,
     ) -> None:
         ids: dict[str, int] = {}
         for role, token in (("bos", bos_token), ("eos", eos_token), ("pad", pad_token)):
@@ -50,6 +57,10 @@ class EngineTokenizer:
         self._tok = tokenizer
         self.bos_token, self.eos_token, self.pad_token = bos_token, eos_token, pad_token
         self.bos_id, self.eos_id, self.pad_id = ids["bos"], ids["eos"], ids["pad"]
+        # The tokenizer's own rule, as its authors set it (GGUF `add_bos_token`, HF tokenizer_config):
+        # engine-trained tokenizers start every sequence with BOS; SmolLM2 or Qwen2 never do.
+        self.add_bos_token = bool(add_bos_token)
+        self.chat_template = chat_template
 
     # --- encoding -------------------------------------------------------------------------
     @property
@@ -68,6 +79,31 @@ class EngineTokenizer:
         if add_eos:
             ids.append(self.eos_id)
         return ids
+
+    def encode_prompt(self, text: str) -> list[int]:
+        """``text`` as a model input: BOS first exactly when the tokenizer's own setting says so."""
+        return self.encode(text, add_bos=self.add_bos_token)
+
+    def apply_chat_template(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        add_generation_prompt: bool = True,
+    ) -> list[int]:
+        """Token ids of ``messages`` rendered through the tokenizer's chat template (as transformers'
+        ``apply_chat_template(tokenize=True)``: the template writes any BOS itself)."""
+        from engine.chat import render_chat
+
+        if self.chat_template is None:
+            raise TokenizerError("this tokenizer has no chat template; give a plain prompt instead")
+        text = render_chat(
+            self.chat_template,
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
+        )
+        return self.encode(text)
 
     def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False) -> list[list[int]]:
         return [self.encode(t, add_bos=add_bos) for t in texts]
@@ -101,7 +137,7 @@ class EngineTokenizer:
 
     def to_json(self) -> str:
         """Self-contained JSON: the HF tokenizer plus the special-token roles and their ids."""
-        doc = {
+        doc: dict[str, Any] = {
             "format": JSON_FORMAT,
             "version": JSON_VERSION,
             "special_tokens": {
@@ -111,6 +147,12 @@ class EngineTokenizer:
             },
             "tokenizer": json.loads(self._tok.to_str()),
         }
+        # Written only when they differ from an engine-trained tokenizer's, so that tokenizer's JSON
+        # (and every checkpoint digest over it) stays what it was before these settings existed.
+        if not self.add_bos_token:
+            doc["add_bos_token"] = False
+        if self.chat_template is not None:
+            doc["chat_template"] = self.chat_template
         return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -135,7 +177,19 @@ class EngineTokenizer:
                 if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
                     raise TokenizerError(f"tokenizer JSON lacks the `{role}` special token")
                 names[role] = entry["token"]
-            tok = cls(_backend_from_dict(inner), names["bos"], names["eos"], names["pad"])
+            add_bos, template = doc.get("add_bos_token", True), doc.get("chat_template")
+            if not isinstance(add_bos, bool):
+                raise TokenizerError(f"tokenizer JSON `add_bos_token` must be true or false, got {add_bos!r}")
+            if template is not None and not isinstance(template, str):
+                raise TokenizerError("tokenizer JSON `chat_template` must be a string")
+            tok = cls(
+                _backend_from_dict(inner),
+                names["bos"],
+                names["eos"],
+                names["pad"],
+                add_bos_token=add_bos,
+                chat_template=template,
+            )
             for role in ("bos", "eos", "pad"):
                 if roles[role].get("id") != getattr(tok, f"{role}_id"):
                     raise TokenizerError(
@@ -149,13 +203,20 @@ class EngineTokenizer:
 
     @classmethod
     def from_hf_file(
-        cls, path: str | Path, bos_token: str = BOS_TOKEN, eos_token: str = EOS_TOKEN, pad_token: str = PAD_TOKEN
+        cls,
+        path: str | Path,
+        bos_token: str = BOS_TOKEN,
+        eos_token: str = EOS_TOKEN,
+        pad_token: str = PAD_TOKEN,
+        *,
+        add_bos_token: bool = True,
+        chat_template: str | None = None,
     ) -> EngineTokenizer:
         try:
             backend = Tokenizer.from_file(str(path))
         except Exception as exc:
             raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from None
-        return cls(backend, bos_token, eos_token, pad_token)
+        return cls(backend, bos_token, eos_token, pad_token, add_bos_token=add_bos_token, chat_template=chat_template)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EngineTokenizer) and self.to_json() == other.to_json()

@@ -29,7 +29,7 @@ from torch import nn
 
 from engine import distributed
 from engine.atomic import atomic_dir
-from engine.errors import EngineError
+from engine.errors import NonFiniteLossError
 from engine.faults import FAULTS
 from engine.train.state import (
     LATEST_NAME,
@@ -43,15 +43,6 @@ from engine.train.state import (
     state_to_files,
     write_json_atomic,
 )
-
-
-class NonFiniteLossError(EngineError, FloatingPointError):
-    """Training stopped at a NaN/Inf loss or gradient; the last good checkpoint is kept."""
-
-    def __init__(self, step: int, what: str, value: float, last_checkpoint: Path | None) -> None:
-        self.step, self.what, self.value, self.last_checkpoint = step, what, value, last_checkpoint
-        kept = f"last good checkpoint kept at {last_checkpoint}" if last_checkpoint else "no checkpoint was written yet"
-        super().__init__(f"step {step}: {what} is {value}; training stopped before the update ({kept})")
 
 
 @dataclass(frozen=True)

@@ -124,3 +124,19 @@ def test_python_dash_m_engine(ckpt: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["tensors"] == 21
+
+
+def test_help_and_bad_arguments_import_no_torch_peft_or_bitsandbytes() -> None:
+    """Start-up stays well under a second because nothing heavy is imported before a command runs."""
+    probe = (
+        "import sys\n"
+        "from engine.__main__ import main\n"
+        "sys.argv = ['engine', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in ('torch', 'peft', 'bitsandbytes', 'transformers') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY []" in proc.stdout

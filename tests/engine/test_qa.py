@@ -163,3 +163,49 @@ def test_a_throughput_floor_the_noise_cannot_decide_is_inconclusive_not_failed(
     result = runner.invoke(app, ["qa", str(ckpt), "--min-tok-s", str(gate.value * 2)])
     assert result.exit_code == 0, result.output
     assert "INCONCLUSIVE" in result.output and "throughput" in result.output
+
+
+def test_the_cache_tolerance_follows_the_dtype() -> None:
+    import torch
+
+    from engine.qa import CACHE_LOGIT_TOLERANCE, DRIFT_ULPS, cache_logit_tolerance
+
+    assert cache_logit_tolerance(torch.float32, 40.0) == CACHE_LOGIT_TOLERANCE  # f32 keeps its floor
+    f16, bf16 = cache_logit_tolerance(torch.float16, 40.0), cache_logit_tolerance(torch.bfloat16, 40.0)
+    assert f16 == pytest.approx(DRIFT_ULPS * 2**-10 * 40.0)
+    assert bf16 == pytest.approx(DRIFT_ULPS * 2**-7 * 40.0)
+    assert CACHE_LOGIT_TOLERANCE < f16 < bf16
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_checkpoints_pass_golden_and_a_drifting_cache_still_fails(tmp_path: Path, dtype: str) -> None:
+    import torch
+
+    path = save_checkpoint(tmp_path / "h.safetensors", tiny_model(std=0.2).to(getattr(torch, dtype)), tiny_tokenizer())
+    gate = run_qa(path, QAOptions(gates=("golden",))).gate("golden")
+    assert gate.status == "pass", gate.detail
+    assert dtype in gate.detail
+    with FAULTS.enabled("kv_cache_off_by_one"):
+        assert run_qa(path, QAOptions(gates=("golden",))).gate("golden").status == "fail"
+
+
+def test_tokens_may_part_only_at_a_near_tie(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.qa as qa
+
+    real = qa._decode
+
+    def parted(loaded, prompt, n, use_cache=True):  # type: ignore[no-untyped-def]
+        ids, scores = real(loaded, prompt, n, use_cache)
+        if use_cache:
+            return ids, scores
+        ids = list(ids)
+        top2 = scores[3].topk(2).indices
+        ids[3] = int(top2[1])  # the uncached run picked the runner-up at step 3
+        return ids, scores
+
+    monkeypatch.setattr(qa, "_decode", parted)
+    gate = run_qa(ckpt, QAOptions(gates=("golden",))).gate("golden")
+    assert gate.status == "fail" and "first difference at token 3" in gate.detail  # a clear winner: a real flip
+    monkeypatch.setattr(qa, "_margin", lambda logits: 0.0)  # the same step, now a dead heat
+    gate = run_qa(ckpt, QAOptions(gates=("golden",))).gate("golden")
+    assert gate.status == "pass" and "near tie at step 3" in gate.detail

@@ -1,0 +1,192 @@
+"""GGUF import: a llama.cpp model file as an engine checkpoint (weights, tokenizer, chat template).
+
+- Weights are dequantized to float32 by gguf-py (F32, F16, BF16, Q8_0, Q4_0, Q4_1 and every
+  K-quant gguf-py dequantizes); llama's q/k rows are un-permuted back to the half-rotation layout
+  (:func:`engine.gguf_export.unpermute_qk`), qwen2's need nothing.  No ``output.weight`` means the
+  head is tied to the embeddings, as llama.cpp reads it.
+- The tokenizer is rebuilt from the metadata alone: ``tokenizer.ggml.tokens`` / ``merges`` as a
+  byte-level BPE, tokens of type CONTROL added as special tokens and USER_DEFINED ones as plain added
+  tokens (llama.cpp matches both whole in text), the pre-tokenizer that ``tokenizer.ggml.pre`` names
+  (:data:`PRE_TOKENIZERS`; an unknown name is an error rather than a guess), the bos/eos/pad ids,
+  ``add_bos_token`` and ``tokenizer.chat_template``.
+- The manifest records the source file's sha256, its ``general.file_type`` and the count of tensors
+  per stored type, so a checkpoint says which exact quantized file it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gguf
+import numpy as np
+import torch
+from tokenizers import AddedToken, Tokenizer, decoders, models
+
+from engine.checkpoint import LoadedCheckpoint, model_from_state
+from engine.config import ModelConfig
+from engine.errors import CheckpointError, ExportError, TokenizerError
+from engine.faults import FAULTS
+from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf
+from engine.pretokenizers import PRE_TOKENIZERS, gpt2
+from engine.tokenizer import EngineTokenizer
+
+_CONTROL = int(gguf.TokenType.CONTROL)
+_USER_DEFINED = int(gguf.TokenType.USER_DEFINED)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _field(fields: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+    if key not in fields:
+        if default is ...:
+            raise ExportError(f"the GGUF metadata lacks `{key}`")
+        return default
+    value = fields[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise ExportError(f"the GGUF metadata `{key}` is malformed: {value!r}")
+    return value
+
+
+def _f32(value: float) -> float:
+    """A GGUF float32 as the shortest decimal that reads back to it (1e-06, not 9.99999997e-07): the
+    number the model's authors wrote, and the same float32 in every computation."""
+    return float(str(np.float32(value)))
+
+
+def gguf_config(contents: GgufContents) -> ModelConfig:
+    """The architecture a GGUF file describes (llama or qwen2), special ids included."""
+    arch, f = contents.arch, contents.fields
+    if arch not in ("llama", "qwen2"):
+        raise ExportError(f"GGUF architecture `{arch}` is not supported; supported: llama, qwen2")
+    hidden = int(_field(f, f"{arch}.embedding_length", int))
+    heads = int(_field(f, f"{arch}.attention.head_count", int))
+    tokens = _field(f, "tokenizer.ggml.tokens", list)
+    rope_dim = _field(f, f"{arch}.rope.dimension_count", int, hidden // heads)
+    if rope_dim != hidden // heads:
+        raise ExportError(f"partial rotary embeddings ({rope_dim} of {hidden // heads} dims) are not supported")
+    eos_id = int(_field(f, "tokenizer.ggml.eos_token_id", int))
+    eot = _field(f, "tokenizer.ggml.eot_token_id", int, None)
+    eos: int | tuple[int, ...] = eos_id
+    if eot is not None and eot != eos_id:
+        eos = (eos_id, int(eot))  # an instruct file's end of turn also ends generation in llama.cpp
+    values: dict[str, Any] = {
+        "architecture": arch,
+        "vocab_size": int(_field(f, f"{arch}.vocab_size", int, len(tokens))),
+        "hidden_size": hidden,
+        "num_hidden_layers": int(_field(f, f"{arch}.block_count", int)),
+        "num_attention_heads": heads,
+        "num_key_value_heads": int(_field(f, f"{arch}.attention.head_count_kv", int, heads)),
+        "intermediate_size": int(_field(f, f"{arch}.feed_forward_length", int)),
+        "max_position_embeddings": int(_field(f, f"{arch}.context_length", int, 2048)),
+        "rope_theta": _f32(_field(f, f"{arch}.rope.freq_base", (int, float), 10000.0)),
+        "rms_norm_eps": _f32(_field(f, f"{arch}.attention.layer_norm_rms_epsilon", (int, float))),
+        "attention_bias": arch == "qwen2",
+        "tie_word_embeddings": "output.weight" not in contents.tensors,
+        "bos_token_id": _field(f, "tokenizer.ggml.bos_token_id", int, None),
+        "eos_token_id": eos,
+        "pad_token_id": _field(f, "tokenizer.ggml.padding_token_id", int, None),
+    }
+    if _field(f, f"{arch}.rope.scaling.type", str, "none") not in ("none", ""):
+        raise ExportError("rope scaling is not supported by the engine (plain RoPE only)")
+    try:
+        return ModelConfig.from_dict(values)
+    except ValueError as exc:
+        raise ExportError(f"the GGUF metadata is inconsistent: {exc}") from None
+
+
+def gguf_tokenizer(fields: Mapping[str, Any]) -> EngineTokenizer:
+    """The tokenizer the metadata describes (byte-level BPE only: ``tokenizer.ggml.model = gpt2``)."""
+    model = _field(fields, "tokenizer.ggml.model", str)
+    if model != "gpt2":
+        raise ExportError(f"GGUF tokenizer model `{model}` is not supported; the engine reads byte-level BPE (gpt2)")
+    pre = _field(fields, "tokenizer.ggml.pre", str, "default")
+    if pre not in PRE_TOKENIZERS:
+        known = ", ".join(sorted(PRE_TOKENIZERS))
+        raise ExportError(f"GGUF pre-tokenizer `{pre}` is not supported; supported: {known}")
+    tokens: list[str] = _field(fields, "tokenizer.ggml.tokens", list)
+    merges: list[str] = _field(fields, "tokenizer.ggml.merges", list)
+    types: list[int] = _field(fields, "tokenizer.ggml.token_type", list, [1] * len(tokens))
+    if len(types) != len(tokens):
+        raise ExportError(f"tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
+    vocab = {tok: i for i, tok in enumerate(tokens)}
+    pairs = []
+    for m in merges:
+        left, sep, right = m.partition(" ")
+        if not sep:
+            raise ExportError(f"tokenizer.ggml.merges entry {m!r} is not `left right`")
+        pairs.append((left, right))
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, byte_fallback=False))
+    backend.pre_tokenizer = (gpt2 if FAULTS.active("gguf_import_pretokenizer_ignored") else PRE_TOKENIZERS[pre])()
+    backend.decoder = decoders.ByteLevel()
+    typed = list(zip(tokens, types, strict=True))
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in typed if k == _CONTROL])
+    backend.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in typed if k == _USER_DEFINED])
+
+    def name(key: str, fallback: int | None) -> str:
+        tid = _field(fields, f"tokenizer.ggml.{key}", int, fallback)
+        if tid is None or not 0 <= tid < len(tokens):
+            raise ExportError(f"tokenizer.ggml.{key} {tid!r} is not a token id of the vocabulary")
+        return tokens[tid]
+
+    eos = name("eos_token_id", None)
+    bos = name("bos_token_id", tokens.index(eos))
+    pad = name("padding_token_id", tokens.index(eos))
+    template = _field(fields, "tokenizer.chat_template", str, None)
+    add_bos = bool(_field(fields, "tokenizer.ggml.add_bos_token", bool, False))
+    try:
+        return EngineTokenizer(backend, bos, eos, pad, add_bos_token=add_bos, chat_template=template)
+    except TokenizerError as exc:
+        raise ExportError(str(exc)) from None
+
+
+def import_gguf(
+    path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+) -> LoadedCheckpoint:
+    """Load a llama/qwen2 GGUF file; every tensor is dequantized to float32 (or ``dtype``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ExportError(f"{path}: no such GGUF file")
+    contents = read_gguf(path)
+    config = gguf_config(contents)
+    tokenizer = gguf_tokenizer(contents.fields)
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
+    try:
+        state = engine_state_from_gguf(contents, config)
+    except KeyError as exc:
+        raise ExportError(f"{path}: missing tensor `{exc.args[0]}`") from None
+    expected_names = {gguf_tensor_name(n) for n in state}
+    extra = sorted(set(contents.tensors) - expected_names - {"rope_freqs.weight"})
+    if extra:
+        raise ExportError(f"{path}: unexpected tensor `{extra[0]}`")
+    try:
+        model = model_from_state(config, state, device=device, dtype=dtype)
+    except CheckpointError as exc:
+        raise ExportError(f"{path}: {exc}") from None
+    file_type = contents.fields.get("general.file_type")
+    try:
+        file_type_name = gguf.LlamaFileType(file_type).name if isinstance(file_type, int) else None
+    except ValueError:
+        file_type_name = None
+    manifest: dict[str, Any] = {
+        "step": 0,
+        "seed": None,
+        "data_digest": None,
+        "versions": {},
+        "imported_from": str(path),
+        "source_format": "gguf",
+        "source_sha256": file_sha256(path),
+        "source_file_type": file_type_name,
+        "source_tensor_types": dict(sorted(Counter(contents.tensor_types.values()).items())),
+    }
+    return LoadedCheckpoint(model, tokenizer, config, manifest, {}, path)
