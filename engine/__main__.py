@@ -15,8 +15,11 @@ COMMAND_MODULES: list[str] = [
 
 
 def main() -> None:
+    from pv.help_text import reflow_commands
+
     for name in COMMAND_MODULES:
         importlib.import_module(name)
+    reflow_commands(app)
     app()
 
 

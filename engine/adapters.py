@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.checkpoint import LoadedCheckpoint, load_checkpoint, save_checkpoint
+from engine.checkpoint import LoadedCheckpoint, load_checkpoint, save_checkpoint, weights_digest
 from engine.device import nf4_device
 from engine.errors import EngineError
+from engine.faults import FAULTS
 from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, merge_adapter
 from engine.model import DecoderLM
 from engine.quant import NF4Config, quantize_model
@@ -43,6 +44,7 @@ class AdapterFolder:
     base: str | None  # the base checkpoint the run recorded
     step: int | None
     nf4: NF4Config | None = None  # how a QLoRA run quantized its base (None: the defaults)
+    base_sha256: str | None = None  # the base's weights digest (engine.checkpoint.weights_digest)
 
     @property
     def sha256(self) -> str:
@@ -61,6 +63,7 @@ class AdapterFolder:
             "kind": "adapter",
             "method": self.method,
             "base": self.base,
+            "base_weights_sha256": self.base_sha256,
             "step": self.step,
             "nf4": {"blocksize": self.nf4.blocksize, "double_quant": self.nf4.double_quant} if self.nf4 else None,
             "peft_type": config.get("peft_type"),
@@ -118,6 +121,7 @@ def find_adapter(path: str | Path) -> AdapterFolder:
         manifest.get("base") if isinstance(manifest.get("base"), str) else None,
         step if isinstance(step, int) else None,
         nf4,
+        manifest.get("base_weights_sha256") if isinstance(manifest.get("base_weights_sha256"), str) else None,
     )
 
 
@@ -131,14 +135,40 @@ def _json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def check_base(adapter: AdapterFolder, base: str | Path, loaded: LoadedCheckpoint, allow_other_base: bool) -> str:
+    """The base's weights digest; refuses a base other than the one the adapter was trained on.
+
+    An adapter of the right shape on another base loads without complaint and answers with
+    neither model's behaviour; only the digest tells.  ``allow_other_base`` lets it through, and
+    the caller records that it did (``LoadedCheckpoint.manifest["base_override"]``).
+    """
+    actual = weights_digest(loaded.model)
+    expected = adapter.base_sha256
+    if expected is not None and expected != actual and not FAULTS.active("adapter_base_unchecked"):
+        if not allow_other_base:
+            raise AdapterError(
+                f"adapter {adapter.path} was trained on a base with weights sha256 {expected}, but {base} has "
+                f"{actual}; apply it to its own base, or pass --allow-other-base to do it anyway (recorded)"
+            )
+        loaded.manifest["base_override"] = {"expected_base_weights_sha256": expected, "base_weights_sha256": actual}
+    return actual
+
+
 def load_adapted(
-    base: str | Path, adapter: AdapterFolder, device: str | torch.device = "cpu", quantize: bool | None = None
+    base: str | Path,
+    adapter: AdapterFolder,
+    device: str | torch.device = "cpu",
+    quantize: bool | None = None,
+    allow_other_base: bool = False,
 ) -> tuple[PeftModel, LoadedCheckpoint]:
-    """The base checkpoint with the adapter applied, in eval mode; NF4 base for a QLoRA adapter."""
+    """The base checkpoint with the adapter applied, in eval mode; NF4 base for a QLoRA adapter.
+
+    The base must be the one the adapter recorded (:func:`check_base`)."""
     nf4 = quantize if quantize is not None else adapter.method == "qlora"
     if nf4:  # the NF4 base, and so the adapter on it, where bitsandbytes has kernels
         device = nf4_device(torch.device(device))
     loaded = load_checkpoint(Path(base), device=device)
+    loaded.manifest["base_weights_sha256"] = check_base(adapter, base, loaded, allow_other_base)
     if nf4:
         quantize_model(loaded.model, adapter.nf4 or NF4Config(), device)
     try:
@@ -150,13 +180,17 @@ def load_adapted(
 
 
 def merged(
-    base: str | Path, adapter: AdapterFolder, device: str | torch.device = "cpu", quantize: bool | None = None
+    base: str | Path,
+    adapter: AdapterFolder,
+    device: str | torch.device = "cpu",
+    quantize: bool | None = None,
+    allow_other_base: bool = False,
 ) -> tuple[DecoderLM, LoadedCheckpoint]:
     """The base with ``W + B·A·alpha/r`` folded into every adapted layer, as a plain full-precision model.
 
     On an NF4 base the merge dequantizes exactly (``dequant(W) + B·A·scale``), never re-quantizes.
     """
-    model, loaded = load_adapted(base, adapter, device, quantize)
+    model, loaded = load_adapted(base, adapter, device, quantize, allow_other_base)
     result = merge_adapter(model, dequantize=adapter.method == "qlora" if quantize is None else quantize)
     if not isinstance(result, DecoderLM):
         raise AdapterError(f"merging {adapter.path} gave a {type(result).__name__}, not an engine model")
@@ -164,15 +198,22 @@ def merged(
 
 
 def merge_to_checkpoint(
-    base: str | Path, adapter: AdapterFolder, out: str | Path, quantize: bool | None = None
+    base: str | Path,
+    adapter: AdapterFolder,
+    out: str | Path,
+    quantize: bool | None = None,
+    allow_other_base: bool = False,
 ) -> Path:
-    """Write the merged model as a full checkpoint whose manifest names the base and the adapter."""
-    model, loaded = merged(base, adapter, "cpu", quantize)
+    """Write the merged model as a full checkpoint whose manifest names the base (path and weights
+    digest) and the adapter, and any override of the base check."""
+    model, loaded = merged(base, adapter, "cpu", quantize, allow_other_base)
     manifest = {
         "kind": "merged",
         "base": str(base),
         "adapter": str(adapter.path),
         "adapter_sha256": adapter.sha256,
         "method": adapter.method,
+        "base_weights_sha256": loaded.manifest["base_weights_sha256"],
+        **({"base_override": loaded.manifest["base_override"]} if "base_override" in loaded.manifest else {}),
     }
     return save_checkpoint(Path(out), model, loaded.tokenizer, manifest)

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any, NoReturn
 
 from engine.errors import TokenizerError
+from engine.faults import FAULTS
 
 ROLES = ("system", "user", "assistant")
 
@@ -73,7 +74,8 @@ def render_chat(
         return str(
             _compiled(template).render(
                 messages=checked,
-                add_generation_prompt=add_generation_prompt,
+                # the fault: the assistant's opening is never written, so the model goes on with the user's turn
+                add_generation_prompt=add_generation_prompt and not FAULTS.active("chat_generation_prompt_dropped"),
                 bos_token=bos_token,
                 eos_token=eos_token,
             )

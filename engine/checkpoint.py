@@ -69,6 +69,27 @@ def runtime_versions() -> dict[str, str]:
     }
 
 
+def weights_digest(model: torch.nn.Module) -> str:
+    """sha256 over every tensor's name, dtype, shape and bytes (a tied head once): which weights
+    these are, whatever file or manifest they came in."""
+    import hashlib
+
+    h = hashlib.sha256()
+    tied = bool(getattr(getattr(model, "config", None), "tie_word_embeddings", False))
+    for name, tensor in sorted(model.state_dict().items()):
+        if tied and name == TIED_HEAD:
+            continue
+        t = tensor.detach().to("cpu").contiguous()
+        h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def base_identity(model: DecoderLM) -> dict[str, Any]:
+    """What an adapter records of the base it was trained on: its weights' digest and architecture."""
+    return {"base_weights_sha256": weights_digest(model), "base_architecture": model.config.to_dict()}
+
+
 def make_manifest(
     step: int = 0, seed: int | None = None, data_digest: str | None = None, **extra: Any
 ) -> dict[str, Any]:

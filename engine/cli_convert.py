@@ -17,13 +17,25 @@ from typing import Annotated
 import typer
 
 from engine.app import app
-from engine.cli_core import CHECKPOINT_TORCH_DTYPES, CheckpointDtype, _err, _guarded, _out, _progress
+from engine.cli_core import (
+    CHECKPOINT_TORCH_DTYPES,
+    CheckpointDtype,
+    OtherBaseOption,
+    _err,
+    _guarded,
+    _out,
+    _progress,
+)
 
 
 @app.command("import")
 def import_model(
     source: Annotated[
-        Path, typer.Argument(help="A Hugging Face model folder or a GGUF file (Llama or Qwen2 architecture).")
+        Path,
+        typer.Argument(
+            help="A Hugging Face model folder, a GGUF file, or package:NAME for the GGUF an installed "
+            "package ships (Llama or Qwen2 architecture)."
+        ),
     ],
     out: Annotated[Path, typer.Argument(help="The engine checkpoint to write (.safetensors).")],
     dtype: Annotated[
@@ -38,6 +50,10 @@ def import_model(
     from engine.checkpoint import save_checkpoint
 
     torch_dtype = getattr(torch, CHECKPOINT_TORCH_DTYPES[dtype.value]) if dtype else None
+    from engine.gguf_import import PACKAGE_PREFIX, gguf_in_distribution
+
+    if str(source).startswith(PACKAGE_PREFIX):
+        source = _guarded(lambda: gguf_in_distribution(str(source).removeprefix(PACKAGE_PREFIX)))
     with _progress(f"importing {source}") as status:
         if source.is_file():
             from engine.gguf_import import import_gguf
@@ -89,11 +105,13 @@ def merge(
         bool | None,
         typer.Option("--nf4/--no-nf4", help="Merge onto the NF4-quantized base (default: for QLoRA adapters)."),
     ] = None,
+    allow_other_base: OtherBaseOption = False,
 ) -> None:
-    """Fold an adapter into its base: a full checkpoint holding W + B·A·alpha/r."""
+    """Fold an adapter into its base: a full checkpoint holding W + B·A·alpha/r (the base must be
+    the one the adapter was trained on, by weights digest)."""
     from engine.adapters import find_adapter, merge_to_checkpoint
 
     with _progress(f"merging {adapter} into {base.name}"):
         folder = _guarded(lambda: find_adapter(adapter))
-        target = _guarded(lambda: merge_to_checkpoint(base, folder, out, nf4))
+        target = _guarded(lambda: merge_to_checkpoint(base, folder, out, nf4, allow_other_base))
     _err.print(f"wrote merged checkpoint {target}", markup=False)

@@ -123,16 +123,23 @@ AdapterOption = Annotated[
     Path | None,
     typer.Option("--adapter", "-a", help="A LoRA/QLoRA adapter: its run, step or adapter folder (from finetune)."),
 ]
+OtherBaseOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-other-base",
+        help="Apply the adapter to a base whose weights differ from the one it was trained on (recorded).",
+    ),
+]
 Nf4Option = Annotated[
     bool | None,
     typer.Option("--nf4/--no-nf4", help="Quantize the base to NF4 under the adapter (default: for QLoRA adapters)."),
 ]
 
 
-def _adapted(checkpoint: Path, adapter: Path, device: str, nf4: bool | None) -> Any:
+def _adapted(checkpoint: Path, adapter: Path, device: str, nf4: bool | None, allow_other_base: bool) -> Any:
     from engine.adapters import find_adapter, load_adapted
 
-    return _guarded(lambda: load_adapted(checkpoint, find_adapter(adapter), device, nf4))
+    return _guarded(lambda: load_adapted(checkpoint, find_adapter(adapter), device, nf4, allow_other_base))
 
 
 @app.command()
@@ -202,6 +209,7 @@ def generate(
     as_json: Annotated[bool, typer.Option("--json", help="Print prompts, token ids and texts as JSON.")] = False,
     adapter: AdapterOption = None,
     nf4: Nf4Option = None,
+    allow_other_base: OtherBaseOption = False,
 ) -> None:
     """Continue each prompt with the checkpoint's model (KV cache, stops at EOS), or with an adapter
     applied to it; with --chat, answer each prompt as a chat model does."""
@@ -216,7 +224,7 @@ def generate(
     device = str(_guarded(lambda: resolve_device(device)))
     with _progress(f"loading {checkpoint.name}") as status:
         if adapter is not None:
-            model, loaded = _adapted(checkpoint, adapter, device, nf4)
+            model, loaded = _adapted(checkpoint, adapter, device, nf4, allow_other_base)
         else:
             loaded = _load(checkpoint, device)
             model = loaded.model
@@ -262,6 +270,7 @@ def export(
     ] = WeightDtype.f32,
     adapter: AdapterOption = None,
     nf4: Nf4Option = None,
+    allow_other_base: OtherBaseOption = False,
 ) -> None:
     """Export a checkpoint to the Hugging Face layout or to GGUF for llama.cpp (with an adapter:
     the merged model, W + B·A·alpha/r in full precision)."""
@@ -272,7 +281,7 @@ def export(
             from engine.adapters import find_adapter, merged
 
             status(f"merging {adapter}")
-            model, loaded = _guarded(lambda: merged(checkpoint, find_adapter(adapter), "cpu", nf4))
+            model, loaded = _guarded(lambda: merged(checkpoint, find_adapter(adapter), "cpu", nf4, allow_other_base))
         else:
             loaded = _load(checkpoint)
             model = loaded.model

@@ -299,7 +299,7 @@ def _finetune_adapters(
     device: str | None,
     extra_manifest: dict[str, Any],
 ) -> None:
-    from engine.checkpoint import load_checkpoint
+    from engine.checkpoint import base_identity, load_checkpoint
     from engine.data import read_jsonl, tokenize_pairs
     from engine.device import nf4_device, resolve_device
     from engine.multi_adapter import SCHEDULES, AdapterJob, train_adapters
@@ -319,6 +319,7 @@ def _finetune_adapters(
         raise _fail(f"--adapters: two OUT folders share a name ({', '.join(names)}); each names its adapter")
     dev = _guarded(lambda: resolve_device(device))
     loaded = _guarded(lambda: load_checkpoint(base, device=nf4_device(dev) if method is Method.qlora else dev))
+    identity = base_identity(loaded.model)  # before any adapter or NF4 touches the base
 
     def job(data_path: Path, out_dir: Path) -> AdapterJob:
         pairs_data = _guarded(lambda: tokenize_pairs(read_jsonl(data_path), loaded.tokenizer, cfg.seq_len))
@@ -327,6 +328,7 @@ def _finetune_adapters(
             "kind": "finetune",
             "method": method.value,
             "base": str(base),
+            **identity,
             "adapter": out_dir.name,
             **nf4_manifest(NF4Config(double_quant=double_quant), method.value),
         }

@@ -77,3 +77,6 @@ FAULTS.register("multi_adapter_seed_ignored", "adapters are initialised from the
 # --- the real model (GGUF import, chat, tokenizer truth) ---
 FAULTS.register("gguf_import_pretokenizer_ignored", "GGUF import splits text with GPT-2's rule whatever the file names")
 FAULTS.register("gguf_add_bos_dropped", "GGUF export writes add_bos_token false whatever the tokenizer's setting")
+FAULTS.register("chat_generation_prompt_dropped", "chat rendering drops the assistant's opening turn")
+FAULTS.register("adapter_base_unchecked", "an adapter is applied to any base of its shape, not only its own")
+FAULTS.register("hf_export_bos_rule_dropped", "HF export leaves out the rule that starts a sequence with BOS")

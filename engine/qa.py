@@ -27,7 +27,6 @@ contract family ``checkpoint-qa-v1``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -39,6 +38,7 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 
+from engine.atomic import file_sha256
 from engine.checkpoint import LoadedCheckpoint, load_checkpoint
 from engine.errors import EngineError
 from engine.generate import generate
@@ -124,20 +124,12 @@ class QAOptions:
     gates: tuple[str, ...] = GATES  # which gates to run (``loads`` always runs: the rest need the model)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def run_qa(checkpoint: str | Path, options: QAOptions | None = None) -> QAReport:
     """Every gate of :data:`GATES` on ``checkpoint``, in order."""
     opts = options or QAOptions()
     path = Path(checkpoint)
     golden = read_golden(opts.golden) if opts.golden is not None else None  # bad input before any work
-    report = QAReport(str(path), _sha256(path) if path.is_file() else "")
+    report = QAReport(str(path), file_sha256(path) if path.is_file() else "")
     try:
         loaded = load_checkpoint(path, device=opts.device)
     except (EngineError, OSError, ValueError) as exc:

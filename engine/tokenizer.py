@@ -80,6 +80,17 @@ class EngineTokenizer:
             ids.append(self.eos_id)
         return ids
 
+    def with_backend(self, backend: Tokenizer) -> EngineTokenizer:
+        """This tokenizer's special tokens and settings over another ``tokenizers`` backend."""
+        return EngineTokenizer(
+            backend,
+            self.bos_token,
+            self.eos_token,
+            self.pad_token,
+            add_bos_token=self.add_bos_token,
+            chat_template=self.chat_template,
+        )
+
     def encode_prompt(self, text: str) -> list[int]:
         """``text`` as a model input: BOS first exactly when the tokenizer's own setting says so."""
         return self.encode(text, add_bos=self.add_bos_token)

@@ -201,7 +201,7 @@ def finetune(
     manifest: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Fine-tune the checkpoint ``base`` on instruction pairs with ``method`` full | lora | qlora."""
-    from engine.checkpoint import load_checkpoint
+    from engine.checkpoint import base_identity, load_checkpoint
     from engine.data import extract_instruction_pairs, tokenize_pairs
     from engine.device import nf4_device, resolve_device
     from engine.lora import LoraSettings, apply_lora, prepare_qlora
@@ -213,6 +213,7 @@ def finetune(
         dev = nf4_device(dev)
     torch.manual_seed(cfg.seed)
     loaded = load_checkpoint(Path(base), device=dev)
+    identity = base_identity(loaded.model)  # before LoRA or NF4 touch it: the weights the adapter fits
     if data is None:
         data = tokenize_pairs(extract_instruction_pairs(), loaded.tokenizer, cfg.seq_len)
     model: nn.Module = loaded.model
@@ -237,6 +238,7 @@ def finetune(
             "kind": "finetune",
             "method": method,
             "base": str(base),
+            **(identity if method != "full" else {}),
             **nf4_manifest(nf4, method),
         },
     )

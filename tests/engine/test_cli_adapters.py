@@ -162,3 +162,61 @@ def test_a_folder_without_an_adapter_is_refused_by_name(base: Path, tmp_path: Pa
         find_adapter(full)
     result = runner.invoke(app, ["import", str(tmp_path / "missing"), str(tmp_path / "x.safetensors")])
     assert result.exit_code == 2 and "not a directory" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def other_base(base: Path) -> Path:
+    """A base of the same shape with other weights (a different seed), as a user might mix up."""
+    from engine.checkpoint import save_checkpoint
+
+    loaded = load_checkpoint(base)
+    with torch.no_grad():
+        for p in loaded.model.parameters():
+            p.add_(0.01)
+    return save_checkpoint(base.parent / "other.safetensors", loaded.model, loaded.tokenizer)
+
+
+def test_an_adapter_records_its_base_and_refuses_another(base: Path, lora_run: Path, other_base: Path) -> None:
+    from engine.checkpoint import weights_digest
+
+    info = json.loads(_ok(["inspect", str(lora_run), "--json"]))
+    own, other = weights_digest(load_checkpoint(base).model), weights_digest(load_checkpoint(other_base).model)
+    assert info["base_weights_sha256"] == own != other
+    with pytest.raises(AdapterError) as exc:
+        load_adapted(other_base, find_adapter(lora_run))
+    assert own in str(exc.value) and other in str(exc.value) and "--allow-other-base" in str(exc.value)
+    for args in (
+        ["generate", str(other_base), "-p", "def f", "-n", "2", "--adapter", str(lora_run)],
+        ["merge", str(other_base), str(lora_run), str(other_base.parent / "m.safetensors")],
+        ["export", str(other_base), "-a", str(lora_run), "-f", "gguf", "-o", str(other_base.parent / "m.gguf")],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and own in result.output, (args, result.output)
+    load_adapted(base, find_adapter(lora_run))  # its own base is fine
+
+
+def test_an_override_is_recorded_in_the_merged_manifest(base: Path, lora_run: Path, other_base: Path) -> None:
+    from engine.checkpoint import weights_digest
+    from engine.faults import FAULTS
+
+    out = other_base.parent / "merged-anyway.safetensors"
+    _ok(["merge", str(other_base), str(lora_run), str(out), "--allow-other-base"])
+    manifest = load_checkpoint(out).manifest
+    own, other = weights_digest(load_checkpoint(base).model), weights_digest(load_checkpoint(other_base).model)
+    assert manifest["base_override"] == {"expected_base_weights_sha256": own, "base_weights_sha256": other}
+    assert manifest["base_weights_sha256"] == other
+    plain = base.parent / "merged-own.safetensors"
+    _ok(["merge", str(base), str(lora_run), str(plain)])
+    assert "base_override" not in load_checkpoint(plain).manifest
+    with FAULTS.enabled("adapter_base_unchecked"):
+        load_adapted(other_base, find_adapter(lora_run))  # the defect: accepted silently
+
+
+def test_weights_digest_sees_dtype_and_values_not_the_manifest(base: Path, tmp_path: Path) -> None:
+    from engine.checkpoint import save_checkpoint, weights_digest
+
+    loaded = load_checkpoint(base)
+    digest = weights_digest(loaded.model)
+    again = save_checkpoint(tmp_path / "same.safetensors", loaded.model, loaded.tokenizer, {"note": "other manifest"})
+    assert weights_digest(load_checkpoint(again).model) == digest
+    assert weights_digest(loaded.model.half()) != digest

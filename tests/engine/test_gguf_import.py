@@ -32,14 +32,7 @@ CORPUS = (
 def _with_pre(tok: EngineTokenizer, name: str) -> EngineTokenizer:
     backend = Tokenizer.from_str(tok.backend.to_str())
     backend.pre_tokenizer = PRE_TOKENIZERS[name]()
-    return EngineTokenizer(
-        backend,
-        tok.bos_token,
-        tok.eos_token,
-        tok.pad_token,
-        add_bos_token=tok.add_bos_token,
-        chat_template=tok.chat_template,
-    )
+    return tok.with_backend(backend)
 
 
 @pytest.mark.parametrize(
@@ -216,3 +209,30 @@ def test_cli_import_of_a_gguf(small_gguf: Path, tmp_path: Path) -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert refused.returncode == 2  # the choice is not offered at all
+
+
+def test_a_package_source_names_the_gguf_it_ships(monkeypatch: pytest.MonkeyPatch, small_gguf: Path) -> None:
+    import importlib.metadata
+
+    from engine.gguf_import import gguf_in_distribution
+
+    class Dist:
+        def __init__(self, files: list[Path]) -> None:
+            self.files = files
+
+        def locate_file(self, f: Path) -> Path:
+            return small_gguf.parent / f.name
+
+    dists = {"one": Dist([Path("pkg/__init__.py"), Path("pkg/m.gguf")]), "none": Dist([Path("pkg/__init__.py")])}
+
+    def distribution(name: str) -> Dist:
+        if name not in dists:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return dists[name]
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    assert gguf_in_distribution("one") == small_gguf
+    with pytest.raises(ExportError, match=r"exactly one \.gguf file; it ships none"):
+        gguf_in_distribution("none")
+    with pytest.raises(ExportError, match="not installed"):
+        gguf_in_distribution("absent")

@@ -80,7 +80,8 @@ def test_transformers_tokenizer_matches_engine(tmp_path: Path, tok: EngineTokeni
     export_hf(tiny_model(), tok, tmp_path)
     hf_tok = transformers.AutoTokenizer.from_pretrained(tmp_path)
     for text in ["def f(x):\n    return x * 2\n", "héllo wörld 🚀", "  spaces  "]:
-        assert hf_tok(text)["input_ids"] == tok.encode(text)
+        assert hf_tok(text)["input_ids"] == tok.encode_prompt(text)  # BOS first, as the engine starts a prompt
+        assert hf_tok(text, add_special_tokens=False)["input_ids"] == tok.encode(text)
         assert hf_tok.decode(tok.encode(text)) == text
     assert (hf_tok.bos_token_id, hf_tok.eos_token_id, hf_tok.pad_token_id) == (0, 1, 2)
 
@@ -321,3 +322,41 @@ def test_an_unsupported_rope_setting_is_named_as_unsupported(tmp_path: Path, tok
     with pytest.raises(ExportError) as err:
         import_hf(folder)
     assert "is not supported by the engine" in str(err.value) and "malformed" not in str(err.value)
+
+
+def test_chat_template_and_bos_rule_reach_transformers_and_come_back(tmp_path: Path) -> None:
+    from engine.faults import FAULTS
+    from engine.hf_interop import import_hf
+    from tests.engine.chat_helpers import CHATML, chat_tokenizer
+
+    messages = [{"role": "user", "content": "What is 2 + 2?"}]
+    for add_bos in (False, True):
+        tok = chat_tokenizer(add_bos_token=add_bos)
+        folder = export_hf(tiny_model(tiny_config(vocab_size=tok.vocab_size)), tok, tmp_path / f"bos-{add_bos}")
+        hf_tok = transformers.AutoTokenizer.from_pretrained(folder)
+        assert hf_tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) == tok.backend.decode(
+            tok.apply_chat_template(messages), skip_special_tokens=False
+        )
+        assert hf_tok("hi")["input_ids"] == tok.encode_prompt("hi")
+        back = import_hf(folder).tokenizer
+        assert (back.chat_template, back.add_bos_token) == (CHATML, add_bos)
+        assert back.encode_prompt("hi") == tok.encode_prompt("hi")
+    with FAULTS.enabled("hf_export_bos_rule_dropped"):
+        folder = export_hf(tiny_model(), tiny_tokenizer(), tmp_path / "dropped")
+    assert transformers.AutoTokenizer.from_pretrained(folder)("hi")["input_ids"] != tiny_tokenizer().encode_prompt("hi")
+
+
+def test_a_stand_in_bos_is_not_exported_as_one(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+
+    base = tiny_tokenizer()
+    # a Qwen2-like tokenizer: no BOS of its own, so the EOS stands in and nothing adds it
+    tok = EngineTokenizer(
+        Tokenizer.from_str(base.hf_json()), base.eos_token, base.eos_token, base.pad_token, add_bos_token=False
+    )
+    folder = export_hf(tiny_model(), tok, tmp_path / "qwen-like")
+    assert json.loads((folder / "tokenizer_config.json").read_text())["bos_token"] is None
+    assert json.loads((folder / "special_tokens_map.json").read_text())["bos_token"] is None
+    assert json.loads((folder / "config.json").read_text())["bos_token_id"] is None
+    hf_tok = transformers.AutoTokenizer.from_pretrained(folder)
+    assert hf_tok.bos_token is None and hf_tok("hi")["input_ids"] == tok.encode("hi")

