@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 from pv.app import app
+from pv.help_text import reflow_commands
 
 # Each module in this list defines its commands with ``@app.command()``.
 COMMAND_MODULES: list[str] = [
@@ -19,6 +20,7 @@ COMMAND_MODULES: list[str] = [
 def main() -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(name)
+    reflow_commands(app)
     app()
 
 

@@ -78,16 +78,23 @@ def decide(
         current_contract = ProjectContract.from_bytes(contract_path, raw)
     data = current_contract.data
     if data is None or current_contract.binding_digest is None:
-        raise PromoteError(f"{contract_path}: {current_contract.problem}")
+        raise PromoteError(
+            f"{contract_path}: the contract does not load ({current_contract.problem}); "
+            f"fix it (`pv validate {contract_path}` shows where), then run `pv promote` again"
+        )
     meta = data.get("metadata")
     if not isinstance(meta, dict):
-        raise PromoteError(f"{contract_path}: no metadata mapping")
+        raise PromoteError(f"{contract_path}: {_NO_METADATA}")
     cid = current_contract.id
     version = str(meta.get("version", ""))
     try:
         current = Status(meta.get("status", Status.DRAFT.value))
     except ValueError as exc:
-        raise PromoteError(f"{contract_path}: unknown status {meta.get('status')!r}") from exc
+        known = ", ".join(s.value for s in Status)
+        raise PromoteError(
+            f"{contract_path}: metadata.status {meta.get('status')!r} is not a status pv knows; "
+            f"set it to one of {known} (DRAFT if unsure), then run `pv promote` again"
+        ) from exc
     if current is Status.RETIRED:
         return Decision(contract_path, cid, version, current, current, "retired: left alone")
     found = assess(evidence_dir, contract_path, cid, root, keys=keys, current=current_contract)
@@ -163,13 +170,18 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
     try:
         root = compose_marked(text)
     except yaml.YAMLError as exc:
-        raise PromoteError(f"contract does not parse: {exc}") from exc
+        raise PromoteError(
+            f"the contract is not valid YAML ({exc}); fix it (`pv validate` shows where), then run `pv promote` again"
+        ) from exc
     found = _find(root, "metadata") if isinstance(root, yaml.MappingNode) else None
     if found is None or not isinstance(found[1], yaml.MappingNode):
-        raise PromoteError("no metadata mapping")
+        raise PromoteError(_NO_METADATA)
     meta = found[1]
     if meta.flow_style:
-        raise PromoteError("metadata is written in flow style; write it as a block mapping to promote")
+        raise PromoteError(
+            "metadata is written in flow style (`metadata: {...}`), which pv does not edit; write it as a "
+            "block mapping (one key per line), then run `pv promote` again"
+        )
     key_col = meta.value[0][0].start_mark.column
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), applied back to front
 
@@ -177,7 +189,10 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
     if status_pair is not None:
         node = status_pair[1]
         if not isinstance(node, yaml.ScalarNode) or node.style not in (None, '"', "'"):
-            raise PromoteError("metadata.status is not a one-line scalar")
+            raise PromoteError(
+                "metadata.status is not written as a one-line value, which pv does not edit; write it as "
+                "`status: DRAFT` on one line, then run `pv promote` again"
+            )
         q = node.style or ""
         start = node.start_mark.index
         while text[start] in "&!":  # keep an anchor (`&s`) or a tag written before the value
@@ -214,13 +229,33 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
             at = _after_line(text, log_pair[0].end_mark.index)
             edits.append((at, at, " " * (key_col + 2) + "- " + _flow_entry(entry) + "\n"))
         else:
-            raise PromoteError("metadata.changelog is neither a list nor empty")
+            raise PromoteError(
+                "metadata.changelog is neither a list nor empty; make it a list of "
+                "`{version, date, change}` entries (or delete it: pv promote writes one), then run `pv promote` again"
+            )
 
     newline = "\r\n" if "\r\n" in text else "\n"
     out = text
     for start, end, new in sorted(edits, reverse=True):
         out = out[:start] + new.replace("\n", newline) + out[end:]
     return out
+
+
+_NO_METADATA = (
+    "the contract has no `metadata:` mapping, so there is no status to set; add one with `id`, `version` "
+    "and `status: DRAFT` (`pv validate` says what it needs), then run `pv promote` again"
+)
+
+
+def _by_hand(decision: Decision, entry: dict[str, str]) -> str:
+    """The refusal when pv's text edit of this file would not be exactly the promotion: the file is
+    left as it is, and the user gets the two lines to write."""
+    return (
+        f"{decision.path}: pv cannot place its edit in this file's layout without changing something else, "
+        f"so nothing was written; set `status: {decision.target.value}` under metadata and add this first "
+        f"entry to metadata.changelog by hand:\n    - {_flow_entry(entry)}\n"
+        "then `pv promote --check` confirms the status"
+    )
 
 
 def _expected(data: Any, status: Status, entry: dict[str, str]) -> Any:
@@ -281,7 +316,7 @@ def apply(decision: Decision, today: _dt.date | None = None, root: Path | None =
     writes through a symlink to its target, and is refused if the file changed since the decision
     was taken (``raw``: the bytes the decision read; default: the file as it is now)."""
     if not decision.changed:
-        raise PromoteError("nothing to change")
+        raise PromoteError(f"{decision.path}: nothing to change: its status is already what the evidence backs")
     raw = raw if raw is not None else decision.raw
     target = decision.path.resolve()  # a symlinked contract stays a symlink
     with locked(target):
@@ -295,7 +330,10 @@ def apply(decision: Decision, today: _dt.date | None = None, root: Path | None =
         try:
             old_data = known if known is not None else contract_data(raw, decision.path)
         except ContractUnreadable as exc:
-            raise PromoteError(f"{decision.path}: {exc}") from None
+            raise PromoteError(
+                f"{decision.path}: the contract does not load ({exc}); fix it (`pv validate` shows where), "
+                "then run `pv promote` again"
+            ) from None
         if _declared_status(old_data) is not decision.current:
             raise PromoteError(
                 f"{decision.path}: its status changed since the decision was taken; run pv promote again"
@@ -304,12 +342,14 @@ def apply(decision: Decision, today: _dt.date | None = None, root: Path | None =
         new = edit_text(text, decision.target, entry)
         try:
             new_data = contract_data(new.encode(), decision.path)
-        except ContractUnreadable as exc:
-            raise PromoteError(f"{decision.path}: {exc}") from None
-        if new_data != _expected(old_data, decision.target, entry):
-            raise PromoteError(f"{decision.path}: the edit would change more than the status and changelog")
-        if binding_digest_of(new_data) != binding_digest_of(old_data):
-            raise PromoteError(f"{decision.path}: the edit would change the evidence binding")
+        except ContractUnreadable:
+            new_data = None
+        if (
+            new_data is None
+            or new_data != _expected(old_data, decision.target, entry)
+            or binding_digest_of(new_data) != binding_digest_of(old_data)
+        ):
+            raise PromoteError(_by_hand(decision, entry))
         mode = os.stat(target).st_mode & 0o7777
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".pv-promote", dir=target.parent)
         try:

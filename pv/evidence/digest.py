@@ -104,7 +104,15 @@ def binding_form(data: Any) -> Any:
         meta = {k: v for k, v in meta.items() if k != "status"}
         log = meta.get("changelog")
         if isinstance(log, list):
-            meta["changelog"] = [e for e in log if not (isinstance(e, dict) and "evidence" in e)]
+            kept = [e for e in log if not (isinstance(e, dict) and "evidence" in e)]
+            if kept:
+                meta["changelog"] = kept
+            else:
+                # `pv promote` writes the changelog a contract may lack: none, an empty one and one
+                # holding only promotion entries bind the evidence alike
+                del meta["changelog"]
+        elif log is None and "changelog" in meta:
+            del meta["changelog"]
         out["metadata"] = meta
     return out
 

@@ -188,7 +188,9 @@ CHANGELOG_EMPTY = _r(
     "The contract has no changelog.",
     "Without a changelog nobody can tell what a version bump changed, or whether evidence recorded "
     "against an older version still means anything.",
-    "Add `metadata.changelog` with an entry for the current version.",
+    "Add `metadata.changelog` with an entry for the current version, e.g. "
+    '`changelog: [{version: 1.0.0, date: "2026-01-01", change: initial}]`; `pv promote` also writes one '
+    "when it promotes, without making the evidence stale.",
 )
 VERSION_BUMP_TOO_SMALL = _r(
     "PVL806",

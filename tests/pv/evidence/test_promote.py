@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -237,3 +238,104 @@ def test_the_fast_composer_agrees_with_pyyaml_on_any_document(data: dict, flow: 
     text = yaml.safe_dump(data, allow_unicode=True, default_flow_style=flow, width=40)
     text = ("\ufeff" if bom else "") + text.replace("\n", newline)
     assert _spans(compose_marked(text)) == _spans(yaml.compose(text, Loader=yaml.SafeLoader))
+
+
+# --- a contract with no changelog, and every refusal naming its cause and its fix -------------
+
+
+def _without_changelog(text: str) -> str:
+    return text.replace('  changelog:\n    - {version: 1.0.0, date: "2026-01-01", change: initial}\n', "")
+
+
+def test_a_contract_without_a_changelog_is_promoted_and_its_evidence_stays_current(
+    project: Project, write: Writer
+) -> None:
+    project.contract.write_text(_without_changelog(CONTRACT), encoding="utf-8")
+    bundle = write(all_survive())  # the run saw the contract as it is: no changelog at all
+    assert promote(project) == (Status.DRAFT, Status.ACTIVE)
+    loaded = load_contract_file(project.contract)
+    assert loaded.contract is not None and loaded.contract.metadata.status is Status.ACTIVE
+    assert [e.evidence for e in loaded.contract.metadata.changelog] == [bundle.relative_to(project.root).as_posix()]
+    assert verify_bundle(bundle).ok  # the changelog pv wrote did not stale the bundle
+    assert backing_status(project.evidence, project.contract) == (Status.ACTIVE, bundle)
+
+
+def test_an_empty_changelog_and_none_bind_evidence_alike() -> None:
+    from pv.evidence.digest import binding_digest_of
+
+    base = {"metadata": {"id": "x", "version": "1.0.0"}}
+    empty = {"metadata": {"id": "x", "version": "1.0.0", "changelog": []}}
+    promoted = {"metadata": {"id": "x", "version": "1.0.0", "changelog": [{"change": "p", "evidence": "e"}]}}
+    authored = {"metadata": {"id": "x", "version": "1.0.0", "changelog": [{"change": "initial"}]}}
+    assert binding_digest_of(base) == binding_digest_of(empty) == binding_digest_of(promoted)
+    assert binding_digest_of(authored) != binding_digest_of(base)  # an authored entry is part of the claim
+
+
+def _says_cause_and_fix(message: str, cause: str) -> None:
+    assert cause in message, message
+    assert "pv promote" in message or "pv validate" in message, f"no command to run next: {message}"
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        ("metadata: [\n", "not valid YAML"),
+        ("proof_obligations: []\n", "no `metadata:` mapping"),
+        ("metadata: {version: 1.0.0, status: DRAFT}\n", "flow style"),
+        ("metadata:\n  version: 1.0.0\n  status: |\n    DRAFT\n", "one-line value"),
+        ("metadata:\n  version: 1.0.0\n  status: DRAFT\n  changelog: not a list\n", "neither a list nor empty"),
+    ],
+    ids=["not-yaml", "no-metadata", "flow", "block-status", "changelog-scalar"],
+)
+def test_edit_refusals_name_the_cause_and_the_fix(text: str, cause: str) -> None:
+    with pytest.raises(PromoteError) as exc:
+        edit_text(text, Status.ACTIVE, ENTRY)
+    _says_cause_and_fix(str(exc.value), cause)
+
+
+@pytest.mark.parametrize(
+    ("mangle", "cause"),
+    [
+        (lambda t: t.replace("metadata:\n", "metadata: [\n", 1), "does not load"),
+        (lambda t: t.replace("status: DRAFT", "status: SHIPPED"), "is not a status pv knows"),
+    ],
+    ids=["unloadable", "unknown-status"],
+)
+def test_decide_refusals_name_the_cause_and_the_fix(project: Project, mangle: Any, cause: str) -> None:
+    project.contract.write_text(mangle(CONTRACT), encoding="utf-8")
+    with pytest.raises(PromoteError) as exc:
+        decide(project.contract, project.evidence, project.root)
+    _says_cause_and_fix(str(exc.value), cause)
+    if cause.startswith("is not a status"):
+        assert "DRAFT" in str(exc.value) and "ACTIVE" in str(exc.value)
+
+
+def test_apply_refusals_name_the_cause_and_the_fix(
+    project: Project, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pv.promote
+
+    write(all_survive())
+    decision = decide(project.contract, project.evidence, project.root)
+    # the file changed after the decision
+    project.contract.write_text(CONTRACT + "\n# edited\n", encoding="utf-8")
+    with pytest.raises(PromoteError) as exc:
+        apply(decision, TODAY, project.root)
+    _says_cause_and_fix(str(exc.value), "changed since the decision was taken")
+    # pv's edit would not be exactly the promotion: nothing is written, the lines to write are given
+    project.contract.write_text(CONTRACT, encoding="utf-8")
+    decision = decide(project.contract, project.evidence, project.root)
+    real = pv.promote.edit_text
+    monkeypatch.setattr(pv.promote, "edit_text", lambda *a: real(*a).replace("kind: training-loop", "kind: kernel"))
+    with pytest.raises(PromoteError) as exc:
+        apply(decision, TODAY, project.root)
+    message = str(exc.value)
+    assert "nothing was written" in message and "status: ACTIVE" in message and "evidence:" in message
+    assert "pv promote --check" in message
+    assert project.contract.read_text(encoding="utf-8") == CONTRACT
+    # and the one a library caller can reach: nothing to do
+    monkeypatch.undo()
+    apply(decision, TODAY, project.root)
+    again = decide(project.contract, project.evidence, project.root)
+    with pytest.raises(PromoteError, match="nothing to change"):
+        apply(again, TODAY, project.root)
