@@ -78,6 +78,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("fault_packages", "packages", (), "packages a mutant's fault may live in, besides the checker packages"),
     Setting("evidence", "path", "evidence", "the evidence folder"),
     Setting("trusted_keys", "optional_path", None, "PEM file of ed25519 public keys whose signed bundles alone count"),
+    Setting(
+        "require_signed",
+        "bool",
+        False,
+        "only bundles signed by a trusted key back a status (trusted_keys must be set)",
+    ),
     Setting("write_evidence", "bool", False, "write evidence bundles on a plain pytest run"),
     Setting(
         "max_nproc",
@@ -116,6 +122,7 @@ class PvConfig:
     fault_packages: tuple[str, ...] = ()  # where a mutant's module may live, besides checker packages
     max_nproc: int = DEFAULT_MAX_NPROC  # the most processes a falsifier's `launch: {nproc: N}` may start
     trusted_keys: Path | None = None  # public keys whose signed bundles alone count
+    require_signed: bool = False  # refuse to run without trusted keys: unsigned evidence never counts
     write_evidence: bool = False  # whether a plain pytest run writes bundles
     dialect: str = "pv"  # "rust": read contracts as the Rust pv writes them (pv.dialect)
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -130,12 +137,32 @@ class PvConfig:
     def mutant_packages(self) -> tuple[str, ...]:
         return (*self.checker_packages, *self.fault_packages)
 
+    def trust_statement(self) -> str:
+        """One line saying which keys evidence must be signed by, or that it is unauthenticated."""
+        ring = self.key_ring()
+        if ring is None:
+            return (
+                "evidence is unauthenticated: no trusted keys are configured, so any bundle written into "
+                f"{self.relpath(self.evidence)}/ (digests recomputed) can back a status; set trusted_keys and "
+                "require_signed (README: Signing and the trust model)"
+            )
+        ids = ", ".join(k[:16] for k in sorted(ring.keys))
+        required = "; required (require_signed)" if self.require_signed else ""
+        source = self.relpath(self.trusted_keys) if self.trusted_keys is not None else "?"
+        return f"trusting {len(ring.keys)} key(s) from {source}: {ids}{required}"
+
     def key_ring(self) -> Any:
         """The trusted keys as a :class:`pv.evidence.signing.KeyRing`, or None when none are set.
 
         Raises :class:`ConfigError` for a file that is missing or holds no usable key: a typo in
         the trust setting must never quietly turn signature checks off."""
         if self.trusted_keys is None:
+            if self.require_signed:
+                raise ConfigError(
+                    f"require_signed is set ({self.origins.get('require_signed', 'configuration')}) but no "
+                    "trusted_keys names the keys to trust: run `pv evidence keygen ci-evidence.key`, commit "
+                    'ci-evidence.key.pub and set [tool.pv] trusted_keys = "ci-evidence.key.pub"'
+                )
             return None
         from pv.evidence.signing import KeyRing, SigningError
 
@@ -403,6 +430,7 @@ def load_config(
     checker_packages: Sequence[str] | None = None,
     evidence: Path | str | None = None,
     trusted_keys: Path | str | None = None,
+    require_signed: bool | None = None,
 ) -> PvConfig:
     """:func:`resolve` for a ``pv`` command: its options are the command line's values."""
     cli = {
@@ -410,6 +438,7 @@ def load_config(
         "checker_packages": list(checker_packages) if checker_packages else None,
         "evidence": evidence,
         "trusted_keys": trusted_keys,
+        "require_signed": require_signed,
     }
     return resolve(start, cli=cli)
 

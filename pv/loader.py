@@ -83,6 +83,18 @@ class _Loader(_BaseLoader):
         return str(super().resolve(kind, value, implicit))
 
 
+class _Huge:
+    """An integer literal with more digits than Python converts (4,300 decimal digits): far outside
+    64 bits, refused like every other out-of-range integer rather than kept as text."""
+
+
+_HUGE = _Huge()
+
+
+def _out_of_range(value: Any) -> bool:
+    return value is _HUGE or (type(value) is int and not -MAX_INT - 1 <= value <= MAX_INT)
+
+
 def _resolve_plain(value: str) -> Any:
     if value and value[0] not in _PLAIN_START:
         return value  # most scalars are words: skip the pattern tests
@@ -99,8 +111,8 @@ def _resolve_plain(value: str) -> Any:
             return int(value[2:], 8)
         if _HEX_RE.match(value):
             return int(value[2:], 16)
-    except ValueError:  # more digits than Python will convert: keep the text
-        return value
+    except ValueError:  # more digits than Python will convert
+        return _HUGE
     if _FLOAT_RE.match(value):
         return float(value)
     if _INF_RE.match(value):
@@ -176,7 +188,7 @@ class _Converter:
                 return node.value
             if tag == _PLAIN:
                 value = _resolve_plain(node.value)
-                if type(value) is not int or -MAX_INT - 1 <= value <= MAX_INT:
+                if not _out_of_range(value):
                     return value  # else convert() refuses it with its position
         return self.convert(node, depth, aliased)
 
@@ -185,7 +197,7 @@ class _Converter:
 
     def scalar(self, node: yaml.Node) -> Any:
         value = self._scalar(node)
-        if type(value) is int and not -MAX_INT - 1 <= value <= MAX_INT:
+        if _out_of_range(value):
             line, col = self.mark(node)
             digits = len(node.value)
             message = f"integer of {digits} characters is out of range (a contract's integers fit 64 bits)"
@@ -205,6 +217,8 @@ class _Converter:
             return value in _TRUE
         if tag in (_CORE + "int", _CORE + "float"):
             resolved = _resolve_plain(value)
+            if resolved is _HUGE:
+                return resolved  # scalar() refuses it as out of range
             if isinstance(resolved, int | float) and not isinstance(resolved, bool):
                 return float(resolved) if tag.endswith("float") else resolved
             line, col = self.mark(node)

@@ -65,6 +65,7 @@ class Section:
 class Report:
     sections: list[Section]
     base: str | None = None
+    trust: str = ""  # which keys evidence must be signed by, or that it is unauthenticated
 
     def counts(self) -> Counter[str]:
         c: Counter[str] = Counter()
@@ -264,7 +265,7 @@ def build(project: Project, contracts: list[Path], base: str | None = None, keys
             if cid in at_base:
                 section.changes = changes(section.entries, at_base[cid])
         sections.append(section)
-    return Report(sections, base)
+    return Report(sections, base, project.config.trust_statement())
 
 
 def _cell(text: str) -> str:
@@ -289,6 +290,8 @@ def summary_line(report: Report) -> str:
 
 def render_markdown(report: Report) -> str:
     lines = ["## pv evidence report", "", summary_line(report), ""]
+    if report.trust:
+        lines += [f"_{_cell(report.trust[:1].upper() + report.trust[1:])}._", ""]
     for s in report.sections:
         moved = f"{s.before} → **{s.after}**" if s.before != s.after else s.after
         lines += [f"### `{s.contract_id}` — {moved}", ""]

@@ -393,3 +393,14 @@ DEPENDENCY_CYCLE = _r(
     "Contracts build on one another; a cycle means no contract in it can be established first.",
     "Remove one edge of the cycle shown in the message.",
 )
+PARAM_NAMED_LIKE_FIXTURE = _r(
+    "PV127",
+    "param-named-like-fixture",
+    E,
+    "A param has the name of a pytest fixture.",
+    "Every checker parameter that no param names is a pytest fixture, requested by name; a param "
+    "with a fixture's name would silently replace it (a contract deciding where `tmp_path` points, or "
+    "what `pv_artifacts` is), so the run refuses it. Validate knows pytest's and pv's own fixtures; the "
+    "run also knows the project's conftest fixtures.",
+    "Rename the param (and the checker's parameter it feeds).",
+)

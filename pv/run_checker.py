@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from pv import expr
 from pv.checkers import unaccepted_params
@@ -185,6 +185,39 @@ def _kill_group(pid: int) -> None:
             continue
 
 
+class CheckerExitError(RuntimeError):
+    """A checker run in the session's own process called ``os._exit``."""
+
+
+_REAL_EXIT = os._exit
+
+
+def _refuse_exit(status: int) -> NoReturn:
+    raise CheckerExitError(
+        f"the checker called os._exit({status}), which would end the whole pytest session at once: no "
+        "evidence written and, for status 0, a green exit status; refused under isolation: thread (use "
+        "isolation: process for a checker that must end its process)"
+    )
+
+
+@contextlib.contextmanager
+def _exit_guard() -> Iterator[None]:
+    """``os._exit`` raises instead of ending the session while a checker runs in this process.
+
+    ``sys.exit`` already arrives as an exception; ``os._exit`` skips every handler, so a checker
+    calling it under thread isolation ended pytest with its code (0 looks like a pass in CI) and
+    no bundle.  A kill by a signal still ends the session, with a non-zero status, and the journal
+    is recovered at the next run."""
+    if os._exit is not _REAL_EXIT:  # nested (a checker calling the harness): the outer guard holds
+        yield
+        return
+    os._exit = _refuse_exit
+    try:
+        yield
+    finally:
+        os._exit = _REAL_EXIT
+
+
 def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
     """Call ``func(**kwargs)`` in a daemon thread; give up after ``timeout_s`` seconds.
 
@@ -192,6 +225,11 @@ def call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeo
     the escape hatch for checkers that must own the main thread (signal handlers, some GUI or
     distributed back ends), at the price of a hang being a hang.
     """
+    with _exit_guard():
+        return _call_with_timeout(func, kwargs, timeout_s)
+
+
+def _call_with_timeout(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
     if not timeout_s or timeout_s <= 0:
         start = time.perf_counter()
         try:

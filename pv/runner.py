@@ -116,7 +116,7 @@ def _run(run: FalsifierRun) -> None:
         raise _error(
             result,
             f"ERROR {run.label}: param(s) {', '.join(collisions)} have the name of a pytest fixture; a contract's "
-            "params may never replace a fixture (rename the param)",
+            "params may never replace a fixture (PV127: rename the param)",
         )
     try:
         spec = resolve(f.check, settings.checker_packages)

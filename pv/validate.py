@@ -247,12 +247,64 @@ def check_file(
     return out
 
 
+# The fixtures every pv project has: pytest's own, its common plugins' and pv's.  A project's
+# conftest fixtures are known only to a pytest run, which refuses those collisions itself.
+KNOWN_FIXTURES = frozenset(
+    {
+        "cache",
+        "capfd",
+        "capfdbinary",
+        "caplog",
+        "capsys",
+        "capsysbinary",
+        "doctest_namespace",
+        "monkeypatch",
+        "pytestconfig",
+        "pytester",
+        "record_property",
+        "record_testsuite_property",
+        "record_xml_attribute",
+        "recwarn",
+        "request",
+        "subtests",
+        "testdir",
+        "testrun_uid",
+        "tmp_path",
+        "tmp_path_factory",
+        "tmpdir",
+        "tmpdir_factory",
+        "worker_id",
+        "pv_artifacts",
+        "pv_hypothesis",
+    }
+)
+
+
+def _check_fixture_names(loaded: LoadedContract, base: KeyPath, label: str, f: dict[str, Any]) -> Iterator[Diagnostic]:
+    """PV127: a ``params`` key or ``parametrize`` axis with a fixture's name."""
+    for section in ("params", "parametrize"):
+        block = f.get(section)
+        names = list(block) if isinstance(block, dict) else []
+        if section == "parametrize" and isinstance(block, list):
+            names = sorted({k for row in block if isinstance(row, dict) for k in row})
+        for name in names:
+            if name in KNOWN_FIXTURES:
+                where: KeyPath = (*base, section, name) if isinstance(block, dict) else (*base, section)
+                yield loaded.diagnostic(
+                    rules.PARAM_NAMED_LIKE_FIXTURE,
+                    where,
+                    f"{label}: {section} `{name}` has the name of a pytest fixture; a contract's params may "
+                    "never replace a fixture (rename the param)",
+                )
+
+
 def _check_falsifier(
     loaded: LoadedContract, i: int, f: dict[str, Any], packages: Sequence[str], fault_packages: Sequence[str] = ()
 ) -> Iterator[Diagnostic]:
     base: KeyPath = ("falsification_tests", i)
     fid = f.get("id")
     label = fid if isinstance(fid, str) else f"falsification_tests[{i}]"
+    yield from _check_fixture_names(loaded, base, label, f)
     if isinstance(fid, str) and not FALSIFY_ID_RE.match(fid):
         yield loaded.diagnostic(
             rules.INVALID_ID, (*base, "id"), f"falsifier id `{fid}` does not match FALSIFY-<PREFIX>-NNN"

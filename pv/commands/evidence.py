@@ -33,23 +33,43 @@ KeysOpt = Annotated[
 ]
 
 
+SignedOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--require-signed/--no-require-signed",
+        help="Only bundles signed by a trusted key count; fail without trusted keys "
+        "(default: $PV_REQUIRE_SIGNED, else [tool.pv] require_signed).",
+    ),
+]
+
+
 def _usage(command: str, message: str) -> typer.Exit:
     typer.echo(f"pv {command}: {message}", err=True)
     return typer.Exit(2)
 
 
 def _project(
-    command: str, evidence: Path | None = None, contracts: Path | None = None, trusted_keys: Path | None = None
+    command: str,
+    evidence: Path | None = None,
+    contracts: Path | None = None,
+    trusted_keys: Path | None = None,
+    require_signed: bool | None = None,
 ) -> Project:
     try:
-        return Project.open(evidence=evidence, contracts=contracts, trusted_keys=trusted_keys)
+        return Project.open(
+            evidence=evidence, contracts=contracts, trusted_keys=trusted_keys, require_signed=require_signed
+        )
     except ConfigError as exc:
         raise _usage(command, str(exc)) from None
 
 
-def _keys(command: str, config: PvConfig) -> Any:
+def _keys(command: str, config: PvConfig, say_trust: bool = False) -> Any:
+    """The trusted keys; with ``say_trust``, first one line (stderr) on which keys count, or that none do."""
     try:
-        return config.key_ring()
+        ring = config.key_ring()
+        if say_trust:
+            typer.echo(f"pv {command}: {config.trust_statement()}", err=True)
+        return ring
     except ConfigError as exc:
         raise _usage(command, str(exc)) from None
 
@@ -74,15 +94,17 @@ def verify(
         bool, typer.Option("--allow-stale", help="Intact bundles of since-edited contracts do not fail.")
     ] = False,
     trusted_keys: KeysOpt = None,
+    require_signed: SignedOpt = None,
 ) -> None:
-    """Recompute every digest, check each bundle against its schema, its signature (with trusted
-    keys) and the current contract.  Superseded bundles (bound to an earlier contract version) are
+    """Recompute every digest, check each bundle against its schema, its signature (a signature
+    that does not match its statement is tampering, with or without trusted keys) and the current
+    contract.  Superseded bundles (bound to an earlier contract version) are
     history, not failures; `pv evidence gc` removes them."""
     from pv.evidence.verify import leftover_tmp_dirs, verify_path
 
-    project = _project("evidence verify", trusted_keys=trusted_keys)
+    project = _project("evidence verify", trusted_keys=trusted_keys, require_signed=require_signed)
     config = project.config
-    keys = _keys("evidence verify", config)
+    keys = _keys("evidence verify", config, say_trust=True)
     target = path if path is not None else config.evidence
     if not target.exists():
         raise _usage("evidence verify", f"{target} does not exist")
@@ -139,9 +161,11 @@ def recover(evidence: EvidenceOpt = None) -> None:
     """Turn the journals of pytest sessions that died (a crash, a kill) into bundles: every verdict
     reached is kept, and the falsifier that was running is recorded as an error."""
     from pv.evidence.environment import capture
-    from pv.evidence.journal import recover_all
+    from pv.evidence.journal import died, recover_all
 
     config = _project("evidence recover", evidence).config
+    for line in died(config.evidence):
+        typer.echo(line)
     outcomes = recover_all(config.evidence, config.root, lambda: capture(config.root, exclude=[config.evidence]))
     for o in outcomes:
         shown = config.relpath(o.path) if o.path is not None else f"NOT written: {o.reason}"
@@ -211,13 +235,14 @@ def promote(
     ] = False,
     evidence: EvidenceOpt = None,
     trusted_keys: KeysOpt = None,
+    require_signed: SignedOpt = None,
 ) -> None:
     """Move each contract's status to exactly what its verified, current evidence supports."""
     from pv.promote import PromoteError, apply, decide, locked
 
-    project = _project("promote", evidence, trusted_keys=trusted_keys)
+    project = _project("promote", evidence, trusted_keys=trusted_keys, require_signed=require_signed)
     config = project.config
-    keys = _keys("promote", config)
+    keys = _keys("promote", config, say_trust=True)
     changed = errors = 0
     for path in _contract_files("promote", project, contracts):
         shown = config.relpath(path)

@@ -180,6 +180,25 @@ def record_from(path: Path) -> RunRecord | None:
     )
 
 
+def died(evidence_dir: Path) -> list[str]:
+    """One line per session whose journal is orphaned: who it was, when it started, what it was running."""
+    lines = []
+    for path in orphans(evidence_dir):
+        record = record_from(path)
+        if record is None:
+            lines.append(f"a session died before it recorded anything ({path.name})")
+            continue
+        running = sorted(
+            f"{r.contract_id}::{r.falsify_id}" for r in record.results if r.message and "died while this" in r.message
+        )
+        doing = f"while running {', '.join(running)}" if running else "between falsifiers"
+        lines.append(
+            f"session {record.run_id} (pid {_pid_of(path) or '?'}, started {record.started_at}) died before it "
+            f"finished, {doing}"
+        )
+    return lines
+
+
 def recover_all(
     evidence_dir: Path,
     root: Path,

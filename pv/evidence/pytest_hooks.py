@@ -20,7 +20,7 @@ import pytest
 
 from pv.cases import split_name
 from pv.evidence.environment import capture
-from pv.evidence.journal import Journal, recover_all
+from pv.evidence.journal import Journal, died, recover_all
 from pv.evidence.signing import Signer, SigningError
 from pv.evidence.writer import Outcome, write_run
 from pv.paths import shown
@@ -103,6 +103,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     target = plan.target
     if target is None:
         return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in died(target):
+        if reporter is not None:
+            reporter.write_line(f"pv evidence: {line}", yellow=True, bold=True)
     outcomes = recover_all(target, config.rootpath, lambda: capture(config.rootpath, exclude=[target]), plan.signer)
     _report(config, outcomes, "pv evidence (recovered from a session that died)")
     from pv.plugin import pv_session

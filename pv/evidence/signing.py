@@ -100,7 +100,15 @@ class Signer:
         return {
             "payloadType": PAYLOAD_TYPE,
             "payload": base64.b64encode(payload).decode(),
-            "signatures": [{"keyid": self.key_id, "sig": base64.b64encode(sig).decode()}],
+            # the public key rides along (DSSE allows extra fields), so a signature that does not
+            # match its statement is caught as tampering even where no keys are trusted
+            "signatures": [
+                {
+                    "keyid": self.key_id,
+                    "sig": base64.b64encode(sig).decode(),
+                    "publicKey": base64.b64encode(_raw(self.key.public_key())).decode(),
+                }
+            ],
         }
 
 
@@ -143,32 +151,67 @@ class KeyRing:
         return cls({key_id(k): k for k in keys}, "given keys")
 
 
-def verify_envelope(envelope: Any, payload: bytes, ring: KeyRing) -> tuple[str | None, str]:
-    """(id of a trusted key whose signature verifies, or None; why not)."""
+@dataclass(frozen=True)
+class EnvelopeCheck:
+    """What a bundle's signature says.
+
+    ``trusted``: a trusted key's signature verifies.  ``tampered``: the envelope does not carry this
+    statement, or a signature does not verify against it (by a trusted key, or by the key it
+    carries): broken whatever keys are configured.  ``untrusted``: every signature that could be
+    checked holds, but none is by a trusted key.  ``unchecked``: no keys are trusted, and the
+    signatures hold as far as they can be checked (by the keys they carry)."""
+
+    status: str  # "trusted" | "tampered" | "untrusted" | "unchecked"
+    signed_by: str | None = None
+    why: str = ""
+
+
+def check_envelope(envelope: Any, payload: bytes, ring: KeyRing | None) -> EnvelopeCheck:
+    """Check a DSSE envelope against the statement it must carry, with or without trusted keys."""
     if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
-        return None, f"not a DSSE envelope of {PAYLOAD_TYPE}"
+        return EnvelopeCheck("tampered", why=f"not a DSSE envelope of {PAYLOAD_TYPE}")
     try:
         carried = base64.b64decode(str(envelope.get("payload", "")), validate=True)
     except ValueError:
-        return None, "payload is not base64"
+        return EnvelopeCheck("tampered", why="the envelope's payload is not base64")
     if carried != payload:
-        return None, "the signed payload is not this bundle's statement"
+        return EnvelopeCheck("tampered", why="the signed payload is not this bundle's statement")
     signatures = envelope.get("signatures")
-    if not isinstance(signatures, list) or not signatures:
-        return None, "no signatures"
+    if not isinstance(signatures, list) or not signatures or not all(isinstance(s, dict) for s in signatures):
+        return EnvelopeCheck("tampered", why="an envelope without signatures")
     message = pae(PAYLOAD_TYPE, payload)
-    seen_untrusted: list[str] = []
+    trusted: str | None = None
+    others: list[str] = []
     for sig in signatures:
-        if not isinstance(sig, dict):
-            continue
         kid = str(sig.get("keyid", ""))
-        key = ring.keys.get(kid)
+        try:
+            raw_sig = base64.b64decode(str(sig.get("sig", "")), validate=True)
+        except ValueError:
+            return EnvelopeCheck("tampered", why=f"the signature of key {kid[:16] or '?'} is not base64")
+        key = ring.keys.get(kid) if ring is not None else None
+        if "publicKey" in sig:  # a carried key must be the key its id names, trusted or not
+            try:
+                carried_key = Ed25519PublicKey.from_public_bytes(base64.b64decode(str(sig["publicKey"]), validate=True))
+            except ValueError:
+                return EnvelopeCheck("tampered", why=f"the public key carried for {kid[:16] or '?'} does not load")
+            if key_id(carried_key) != kid:
+                return EnvelopeCheck("tampered", why=f"key id {kid[:16] or '?'} is not the id of the key it carries")
+            key = key or carried_key
         if key is None:
-            seen_untrusted.append(kid[:16] or "?")
+            others.append(kid[:16] or "?")  # an old envelope without its key, by a key not trusted here
             continue
         try:
-            key.verify(base64.b64decode(str(sig.get("sig", "")), validate=True), message)
-        except (InvalidSignature, ValueError):
-            return None, f"the signature of key {kid[:16]} does not verify"
-        return kid, ""
-    return None, "signed only by keys that are not trusted: " + ", ".join(seen_untrusted)
+            key.verify(raw_sig, message)
+        except InvalidSignature:
+            return EnvelopeCheck(
+                "tampered", why=f"the signature of key {kid[:16]} does not verify against the statement"
+            )
+        if ring is not None and kid in ring.keys:
+            trusted = trusted or kid
+        else:
+            others.append(kid[:16])
+    if trusted is not None:
+        return EnvelopeCheck("trusted", trusted)
+    if ring is None:
+        return EnvelopeCheck("unchecked", why="signed by " + ", ".join(others))
+    return EnvelopeCheck("untrusted", why="signed only by keys that are not trusted: " + ", ".join(others))

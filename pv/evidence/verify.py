@@ -36,7 +36,7 @@ from pv.evidence.bundle import (
     parse_time,
 )
 from pv.evidence.digest import BINDING_METHOD, sha256_file
-from pv.evidence.signing import KeyRing, verify_envelope
+from pv.evidence.signing import KeyRing, check_envelope
 from pv.project import Project, ProjectContract
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
@@ -286,23 +286,26 @@ def _check_binding(bundle: Bundle, current: ProjectContract | None, report: Bund
 
 def _check_signature(path: Path, manifest: dict[str, str], keys: KeyRing | None, report: BundleReport) -> None:
     has_envelope = ENVELOPE_FILE in manifest and (path / ENVELOPE_FILE).is_file()
-    if keys is None:
-        if has_envelope:
-            report.notes.append("signed; no trusted keys configured, so the signature was not checked")
-        return
     if not has_envelope:
-        report.problems.append(Problem("untrusted", ENVELOPE_FILE, "unsigned, and trusted keys are configured"))
+        if keys is not None:
+            report.problems.append(Problem("untrusted", ENVELOPE_FILE, "unsigned, and trusted keys are configured"))
         return
     envelope = _load_json(path, ENVELOPE_FILE, report)
     try:
         statement = (path / STATEMENT_FILE).read_bytes()
     except OSError:
         return  # reported as missing already
-    kid, why = verify_envelope(envelope, statement, keys)
-    if kid is None:
-        report.problems.append(Problem("untrusted", ENVELOPE_FILE, why))
+    # A signature is checked in every mode: one that does not match its own statement is tampering
+    # whatever keys are configured (it used to be a note when none were).
+    check = check_envelope(envelope, statement, keys)
+    if check.status == "tampered":
+        report.problems.append(Problem("tampered", ENVELOPE_FILE, check.why))
+    elif check.status == "untrusted":
+        report.problems.append(Problem("untrusted", ENVELOPE_FILE, check.why))
+    elif check.status == "unchecked":
+        report.notes.append(f"{check.why}; no trusted keys configured, so it counts as unsigned")
     else:
-        report.signed_by = kid
+        report.signed_by = check.signed_by
 
 
 def verify_content(path: Path, keys: KeyRing | None = None) -> BundleReport:

@@ -100,7 +100,8 @@ def test_a_param_named_like_a_fixture_is_an_error(hostile: Hostile) -> None:
     )
     result = hostile.pytester.runpytest("-rA")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*tmp_path have the name of a pytest fixture*"])
+    # refused when the contract is read (PV127, as validate and lint say), before anything runs
+    result.stdout.fnmatch_lines(["*PV127*`tmp_path` has the name of a pytest fixture*"])
 
 
 # --- 4. launch: nproc is capped -------------------------------------------------------------

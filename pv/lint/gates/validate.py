@@ -25,6 +25,7 @@ ROUTES: dict[str, str] = {
     "PV124": "coverage",  # unresolved-obligation (a Kani harness's goes to references)
     "PV125": "references",  # unknown-dependency
     "PV126": "references",  # dependency-cycle
+    "PV127": "binding",  # param-named-like-fixture
 }
 
 

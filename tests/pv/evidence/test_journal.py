@@ -32,7 +32,7 @@ def measure(n, crash_at=-1, how="exit"):
     if n == crash_at:
         if how == "exit":
             os._exit(3)
-        os.kill(os.getpid(), 11)
+        os.kill(os.getpid(), 9 if how == "kill" else 11)
     return {"value": 1.0}
 
 
@@ -81,12 +81,12 @@ def proj(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def nine(crash_at: int, **extra: object) -> list[dict[str, object]]:
+def nine(crash_at: int, how: str = "exit", **extra: object) -> list[dict[str, object]]:
     return [
         {
             "id": f"FALSIFY-CRASH-00{n}",
             "check": "crashchecks.checks:measure",
-            "params": {"n": n, "crash_at": crash_at},
+            "params": {"n": n, "crash_at": crash_at, "how": how},
             **extra,
         }
         for n in range(1, 10)
@@ -125,10 +125,11 @@ def test_a_segfault_is_an_error_with_its_signal(proj: pytest.Pytester) -> None:
 
 
 def test_a_session_that_dies_keeps_every_verdict_reached(proj: pytest.Pytester) -> None:
-    write_contract(proj.path, nine(5))
-    # in pytest's own process (isolation thread), the checker takes pytest down with it
+    write_contract(proj.path, nine(5, how="kill"))
+    # in pytest's own process (isolation thread), a checker killed by a signal takes pytest down with it
+    # (os._exit is refused there: tests/security/test_session_exit.py)
     result = proj.runpytest_subprocess("--pv-evidence", "--pv-isolation", "thread", "-p", "no:cacheprovider")
-    assert result.ret == 3
+    assert result.ret != 0
     assert not find_bundles(proj.path / "evidence")
     [journal] = orphans(proj.path / "evidence")
     [outcome] = recover_all(proj.path / "evidence", proj.path, lambda: ENV)
@@ -142,17 +143,22 @@ def test_a_session_that_dies_keeps_every_verdict_reached(proj: pytest.Pytester) 
 
 
 def test_the_next_evidence_session_recovers_a_dead_one(proj: pytest.Pytester) -> None:
-    write_contract(proj.path, nine(5))
+    write_contract(proj.path, nine(5, how="kill"))
     proj.runpytest_subprocess("--pv-evidence", "--pv-isolation", "thread", "-p", "no:cacheprovider")
     write_contract(proj.path, nine(-1), cid="other-v1")
     result = proj.runpytest_subprocess("--pv-evidence", "contracts/other-v1.yaml", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["pv evidence (recovered from a session that died): crash-v1 -> *"])
+    result.stdout.fnmatch_lines(
+        [
+            "pv evidence: session * died before it finished, while running crash-v1::FALSIFY-CRASH-005",
+            "pv evidence (recovered from a session that died): crash-v1 -> *",
+        ]
+    )
     assert {b.parent.name for b in find_bundles(proj.path / "evidence")} == {"crash-v1", "other-v1"}
 
 
 def test_an_xdist_worker_that_dies_is_an_error_not_not_run(proj: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
-    write_contract(proj.path, nine(5))
+    write_contract(proj.path, nine(5, how="kill"))
     result = proj.runpytest_subprocess("--pv-evidence", "--pv-isolation", "thread", "-n", "2", "-p", "no:cacheprovider")
     assert result.ret == 1
     found = verdicts(proj.path)

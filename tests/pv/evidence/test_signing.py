@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pv.evidence.signing import KeyRing, Signer, SigningError, generate, pae, verify_envelope
+from pv.evidence.signing import KeyRing, Signer, SigningError, check_envelope, generate, pae
 from pv.evidence.status import assess
 from pv.evidence.verify import verify_bundle
 from pv.evidence.writer import write_run
@@ -60,8 +60,9 @@ def test_a_signed_bundle_verifies_against_its_key_and_no_other(project: Project,
     other = KeyRing.from_pem(generate()[1], "other")
     report = verify_bundle(bundle, keys=other)
     assert report.status == "untrusted" and "not trusted" in report.problems[0].detail
-    # without keys the signature is noted, not checked
-    assert verify_bundle(bundle).notes[0].startswith("signed; no trusted keys")
+    # without trusted keys the signature is still checked against the key it carries, and noted
+    unchecked = verify_bundle(bundle)
+    assert unchecked.ok and "no trusted keys configured" in unchecked.notes[0]
 
 
 def test_a_forged_bundle_with_recomputed_digests_is_rejected_with_trusted_keys(
@@ -70,9 +71,10 @@ def test_a_forged_bundle_with_recomputed_digests_is_rejected_with_trusted_keys(
     signer, trusted = keys
     bundle = signed_write(project, signer, [result(i, Verdict.FALSIFIED) for i in ("FALSIFY-DEMO-001",)])
     forge(bundle)
-    assert verify_bundle(bundle).ok  # every digest checks out: what digests alone cannot catch
-    report = verify_bundle(bundle, keys=KeyRing.from_file(trusted))
-    assert report.status == "untrusted" and "not this bundle's statement" in report.problems[0].detail
+    # every digest checks out, but the signature is of another statement: tampered in every mode
+    for ring in (None, KeyRing.from_file(trusted)):
+        report = verify_bundle(bundle, keys=ring)
+        assert report.status == "tampered" and "not this bundle's statement" in report.problems[0].detail
     unsigned = signed_write(project, None, started="2026-03-02T10:00:00+00:00")
     assert verify_bundle(unsigned, keys=KeyRing.from_file(trusted)).status == "untrusted"
 
@@ -124,15 +126,40 @@ def test_bad_keys_are_clear_errors(tmp_path: Path) -> None:
         KeyRing.from_file(tmp_path / "missing.pem")
 
 
-def test_verify_envelope_refuses_malformed_envelopes() -> None:
+def test_check_envelope_in_every_mode() -> None:
     private, public = generate()
     ring = KeyRing.from_pem(public, "k")
+    other = KeyRing.from_pem(generate()[1], "other")
     envelope = Signer.from_pem(private).envelope(b"{}")
-    assert verify_envelope(envelope, b"{}", ring)[0] is not None
-    assert verify_envelope({**envelope, "payloadType": "x"}, b"{}", ring)[0] is None
-    assert verify_envelope({**envelope, "signatures": []}, b"{}", ring) == (None, "no signatures")
-    bad = {**envelope, "signatures": [{**envelope["signatures"][0], "sig": base64.b64encode(b"0" * 64).decode()}]}
-    assert "does not verify" in verify_envelope(bad, b"{}", ring)[1]
+    assert check_envelope(envelope, b"{}", ring).status == "trusted"
+    assert check_envelope(envelope, b"{}", other).status == "untrusted"
+    assert check_envelope(envelope, b"{}", None).status == "unchecked"
+    sig = envelope["signatures"][0]
+    broken = [
+        {**envelope, "payloadType": "x"},
+        {**envelope, "signatures": []},
+        {**envelope, "signatures": [{**sig, "sig": base64.b64encode(b"0" * 64).decode()}]},  # does not verify
+        {**envelope, "signatures": [{**sig, "publicKey": other_key_b64()}]},  # key id is not the carried key's
+        {**envelope, "payload": base64.b64encode(b'{"a": 1}').decode()},  # another statement
+    ]
+    for ring_or_none in (ring, other, None):
+        for bad in broken:
+            assert check_envelope(bad, b"{}", ring_or_none).status == "tampered", (bad, ring_or_none)
+    legacy = {**envelope, "signatures": [{k: v for k, v in sig.items() if k != "publicKey"}]}
+    assert check_envelope(legacy, b"{}", ring).status == "trusted"  # a trusted key needs no carried key
+    assert check_envelope(legacy, b"{}", None).status == "unchecked"  # nothing to check it against
+
+
+def other_key_b64() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    raw = (
+        Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
+    return base64.b64encode(raw).decode()
 
 
 def test_keygen_writes_a_secret_key_and_a_public_key(cli, project: Project) -> None:  # noqa: F811
