@@ -228,7 +228,21 @@ def finetune(
         "q_proj,v_proj"
     ),
     double_quant: Annotated[bool, typer.Option("--double-quant/--no-double-quant")] = True,
-    data: Annotated[Path | None, typer.Option(help="Instruction JSONL (default: stdlib docstring pairs).")] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Training JSONL: rows of {prompt, response} or of {messages: [{role, content}, ...]} "
+            "(default: stdlib docstring pairs)."
+        ),
+    ] = None,
+    template: Annotated[
+        str,
+        typer.Option(
+            help="How examples become tokens: chat (the checkpoint's chat template; only assistant turns are "
+            "learned), docstring (### Docstring / ### Code, the engine's own pretraining format), or auto: chat "
+            "when the checkpoint has a chat template, else docstring."
+        ),
+    ] = "auto",
     steps: Steps = 100,
     batch_size: BatchSize = 8,
     seq_len: SeqLen = 128,
@@ -244,10 +258,13 @@ def finetune(
 ) -> None:
     """Fine-tune a checkpoint on instruction pairs: full, LoRA or QLoRA."""
     from engine.checkpoint import load_checkpoint
-    from engine.data import read_jsonl, tokenize_pairs
+    from engine.data import TEMPLATES, read_examples, resolve_template, tokenize_pairs
     from engine.lora import LoraSettings
     from engine.quant import NF4Config
     from engine.train import finetune as run_finetune
+
+    if template not in TEMPLATES:
+        raise _fail(f"unknown --template {template!r}; expected one of {', '.join(TEMPLATES)}")
 
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
     settings = _guarded(
@@ -261,14 +278,16 @@ def finetune(
             raise _fail("--adapters names each adapter's DATA:OUT; give no OUT argument, --data or --resume with it")
         if method is Method.full:
             raise _fail("--adapters trains LoRA adapters: use --method lora or qlora")
-        _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device, recipe)
+        _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device, recipe, template)
         return
     if out is None:
         raise _fail("missing OUT: the run folder (or --adapters DATA:OUT)")
     inst = None
     if data is not None:
         tokenizer = _guarded(lambda: load_checkpoint(base)).tokenizer
-        inst = _guarded(lambda: tokenize_pairs(read_jsonl(data), tokenizer, seq_len))
+        chosen = _guarded(lambda: resolve_template(template, tokenizer))
+        inst = _guarded(lambda: tokenize_pairs(read_examples(data), tokenizer, seq_len, template=chosen))
+        recipe = {**recipe, "template": chosen}
     with _training_progress(steps, f"finetune ({method.value})") as on_record:
         result = _guarded(
             lambda: run_finetune(
@@ -298,9 +317,10 @@ def _finetune_adapters(
     double_quant: bool,
     device: str | None,
     extra_manifest: dict[str, Any],
+    template: str = "auto",
 ) -> None:
     from engine.checkpoint import base_identity, load_checkpoint
-    from engine.data import read_jsonl, tokenize_pairs
+    from engine.data import read_examples, resolve_template, tokenize_pairs
     from engine.device import nf4_device, resolve_device
     from engine.multi_adapter import SCHEDULES, AdapterJob, train_adapters
     from engine.quant import NF4Config
@@ -320,15 +340,19 @@ def _finetune_adapters(
     dev = _guarded(lambda: resolve_device(device))
     loaded = _guarded(lambda: load_checkpoint(base, device=nf4_device(dev) if method is Method.qlora else dev))
     identity = base_identity(loaded.model)  # before any adapter or NF4 touches the base
+    chosen = _guarded(lambda: resolve_template(template, loaded.tokenizer))
 
     def job(data_path: Path, out_dir: Path) -> AdapterJob:
-        pairs_data = _guarded(lambda: tokenize_pairs(read_jsonl(data_path), loaded.tokenizer, cfg.seq_len))
+        pairs_data = _guarded(
+            lambda: tokenize_pairs(read_examples(data_path), loaded.tokenizer, cfg.seq_len, template=chosen)
+        )
         manifest = {
             **extra_manifest,
             "kind": "finetune",
             "method": method.value,
             "base": str(base),
             **identity,
+            "template": chosen,
             "adapter": out_dir.name,
             **nf4_manifest(NF4Config(double_quant=double_quant), method.value),
         }

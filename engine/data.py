@@ -18,7 +18,7 @@ import hashlib
 import inspect
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from safetensors.torch import load_file, save_file
 
 from engine.atomic import write_atomic
 from engine.corpus import CorpusFile, as_corpus_files, default_corpus_files, read_corpus
+from engine.faults import FAULTS
 from engine.tokenizer import EngineTokenizer
 
 SHARD_FORMAT = "pv-engine-token-shards"
@@ -249,6 +250,89 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[InstructionPair]:
 
 
 PROMPT_TEMPLATE = "### Docstring\n{prompt}\n### Code\n"
+# How an example becomes tokens: "docstring" puts a pair in PROMPT_TEMPLATE (the engine's own
+# pretrained models know nothing else); "chat" renders it as a user turn and an assistant turn through
+# the checkpoint's chat template and learns the assistant's tokens only; "auto" is chat when the
+# checkpoint has a chat template, else docstring.
+TEMPLATES = ("auto", "chat", "docstring")
+
+
+@dataclass(frozen=True)
+class ChatExample:
+    """One conversation of a chat JSONL row ``{"messages": [{"role": ..., "content": ...}, ...]}``."""
+
+    messages: tuple[tuple[str, str], ...]  # (role, content) in order
+    source: str = ""
+
+    def as_messages(self) -> list[dict[str, str]]:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+
+def read_examples(path: str | os.PathLike[str]) -> list[InstructionPair | ChatExample]:
+    """Instruction pairs (``prompt``/``response``) and chat conversations (``messages``), in file order."""
+    from engine.chat import check_messages
+    from engine.errors import TokenizerError
+
+    out: list[InstructionPair | ChatExample] = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row: dict[str, Any] = json.loads(line)
+            if isinstance(row, dict) and "messages" in row:
+                checked = check_messages(row["messages"])
+                if not any(m["role"] == "assistant" for m in checked):
+                    raise ValueError("no assistant message to learn")
+                if checked[0]["role"] == "assistant":
+                    raise ValueError("the conversation starts with the assistant")
+                msgs = tuple((m["role"], m["content"]) for m in checked)
+                out.append(ChatExample(msgs, str(row.get("source", ""))))
+            else:
+                out.append(InstructionPair(str(row["prompt"]), str(row["response"]), str(row.get("source", ""))))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, TokenizerError) as exc:
+            raise ValueError(
+                f"{path}:{n}: not an instruction pair or a chat conversation ({exc}); a row is "
+                '{"prompt": ..., "response": ...} or {"messages": [{"role": "user", "content": ...}, ...]}'
+            ) from None
+    return out
+
+
+def resolve_template(template: str, tokenizer: EngineTokenizer) -> str:
+    if template not in TEMPLATES:
+        raise ValueError(f"unknown template {template!r}; expected one of {', '.join(TEMPLATES)}")
+    if template == "auto":
+        return "chat" if tokenizer.chat_template is not None else "docstring"
+    if template == "chat" and tokenizer.chat_template is None:
+        raise ValueError("template chat: the checkpoint's tokenizer has no chat template (use --template docstring)")
+    return template
+
+
+def chat_tokens(messages: Sequence[Mapping[str, str]], tokenizer: EngineTokenizer) -> tuple[list[int], list[int]]:
+    """(ids, labels) of a conversation rendered by the checkpoint's template: labels hold the
+    tokens of each assistant turn as the template closes it (its content and end-of-turn tokens)
+    and IGNORE_INDEX everywhere else (system, user and the template's own tokens).
+
+    Each assistant turn is located by rendering the conversation up to it twice: with the
+    assistant's opening (``add_generation_prompt``) and with the turn itself.  A template that
+    does not render a conversation as a sequence of turns (a later turn changing earlier tokens)
+    is refused rather than guessed at."""
+    msgs = [dict(m) for m in messages]
+    full = tokenizer.apply_chat_template(msgs, add_generation_prompt=False)
+    labels = [IGNORE_INDEX] * len(full)
+    for k, m in enumerate(msgs):
+        if m["role"] != "assistant":
+            continue
+        if k == 0:
+            raise ValueError("a conversation cannot start with the assistant")
+        before = tokenizer.apply_chat_template(msgs[:k], add_generation_prompt=True)
+        upto = tokenizer.apply_chat_template(msgs[: k + 1], add_generation_prompt=False)
+        if full[: len(before)] != before or full[: len(upto)] != upto or len(upto) <= len(before):
+            raise ValueError("the chat template does not render this conversation turn by turn")
+        if FAULTS.active("chat_loss_on_prompt"):  # the defect: the prompt's tokens are learned too
+            labels[: len(upto)] = full[: len(upto)]
+        else:
+            labels[len(before) : len(upto)] = full[len(before) : len(upto)]
+    return full, labels
 
 
 @dataclass(frozen=True)
@@ -277,22 +361,39 @@ class InstructionData:
 
 
 def tokenize_pairs(
-    pairs: Sequence[InstructionPair],
+    pairs: Sequence[InstructionPair | ChatExample],
     tokenizer: EngineTokenizer,
     seq_len: int,
     val_fraction: float = DEFAULT_VAL_FRACTION,
+    template: str = "docstring",
 ) -> InstructionData:
-    """Encode ``bos + template(prompt) + response + eos``, truncate to ``seq_len``, learn only the response.
+    """Encode each example, truncate to ``seq_len``, learn only the response.
 
-    Every ``round(1/val_fraction)``-th pair goes to validation.  Pairs whose prompt alone fills
-    the window carry no response tokens and are dropped.
+    ``template`` (:data:`TEMPLATES`): "docstring" encodes ``bos + PROMPT_TEMPLATE(prompt) +
+    response + eos``; "chat" renders a pair as a user and an assistant turn, or a conversation as
+    it is, through the tokenizer's chat template and learns the assistant turns only
+    (:func:`chat_tokens`).  Every ``round(1/val_fraction)``-th example goes to validation.
+    Examples whose prompt alone fills the window carry no response tokens and are dropped; padding
+    is never learned.
     """
+    chosen = resolve_template(template, tokenizer)
     rows: list[tuple[list[int], list[int]]] = []
     for p in pairs:
-        prompt = tokenizer.encode(PROMPT_TEMPLATE.format(prompt=p.prompt), add_bos=True)
-        response = tokenizer.encode(p.response, add_eos=True)
-        ids = (prompt + response)[:seq_len]
-        labels = ([IGNORE_INDEX] * len(prompt) + response)[:seq_len]
+        if chosen == "chat":
+            messages = (
+                p.as_messages()
+                if isinstance(p, ChatExample)
+                else [{"role": "user", "content": p.prompt}, {"role": "assistant", "content": p.response}]
+            )
+            full, full_labels = chat_tokens(messages, tokenizer)
+            ids, labels = full[:seq_len], full_labels[:seq_len]
+        elif isinstance(p, ChatExample):
+            raise ValueError("a chat conversation needs the chat template (--template chat)")
+        else:
+            prompt = tokenizer.encode(PROMPT_TEMPLATE.format(prompt=p.prompt), add_bos=True)
+            response = tokenizer.encode(p.response, add_eos=True)
+            ids = (prompt + response)[:seq_len]
+            labels = ([IGNORE_INDEX] * len(prompt) + response)[:seq_len]
         if all(t == IGNORE_INDEX for t in labels[1:]):
             continue
         pad = seq_len - len(ids)

@@ -80,3 +80,4 @@ FAULTS.register("gguf_add_bos_dropped", "GGUF export writes add_bos_token false 
 FAULTS.register("chat_generation_prompt_dropped", "chat rendering drops the assistant's opening turn")
 FAULTS.register("adapter_base_unchecked", "an adapter is applied to any base of its shape, not only its own")
 FAULTS.register("hf_export_bos_rule_dropped", "HF export leaves out the rule that starts a sequence with BOS")
+FAULTS.register("chat_loss_on_prompt", "chat fine-tuning learns the system, user and template tokens too")

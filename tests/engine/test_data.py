@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from itertools import dropwhile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from safetensors.torch import load_file, save_file
 from engine.data import (
     IGNORE_INDEX,
     PROMPT_TEMPLATE,
+    ChatExample,
     InstructionPair,
     TokenData,
     extract_instruction_pairs,
@@ -22,6 +24,7 @@ from engine.data import (
     write_shards,
 )
 from engine.tokenizer import EngineTokenizer, cached_tokenizer
+from tests.engine.core_helpers import tiny_tokenizer
 
 SOURCE = '''
 def documented(a, b):
@@ -132,3 +135,112 @@ def test_tokenized_pairs_learn_only_the_response(tok: EngineTokenizer) -> None:
     assert torch.equal(b1, b2)
     with pytest.raises(ValueError, match="usable"):
         tokenize_pairs(pairs[:1], tok, seq_len=48)
+
+
+# --- chat-form instruction data ----------------------------------------------------------------
+
+
+def _learned_text(tok, ids: list[int], labels: list[int]) -> list[str]:  # type: ignore[no-untyped-def]
+    """The decoded runs of labelled tokens, in order."""
+    runs, current = [], []
+    for t, lab in zip(ids, labels, strict=True):
+        if lab == IGNORE_INDEX:
+            if current:
+                runs.append(tok.decode(current))
+                current = []
+        else:
+            assert lab == t
+            current.append(t)
+    if current:
+        runs.append(tok.decode(current))
+    return runs
+
+
+def test_chat_tokens_learn_the_assistant_turns_only() -> None:
+    from engine.data import chat_tokens
+    from tests.engine.chat_helpers import chat_tokenizer
+
+    tok = chat_tokenizer()
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Name a prime."},
+        {"role": "assistant", "content": "Seven."},
+        {"role": "user", "content": "Another?"},
+        {"role": "assistant", "content": "Eleven."},
+    ]
+    ids, labels = chat_tokens(messages, tok)
+    assert ids == tok.apply_chat_template(messages, add_generation_prompt=False)
+    assert _learned_text(tok, ids, labels) == ["Seven.<|im_end|>\n", "Eleven.<|im_end|>\n"]
+
+
+def test_pairs_and_conversations_through_the_chat_template(tmp_path: Path) -> None:
+    from engine.data import read_examples
+    from tests.engine.chat_helpers import chat_tokenizer
+
+    tok = chat_tokenizer()
+    path = tmp_path / "chat.jsonl"
+    rows = [{"prompt": f"What is {i} + {i}?", "response": f"It is {2 * i}."} for i in range(4)]
+    rows += [{"messages": [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "hello"}]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    examples = read_examples(path)
+    data = tokenize_pairs(examples, tok, seq_len=96, template="chat", val_fraction=0.5)
+    everything = torch.cat([data.input_ids, data.val_input_ids])
+    labels = torch.cat([data.labels, data.val_labels])
+    for row_ids, row_labels in zip(everything.tolist(), labels.tolist(), strict=True):
+        learned = _learned_text(tok, row_ids, row_labels)
+        assert len(learned) == 1 and learned[0].endswith("<|im_end|>\n")
+        assert "user" not in learned[0] and "system" not in learned[0]
+        trailing = len(row_ids) - len(list(dropwhile(lambda t: t == tok.pad_id, reversed(row_ids))))
+        assert trailing > 0  # the rows are padded to seq_len, and padding is never learned
+        assert all(
+            lab == IGNORE_INDEX for lab in row_labels[len(row_ids) - trailing :]
+        )  # ... and padding is never learned
+    # the same pairs through the docstring recipe learn the response after "### Code"
+    plain = tokenize_pairs(examples[:4], tok, seq_len=96, template="docstring", val_fraction=0.5)
+    assert plain.digest != data.digest
+
+
+def test_templates_are_chosen_explicitly_or_by_the_checkpoint() -> None:
+    from engine.data import resolve_template
+    from tests.engine.chat_helpers import chat_tokenizer
+
+    assert resolve_template("auto", chat_tokenizer()) == "chat"
+    assert resolve_template("auto", tiny_tokenizer()) == "docstring"
+    with pytest.raises(ValueError, match="no chat template"):
+        resolve_template("chat", tiny_tokenizer())
+    with pytest.raises(ValueError, match="unknown template"):
+        resolve_template("alpaca", tiny_tokenizer())
+    conversation = ChatExample((("user", "hi"), ("assistant", "hello")))
+    with pytest.raises(ValueError, match="needs the chat template"):
+        tokenize_pairs([conversation, conversation], tiny_tokenizer(), 32, template="docstring")
+
+
+@pytest.mark.parametrize(
+    ("row", "fragment"),
+    [
+        ({"messages": [{"role": "user", "content": "hi"}]}, "no assistant message"),
+        ({"messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x"}]}, "starts with"),
+        ({"messages": [{"role": "robot", "content": "hi"}]}, "role must be one of"),
+        ({"question": "hi"}, "not an instruction pair or a chat conversation"),
+    ],
+)
+def test_malformed_rows_name_the_line(tmp_path: Path, row: dict, fragment: str) -> None:  # type: ignore[type-arg]
+    from engine.data import read_examples
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt": "a", "response": "b"}\n' + json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match=fragment) as exc:
+        read_examples(path)
+    assert f"{path}:2:" in str(exc.value)
+
+
+def test_fault_chat_loss_on_prompt_learns_the_user_turn() -> None:
+    from engine.data import chat_tokens
+    from engine.faults import FAULTS
+    from tests.engine.chat_helpers import chat_tokenizer
+
+    tok = chat_tokenizer()
+    messages = [{"role": "user", "content": "Name a prime."}, {"role": "assistant", "content": "Seven."}]
+    with FAULTS.enabled("chat_loss_on_prompt"):
+        ids, labels = chat_tokens(messages, tok)
+    assert "Name a prime." in _learned_text(tok, ids, labels)[0]

@@ -104,3 +104,26 @@ def test_a_finetune_recipe_records_itself_beside_the_adapter(tmp_path: Path) -> 
     manifest = json.loads((tmp_path / "lora" / "step-000001" / "manifest.json").read_text())
     assert manifest["recipe"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert manifest["method"] == "lora"
+
+
+def test_the_shipped_chat_set_finetunes_a_chat_checkpoint(tmp_path: Path) -> None:
+    from engine.checkpoint import save_checkpoint
+    from tests.engine.chat_helpers import chat_tokenizer
+    from tests.engine.core_helpers import tiny_config, tiny_model, tiny_tokenizer
+
+    tok = chat_tokenizer()
+    base = save_checkpoint(tmp_path / "chat.safetensors", tiny_model(tiny_config(vocab_size=tok.vocab_size)), tok)
+    data = ROOT / "recipes" / "data" / "pv-mascot-chat.jsonl"
+    args = ["finetune", str(base), str(tmp_path / "run"), "--data", str(data), "--steps", "2", "--batch-size", "2"]
+    args += ["--seq-len", "96", "--eval-every", "0", "--save-every", "2", "--rank", "2"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "run" / "step-000002" / "manifest.json").read_text())
+    assert manifest["template"] == "chat"  # auto: the checkpoint has a chat template
+    plain = save_checkpoint(tmp_path / "plain.safetensors", tiny_model(), tiny_tokenizer())
+    refused = runner.invoke(app, ["finetune", str(plain), str(tmp_path / "r2"), "--data", str(data), "--steps", "1"])
+    assert refused.exit_code == 2 and "needs the chat template" in refused.output
+    refused = runner.invoke(
+        app, ["finetune", str(plain), str(tmp_path / "r3"), "--data", str(data), "--template", "chat"]
+    )
+    assert refused.exit_code == 2 and "no chat template" in refused.output
