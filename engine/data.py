@@ -237,16 +237,8 @@ def write_jsonl(pairs: Iterable[InstructionPair], path: str | os.PathLike[str]) 
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[InstructionPair]:
-    pairs = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row: dict[str, Any] = json.loads(line)
-            pairs.append(InstructionPair(str(row["prompt"]), str(row["response"]), str(row.get("source", ""))))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}:{n}: not an instruction pair ({exc})") from None
-    return pairs
+    """The instruction pairs :func:`write_jsonl` wrote (a chat row is an error naming its line)."""
+    return [e for e in read_examples(path, chats=False) if isinstance(e, InstructionPair)]
 
 
 PROMPT_TEMPLATE = "### Docstring\n{prompt}\n### Code\n"
@@ -268,8 +260,9 @@ class ChatExample:
         return [{"role": r, "content": c} for r, c in self.messages]
 
 
-def read_examples(path: str | os.PathLike[str]) -> list[InstructionPair | ChatExample]:
-    """Instruction pairs (``prompt``/``response``) and chat conversations (``messages``), in file order."""
+def read_examples(path: str | os.PathLike[str], *, chats: bool = True) -> list[InstructionPair | ChatExample]:
+    """Instruction pairs (``prompt``/``response``) and, with ``chats``, chat conversations
+    (``messages``), in file order; a malformed row is a ValueError naming its line."""
     from engine.chat import check_messages
     from engine.errors import TokenizerError
 
@@ -280,6 +273,8 @@ def read_examples(path: str | os.PathLike[str]) -> list[InstructionPair | ChatEx
         try:
             row: dict[str, Any] = json.loads(line)
             if isinstance(row, dict) and "messages" in row:
+                if not chats:
+                    raise ValueError("a chat conversation where instruction pairs are expected")
                 checked = check_messages(row["messages"])
                 if not any(m["role"] == "assistant" for m in checked):
                     raise ValueError("no assistant message to learn")

@@ -325,6 +325,7 @@ def _special_names(folder: Path) -> _SpecialNames:
 class _TokenizerSettings:
     add_bos_token: bool
     chat_template: str | None
+    bos_in_post_processor: bool  # tokenizer.json's post-processor starts a sequence with BOS
 
 
 def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
@@ -363,14 +364,13 @@ def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
         template = jinja.read_text(encoding="utf-8")
     if template is not None and not isinstance(template, str):
         raise ExportError(f"{config_path}: chat_template must be a string")
+    post_bos = _adds_bos_in_post_processor(folder / "tokenizer.json", bos)  # read once, for both uses
     add_bos = doc.get("add_bos_token")
     if add_bos is None:
-        add_bos = doc.get("tokenizer_class") in ("LlamaTokenizer", "LlamaTokenizerFast") or _adds_bos_in_post_processor(
-            folder / "tokenizer.json", bos
-        )
+        add_bos = doc.get("tokenizer_class") in ("LlamaTokenizer", "LlamaTokenizerFast") or post_bos
     if not isinstance(add_bos, bool):
         raise ExportError(f"{config_path}: add_bos_token must be true or false, got {add_bos!r}")
-    return _TokenizerSettings(add_bos, template)
+    return _TokenizerSettings(add_bos, template, post_bos)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -444,7 +444,7 @@ def import_hf(
         )
     except TokenizerError as exc:
         raise ExportError(f"{tok_path}: {exc}") from None
-    if settings.add_bos_token and _adds_bos_in_post_processor(tok_path, names.bos):
+    if settings.add_bos_token and settings.bos_in_post_processor:
         tokenizer = _without_bos_template(tokenizer)
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
