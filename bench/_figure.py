@@ -1,4 +1,4 @@
-"""What every bench script shares: a ``--smoke`` size, and the one figure line a reader or test looks for.
+"""What every bench script shares: a ``--smoke`` size, best-of timing and the one figure line to quote.
 
 ``--smoke`` runs the script at a size that takes seconds: CI runs every script that way
 (tests/scripts/test_bench_smoke.py), so a script that no longer runs fails a test instead of
@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PREFIX = "figure:"
 
@@ -24,3 +27,17 @@ def add_smoke(parser: argparse.ArgumentParser) -> None:
 def figure(text: str) -> None:
     """Print the script's figure line (``figure: validate_speed: ...``)."""
     print(f"{PREFIX} {Path(sys.argv[0]).stem}: {text}", flush=True)
+
+
+def best_of(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Best-of-``repeats`` wall seconds per run after one warm-up call each, alternating the runs
+    so background load hits all of them alike."""
+    for fn in runs.values():
+        fn()
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
+    return best

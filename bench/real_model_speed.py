@@ -22,32 +22,16 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
-from _figure import add_smoke, figure
+from _figure import add_smoke, best_of, figure
 
 from engine.generate import generate
 from engine.gguf_import import import_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _best(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Best-of-``repeats`` wall seconds per run, alternating the runs so background load hits all alike."""
-    for fn in runs.values():
-        fn()  # warm-up
-    best: dict[str, float] = {}
-    for _ in range(repeats):
-        for name, fn in runs.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
-    return best
 
 
 def _startup(repeats: int) -> dict[str, float]:
@@ -60,7 +44,7 @@ def _startup(repeats: int) -> dict[str, float]:
         name: (lambda cmd=cmd: subprocess.run(cmd, cwd=ROOT, capture_output=True, check=True))
         for name, cmd in commands.items()
     }
-    return _best(runs, repeats)  # its warm-up run fills the page cache, as a user's second call finds it
+    return best_of(runs, repeats)  # its warm-up run fills the page cache, as a user's second call finds it
 
 
 def _smoke_gguf(folder: Path) -> Path:
@@ -122,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             return out[:, prompt.shape[1] :]
 
         same = bool(torch.equal(ours(args.new_tokens), theirs(args.new_tokens)))
-        t = _best(
+        t = best_of(
             {
                 "engine_1": lambda: ours(1),
                 "hf_1": lambda: theirs(1),
@@ -163,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(n - 1):
                 llm.eval([int(llm.scores[llm.n_tokens - 1].argmax())])
 
-        t = _best({"cpp_1": lambda: llama_decode(1), "cpp_n": lambda: llama_decode(args.new_tokens)}, args.repeats)
+        t = best_of({"cpp_1": lambda: llama_decode(1), "cpp_n": lambda: llama_decode(args.new_tokens)}, args.repeats)
         results["cpp_b1"] = (args.new_tokens - 1) / max(t["cpp_n"] - t["cpp_1"], 1e-9)
         cpp_ratio = f", engine/llama.cpp {results['engine_b1'] / results['cpp_b1']:.2f}x"
         print(

@@ -191,3 +191,26 @@ def smollm2_llama_cpp(smollm2_gguf: Path) -> Any:
     import llama_cpp
 
     return llama_cpp.Llama(model_path=str(smollm2_gguf), n_ctx=512, logits_all=True, verbose=False, n_threads=2, seed=0)
+
+
+@pytest.fixture(scope="session")
+def smollm2_checkpoint(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The engine's float32 import of the GGUF, saved once as a checkpoint: the base every training
+    claim starts from (the import itself is under test in real-model-smollm2-v1)."""
+    from engine.checkpoint import save_checkpoint
+    from engine.gguf_import import import_gguf
+
+    loaded = import_gguf(smollm2_gguf)
+    path = tmp_path_factory.mktemp("smollm2") / "smollm2.safetensors"
+    return save_checkpoint(path, loaded.model, loaded.tokenizer, loaded.manifest)
+
+
+@pytest.fixture(scope="session")
+def smollm2_chat_adapter(smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A LoRA adapter taught the chat set's fact (20 steps), trained once per session: the input of
+    the claims about what an adapter does on an NF4 base, in PEFT and merged into a GGUF."""
+    from falsifiers.real_model_training import train_chat_adapter
+
+    out = tmp_path_factory.mktemp("smollm2-chat-lora") / "run"
+    train_chat_adapter(smollm2_checkpoint, out, method="lora", steps=20, lr=3e-3)
+    return out

@@ -364,10 +364,26 @@ def _with_special_ids(config: ModelConfig, tok: EngineTokenizer) -> ModelConfig:
 
 
 def load_state(path: str | Path) -> dict[str, torch.Tensor]:
-    """All tensors of a (header-checked) safetensors file on CPU; a read failure is a CheckpointError."""
+    """All tensors of a (header-checked) safetensors file on CPU, each in memory of its own.
+
+    safetensors' default backend hands out views into one memory map of the whole file, which
+    stays resident while any tensor lives: quantizing a loaded base to NF4 then frees nothing (the
+    embedding alone pins every page).  ``pread`` (safetensors >= 0.8) reads each tensor into its
+    own buffer; older versions get a copy of each view.  A read failure is a CheckpointError.
+    """
     try:
-        with safe_open(str(path), framework="pt", device="cpu") as fh:
-            return {name: fh.get_tensor(name) for name in fh.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+        try:
+            if FAULTS.active("checkpoint_mmap_kept"):  # the defect: tensors stay views of one file mapping
+                raise TypeError
+            handle = safe_open(str(path), framework="pt", device="cpu", backend="pread")
+            owned = True
+        except TypeError:  # safetensors < 0.8 has no backend choice
+            handle = safe_open(str(path), framework="pt", device="cpu")
+            owned = False
+        with handle as fh:
+            names = list(fh.keys())  # safe_open has no __iter__
+            copy = not owned and not FAULTS.active("checkpoint_mmap_kept")
+            return {name: fh.get_tensor(name).clone() if copy else fh.get_tensor(name) for name in names}
     except Exception as exc:
         raise CheckpointError(f"{path}: cannot read tensors: {exc}") from None
 

@@ -393,7 +393,10 @@ def distill(
     ctx: typer.Context,
     teacher: Annotated[Path, typer.Argument(help="Teacher checkpoint (frozen).")],
     out: Annotated[Path, typer.Argument(help="Run folder.")],
-    student_preset: Annotated[str | None, typer.Option("--student-preset", help="New student of this shape.")] = None,
+    student_preset: Annotated[
+        str | None,
+        typer.Option("--student-preset", help="New student of this shape (vocabulary and special ids: the teacher's)."),
+    ] = None,
     student_init: Annotated[Path | None, typer.Option("--student-init", help="Student checkpoint.")] = None,
     temperature: Annotated[float, typer.Option(help="Softmax temperature T (KL scaled by T^2).")] = 2.0,
     alpha: Annotated[float, typer.Option(help="Weight of the KL term; 1-alpha weighs the CE.")] = 0.5,
@@ -418,7 +421,13 @@ def distill(
     if (student_preset is None) == (student_init is None):
         raise _fail("give exactly one of --student-preset or --student-init")
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
-    student_config = _preset(student_preset) if student_preset else None
+    student_config = None
+    if student_preset:
+        from engine.checkpoint import config_from_metadata, read_header
+        from engine.distill import student_of_shape
+
+        teacher_config = _guarded(lambda: config_from_metadata(read_header(teacher)[1]))
+        student_config = student_of_shape(_preset(student_preset), teacher_config)
     recipe = recipe_manifest(ctx)
     with _training_progress(steps, "distill") as on_record:
         result = _guarded(

@@ -163,6 +163,20 @@ class DistillTask:
         self.model.load_state_dict({k: v.to(self.device) for k, v in state.items()})
 
 
+def student_of_shape(shape: Any, teacher: Any) -> Any:
+    """A student config of ``shape``'s layers and widths with ``teacher``'s vocabulary, special ids
+    and context length: the student is saved with the teacher's tokenizer and learns its
+    distribution over the same tokens, so only the shape is the student's own."""
+    return shape.replace(
+        vocab_size=teacher.vocab_size,
+        bos_token_id=teacher.bos_token_id,
+        eos_token_id=teacher.eos_token_id,
+        pad_token_id=teacher.pad_token_id,
+        max_position_embeddings=teacher.max_position_embeddings,
+        rope_theta=teacher.rope_theta,
+    )
+
+
 def check_pair(teacher: nn.Module, student: nn.Module, *, allow_same: bool) -> None:
     """Refuse identical teacher and student weights (unless allowed) and mismatched vocabularies."""
     if teacher is student:

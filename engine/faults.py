@@ -81,3 +81,7 @@ FAULTS.register("chat_generation_prompt_dropped", "chat rendering drops the assi
 FAULTS.register("adapter_base_unchecked", "an adapter is applied to any base of its shape, not only its own")
 FAULTS.register("hf_export_bos_rule_dropped", "HF export leaves out the rule that starts a sequence with BOS")
 FAULTS.register("chat_loss_on_prompt", "chat fine-tuning learns the system, user and template tokens too")
+FAULTS.register("checkpoint_mmap_kept", "a loaded checkpoint's tensors stay views of one memory map of the file")
+FAULTS.register(
+    "adapter_config_alpha_dropped", "a saved adapter's config leaves out lora_alpha, so readers use a default"
+)

@@ -161,6 +161,11 @@ def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: s
             metadata={"format": "pt", "adapter_name": adapter_name},
         )
         model.peft_config[adapter_name].save_pretrained(str(tmp))
+        if FAULTS.active("adapter_config_alpha_dropped"):  # the defect: readers fall back to PEFT's alpha 8
+            cfg_file = tmp / ADAPTER_CONFIG
+            cfg_file.write_text(
+                json.dumps({k: v for k, v in json.loads(cfg_file.read_text()).items() if k != "lora_alpha"})
+            )
     return final
 
 

@@ -111,6 +111,36 @@ def test_distill_refusals_and_run(tmp_path: Path, pretrained: Path) -> None:
     assert json.loads(ok.stdout)["steps_run"] == 2
 
 
+def test_distill_student_preset_takes_the_teachers_vocabulary(tmp_path: Path) -> None:
+    """A teacher with another vocabulary than the preset's (a real model's 49,152 tokens, here 700):
+    the student gets the preset's shape and the teacher's vocabulary and special ids, since it is
+    saved with the teacher's tokenizer."""
+    import torch
+
+    from engine.checkpoint import inspect_checkpoint, save_checkpoint
+    from engine.config import preset
+    from engine.model import build_model
+    from engine.tokenizer import cached_tokenizer
+
+    torch.manual_seed(0)
+    tok = cached_tokenizer(700)
+    teacher_config = preset("tiny", vocab_size=700, hidden_size=128, intermediate_size=256, rope_theta=50000.0)
+    teacher = save_checkpoint(tmp_path / "teacher.safetensors", build_model(teacher_config), tok, {})
+    result = runner.invoke(
+        app, ["distill", str(teacher), str(tmp_path / "run"), "--student-preset", "tiny", "--steps", "2", *SMALL]
+    )
+    assert result.exit_code == 0, result.stderr
+    student = inspect_checkpoint(Path(json.loads(result.stdout)["checkpoint"]) / "model.safetensors")[0]
+    teacher_saved = inspect_checkpoint(teacher)[0]
+    assert (student.vocab_size, student.hidden_size, student.num_hidden_layers) == (700, 64, 2)
+    assert (student.bos_token_id, student.eos_ids, student.pad_token_id) == (
+        teacher_saved.bos_token_id,
+        teacher_saved.eos_ids,
+        teacher_saved.pad_token_id,
+    )
+    assert student.rope_theta == 50000.0
+
+
 def test_bench(tmp_path: Path) -> None:
     out = tmp_path / "bricks.json"
     result = runner.invoke(
