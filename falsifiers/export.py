@@ -600,3 +600,81 @@ def gguf_quantized(
         out[f"{key}_max_step_ratio"] = ratios[key]
         out[f"{key}_rel_logit_err"] = logit_errs[key]
     return out
+
+
+TOKENIZER_TEXTS = ("hello world", "def f(x):\n    return x  +  1", "naïve café 2024")
+
+
+@checker(
+    observes=["gguf_fields_checked", "gguf_field_mismatches", "gguf_add_bos_token"],
+    ids=["FALSIFY-EXPORT-011"],
+)
+def gguf_tokenizer_fields(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
+    """Every tokenizer field llama.cpp reads from an exported GGUF, read back with gguf-py, against
+    the engine tokenizer's own values written out here: BOS rule, special ids, vocabulary size,
+    merges and token types (control tokens marked as such)."""
+    import gguf
+
+    model = realistic_model(tiny_model_factory, 0, "llama")
+    path = export_gguf(model, engine_tokenizer, fresh_dir(tmp_path, "gguf-tok-") / "model.gguf")
+    reader = gguf.GGUFReader(str(path))
+    fields = {name: _field_value(field) for name, field in reader.fields.items()}
+    control = int(gguf.TokenType.CONTROL)
+    specials = {engine_tokenizer.bos_id, engine_tokenizer.eos_id, engine_tokenizer.pad_id}
+    types = reader.fields["tokenizer.ggml.token_type"].contents()
+    expected = {
+        "tokenizer.ggml.add_bos_token": engine_tokenizer.add_bos_token,
+        "tokenizer.ggml.bos_token_id": engine_tokenizer.bos_id,
+        "tokenizer.ggml.eos_token_id": engine_tokenizer.eos_id,
+        "tokenizer.ggml.padding_token_id": engine_tokenizer.pad_id,
+        "tokenizer.ggml.tokens": model.config.vocab_size,
+        "tokenizer.ggml.merges": len(engine_tokenizer.merges()),
+    }
+    mismatches = sum(1 for key, want in expected.items() if fields.get(key) != want)
+    mismatches += sum(1 for i in specials if types[i] != control)
+    return {
+        "gguf_fields_checked": len(expected) + len(specials),
+        "gguf_field_mismatches": mismatches,
+        "gguf_add_bos_token": bool(fields.get("tokenizer.ggml.add_bos_token")),
+    }
+
+
+@checker(
+    observes=["texts", "ids_mismatched", "decode_mismatched", "special_mismatches"],
+    ids=["FALSIFY-EXPORT-012"],
+)
+def hf_tokenizer_read_back(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
+) -> dict[str, Any]:
+    """The tokenizer of an exported Hugging Face folder as transformers reads it
+    (``AutoTokenizer.from_pretrained``): the ids it gives a prompt (BOS by the tokenizer's own rule,
+    as the engine's ``encode_prompt``), its decode (as the engine's, and back to the text without the
+    special tokens), and its special tokens and ids."""
+    import transformers
+
+    model = realistic_model(tiny_model_factory, 0, "llama")
+    folder = export_hf(model, engine_tokenizer, fresh_dir(tmp_path, "hf-tok-"))
+    hf = transformers.AutoTokenizer.from_pretrained(str(folder))
+    ids_bad = decode_bad = 0
+    for text in TOKENIZER_TEXTS:
+        ours = engine_tokenizer.encode_prompt(text)
+        theirs = list(hf(text)["input_ids"])
+        ids_bad += ours != theirs
+        decode_bad += hf.decode(theirs) != engine_tokenizer.decode(ours)  # special tokens shown alike
+        decode_bad += hf.decode(theirs, skip_special_tokens=True) != text
+    want = {
+        "bos": (engine_tokenizer.bos_token, engine_tokenizer.bos_id),
+        "eos": (engine_tokenizer.eos_token, engine_tokenizer.eos_id),
+        "pad": (engine_tokenizer.pad_token, engine_tokenizer.pad_id),
+    }
+    got = {
+        "bos": (hf.bos_token, hf.bos_token_id),
+        "eos": (hf.eos_token, hf.eos_token_id),
+        "pad": (hf.pad_token, hf.pad_token_id),
+    }
+    return {
+        "texts": len(TOKENIZER_TEXTS),
+        "ids_mismatched": int(ids_bad),
+        "decode_mismatched": int(decode_bad),
+        "special_mismatches": sum(1 for k in want if want[k] != got[k]),
+    }

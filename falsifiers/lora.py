@@ -303,3 +303,50 @@ def adapter_round_trip(tmp_path: Path, rank: int, alpha: float, seed: int = 0, n
         "misuse_refused_by_name": refused,
         "lora_params_fp32_on_bf16_base": int(bool(bf16_lora) and all(p.dtype == torch.float32 for p in bf16_lora)),
     }
+
+
+@checker(
+    observes=["own_base_max_abs_diff", "other_base_refused", "refusal_names_both", "override_recorded"],
+    ids=["FALSIFY-LORA-008"],
+)
+def adapter_bound_to_its_base(
+    pretrained_init: Path, instruction_data: InstructionData, tmp_path: Path, seed: int = 0
+) -> dict[str, Any]:
+    """An adapter fine-tuned (2 LoRA steps, the engine's ``finetune``) on the session's init is
+    applied to that init (the trained model's logits again), and refused on a base of the same
+    shape whose weights differ in one tensor by 1e-3 (another fine-tune of the same architecture),
+    the refusal naming both weight digests; with ``allow_other_base`` it applies and the merged
+    checkpoint records the override."""
+    import torch
+
+    from engine.adapters import AdapterError, find_adapter, load_adapted, merge_to_checkpoint
+    from engine.checkpoint import save_checkpoint, weights_digest
+    from engine.train.tasks import finetune
+
+    cfg = TrainConfig(steps=2, batch_size=4, seq_len=SEQ_LEN, lr=1e-3, eval_every=0, save_every=2, seed=seed)
+    run = finetune(pretrained_init, fresh_dir(tmp_path, "adapter-"), cfg, method="lora", data=instruction_data)
+    adapter = find_adapter(run.out_dir)
+    own = load_checkpoint(pretrained_init)
+    with torch.no_grad():
+        own.model.model.norm.weight.add_(1e-3)
+    other = save_checkpoint(fresh_dir(tmp_path, "other-") / "model.safetensors", own.model, own.tokenizer, own.manifest)
+    digests = (weights_digest(load_checkpoint(pretrained_init).model), weights_digest(load_checkpoint(other).model))
+    ids = instruction_data.input_ids[:2]
+    adapted, _ = load_adapted(pretrained_init, adapter)
+    with torch.inference_mode():
+        own_diff = float((adapted(ids).logits - run.extra["model"].eval()(ids).logits).abs().max())
+    refused, names_both = False, False
+    try:
+        load_adapted(other, adapter)
+    except AdapterError as exc:
+        refused, names_both = True, all(d in str(exc) for d in digests)
+    merged = merge_to_checkpoint(
+        other, adapter, fresh_dir(tmp_path, "merged-") / "m.safetensors", allow_other_base=True
+    )
+    manifest = load_checkpoint(merged).manifest
+    return {
+        "own_base_max_abs_diff": own_diff,
+        "other_base_refused": refused,
+        "refusal_names_both": names_both,
+        "override_recorded": manifest.get("base_override", {}).get("base_weights_sha256") == digests[1],
+    }

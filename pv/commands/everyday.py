@@ -267,6 +267,38 @@ def graph(
 # --- coverage -----------------------------------------------------------------------------------
 
 
+@app.command(epilog=_examples("pv inventory", "pv inventory --all", "pv inventory contracts/generation-v1.yaml --json"))
+def inventory(
+    contracts: Annotated[
+        list[str] | None, typer.Argument(help="Contract files, folders or ids (default: every contract).")
+    ] = None,
+    all_rows: Annotated[bool, typer.Option("--all", help="List every checker and fault, not only the gaps.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """What the contracts never look at: per checker, the observations no expect reads; per
+    registered fault, whether any falsifier declares it as its mutant and the evidence shows it
+    killed. Exit 1 when a contract, a checker package or a mutant's module does not load.
+    """
+    from pv import inventory as inv
+    from pv.statusview import SelectionError, contract_views, select_contracts
+
+    project = _project("inventory")
+    try:
+        paths = select_contracts(project, contracts)
+    except SelectionError as exc:
+        raise _fail("inventory", str(exc)) from None
+    views = contract_views(project, paths)
+    found = inv.compute(project, views)
+    if as_json:
+        _json_out(found.to_json())
+    else:
+        inv.render(found, all_rows=all_rows)
+    errors = [*(e for v in views for e in v.errors), *found.problems]
+    for error in errors:
+        typer.echo(f"error: {error}", err=True)
+    raise typer.Exit(1 if errors else 0)
+
+
 @app.command(epilog=_examples("pv coverage", "pv coverage nf4-quantization-v1 --json"))
 def coverage(
     contracts: Annotated[
