@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import pkgutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -122,23 +121,24 @@ def _registry_modules(packages: Iterable[str]) -> list[str]:
     """Modules of ``packages`` whose source constructs a FaultRegistry (found by reading, not importing)."""
     found = []
     for name in packages:
-        spec = importlib.util.find_spec(name)
+        spec = importlib.util.find_spec(name)  # imports a dotted name's parents only, never the package
         if spec is None:
             continue
         roots = list(spec.submodule_search_locations or [])
-        if spec.origin and not roots and "FaultRegistry(" in Path(spec.origin).read_text(errors="replace"):
+        if not roots and spec.origin and _constructs_registry(Path(spec.origin)):
             found.append(name)
-        for root in roots:
-            for info in pkgutil.walk_packages([root], prefix=name + "."):
-                sub = importlib.util.find_spec(info.name) if not info.ispkg else None
-                if sub is None or not sub.origin or not sub.origin.endswith(".py"):
-                    continue
-                if "FaultRegistry(" in Path(sub.origin).read_text(errors="replace"):
-                    found.append(info.name)
-            init = Path(root) / "__init__.py"
-            if init.is_file() and "FaultRegistry(" in init.read_text(errors="replace"):
-                found.append(name)
+        for root in map(Path, roots):
+            for file in sorted(root.rglob("*.py")):
+                parts = file.relative_to(root).with_suffix("").parts
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                if _constructs_registry(file):
+                    found.append(".".join((name, *parts)))
     return found
+
+
+def _constructs_registry(file: Path) -> bool:
+    return "FaultRegistry(" in file.read_text(errors="replace")
 
 
 def compute(project: Project, views: Sequence[ContractView]) -> Inventory:
