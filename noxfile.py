@@ -117,10 +117,11 @@ def real_model(session: nox.Session) -> None:
 
 @nox.session(venv_backend=PY)
 def mutation(session: nox.Session) -> None:
-    """mutmut's mutants of the engine against the ship-blocking contracts alone; kill ratio per module.
+    """Every mutmut mutant of every engine module against the ship-blocking contracts alone.
 
-    A report, not a gate (not run by default): a seeded sample of 30 mutants per module takes
-    about 15 minutes on two cores; ``nox -s mutation -- --sample 0`` runs all ~3,900 (hours).
+    A report, not a gate (not run by default).  The full run is ~12,000 mutants (many hours on two
+    cores): each call runs the mutants without a current verdict for an hour (``-- --minutes N``)
+    and keeps every verdict in ``bench/mutation-results.jsonl``; ``-- --report`` prints the figures.
     """
     session.run(
         "python", "-m", "pip", "install", "-q", "-c", "requirements/cpu.txt", "-e", ".[mutation]", external=True

@@ -1,45 +1,50 @@
-"""How many of mutmut's mutants of the engine does the ship-blocking contract suite alone kill?
+"""Every mutmut mutant of every engine module against the ship-blocking contracts alone, in chunks.
 
-mutmut (configured in pyproject.toml's ``[tool.mutmut]``) mutates the engine's modules; for each
-mutant it runs only the ship-blocking falsifiers that reach the mutated function.  pv's plugin logs
-which falsifier failed under which mutant, and ``pv mutation report`` prints the kill ratio per
-module against mutants reviewed as equivalent (``bench/mutation_equivalent.txt``).
+mutmut (configured in pyproject.toml's ``[tool.mutmut]``) mutates ``engine/`` (all of it but the
+planted-fault registry) and, per mutant, runs the ship-blocking falsifiers that reach the mutated
+function; the unit tests never run, so a kill is the contracts' own.  The full run is ~12,000
+mutants at a few seconds each on the 2-core reference machine: many hours, so it runs in chunks.
 
-The full run is about 3,900 mutants at ~4 s each on the 2-core reference machine (hours), so the
-default is a seeded sample per module; ``--sample 0`` runs every mutant.  Not a CI gate.
+Each invocation runs the mutants that have no current result for up to ``--minutes`` (then stops
+mutmut as Ctrl-C would; what finished is kept), copies every verdict into the committed
+``bench/mutation-results.jsonl`` (see ``bench/_mutation_cache.py`` for what invalidates one) and
+prints the kill ratio per module over everything decided so far, raw and with the mutants reviewed
+as equivalent (``bench/mutation_equivalent.txt``) left out, and the survivors by module and
+function.  Interrupted or killed, the next invocation picks up the finished part first.
 
-    python bench/mutation.py                       # 30 mutants per module, seed 0
-    python bench/mutation.py --sample 0            # everything (hours)
-    python bench/mutation.py --module engine/lora.py --sample 50
-    nox -s mutation -- --sample 60 --seed 1
+    python bench/mutation.py                           # the next hour of the full run
+    python bench/mutation.py --minutes 0               # no time limit: until every mutant is decided
+    python bench/mutation.py --module engine/lora.py   # only this module's pending mutants
+    python bench/mutation.py --report                  # the figures so far; runs nothing
+    nox -s mutation -- --minutes 120
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
-import shutil
+import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+import _mutation_cache as cache  # noqa: E402
+
 MUTANTS = ROOT / "mutants"
-SAMPLE_FILE = MUTANTS / "pv-sample.txt"
+CHUNK = MUTANTS / "pv-chunk.json"
+LOG = MUTANTS / "pv-mutation-log.jsonl"
+RESULTS = ROOT / "bench" / "mutation-results.jsonl"
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
 
 
 def generate() -> None:
     """mutmut's own generation step (what ``mutmut run`` does first), without running anything."""
-    from mutmut.__main__ import (
-        copy_also_copy_files,
-        copy_src_dir,
-        create_mutants,
-        setup_source_paths,
-    )
+    from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
 
     MUTANTS.mkdir(exist_ok=True)
     copy_src_dir()
@@ -48,49 +53,95 @@ def generate() -> None:
     create_mutants(os.cpu_count() or 2)
 
 
-def mutant_names() -> dict[str, list[str]]:
-    by_module: dict[str, list[str]] = {}
-    for meta in sorted(MUTANTS.rglob("*.py.meta")):
-        module = meta.relative_to(MUTANTS).as_posix().removesuffix(".meta")
-        by_module[module] = sorted(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
-    return by_module
+def collect(records: dict[str, cache.Record]) -> int:
+    """Fold the last chunk's finished verdicts into ``records``; how many there were."""
+    chunk = cache.Chunk.load(CHUNK)
+    if chunk is None:
+        return 0
+    found = cache.harvest(MUTANTS, chunk)
+    records.update((r.mutant, r) for r in found)
+    return len(found)
+
+
+def current(
+    records: dict[str, cache.Record], generated: dict[str, tuple[str, str]], suite: cache.SuiteDigests
+) -> dict[str, cache.Record]:
+    """The records that still hold: same function source, and the suite their verdict rests on."""
+    return {
+        name: r
+        for name, r in records.items()
+        if name in generated and generated[name][1] == r.function_digest and suite.current(r)
+    }
+
+
+def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
+    cache.forget(MUTANTS, names)
+    cache.Chunk(names, suite).save(CHUNK)
+    if LOG.exists():  # a crash under this chunk must not inherit an older run's verdicts
+        LOG.replace(LOG.with_suffix(".previous.jsonl"))
+    # One thread per mutant run: torch's thread pool does not survive mutmut's fork server, and
+    # two single-threaded runs use the two cores better than one two-threaded run.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.Popen(["mutmut", "run", "--max-children", str(max_children), *names], env=env)
+    try:
+        return proc.wait(timeout=minutes * 60 if minutes > 0 else None)
+    except subprocess.TimeoutExpired:
+        print(f"\n{minutes:g} minutes up: stopping mutmut (finished verdicts are kept)", flush=True)
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping mutmut (finished verdicts are kept)", flush=True)
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
+def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Record], modules: list[str]) -> int:
+    total = Counter(module for module, _ in generated.values() if not modules or module in modules)
+    done = Counter(r.module for r in records.values())
+    print(f"\ndecided {sum(done.values())} of {sum(total.values())} mutants")
+    for module in sorted(total):
+        if done[module] < total[module]:
+            print(f"  {module:<30} {done[module]:>5} of {total[module]:>5}")
+    command = ["pv", "mutation", "report", "--results", str(RESULTS), "--survivors", "0", "--by-function"]
+    if EQUIVALENT.is_file():
+        command += ["--equivalent", str(EQUIVALENT)]
+    return subprocess.run(command, cwd=ROOT).returncode
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sample", type=int, default=30, help="mutants per module (0: all)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--minutes", type=float, default=60, help="stop after this long (0: no limit)")
     parser.add_argument("--module", action="append", default=[], help="only these modules (engine/x.py)")
-    parser.add_argument("--fresh", action="store_true", help="delete mutants/ first (results of earlier runs)")
+    parser.add_argument("--report", action="store_true", help="print the figures so far and run nothing")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     args = parser.parse_args()
     os.chdir(ROOT)
-    if args.fresh and MUTANTS.exists():
-        shutil.rmtree(MUTANTS)
+    records = cache.read(RESULTS)
+    collected = collect(records)
     generate()
-    by_module = {m: names for m, names in mutant_names().items() if not args.module or m in args.module}
-    if not by_module:
-        print(f"no mutants for {args.module or 'any module'}", file=sys.stderr)
-        return 2
-    chosen: list[str] = []
-    for module, names in by_module.items():
-        rng = random.Random(f"{args.seed}:{module}")  # per module: --module alone draws the same sample
-        picked = names if args.sample <= 0 or args.sample >= len(names) else rng.sample(names, args.sample)
-        print(f"{module}: {len(picked)} of {len(names)} mutants")
-        chosen.extend(sorted(picked))
-    SAMPLE_FILE.write_text("\n".join(chosen) + "\n", encoding="utf-8")
-    # One thread per mutant run: torch's thread pool does not survive mutmut's fork server, and
-    # two single-threaded runs use the two cores better than one two-threaded run.
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    generated = cache.current_function_digests(MUTANTS)
+    suite = cache.SuiteDigests.measure(MUTANTS)
+    records = current(records, generated, suite)
+    cache.write(RESULTS, records)
+    if collected:
+        print(f"kept {collected} verdicts of the last chunk")
+    todo = [
+        name
+        for name, (module, _) in sorted(generated.items())
+        if name not in records and (not args.module or module in args.module)
+    ]
+    if args.report or not todo:
+        return report(generated, records, args.module)
+    print(f"{len(todo)} mutants without a current verdict; running for up to {args.minutes:g} minutes")
     start = time.perf_counter()
-    run = subprocess.run(["mutmut", "run", "--max-children", str(args.max_children), *chosen], env=env)
+    code = run_chunk(todo, args.minutes, args.max_children, suite)
+    collected = collect(records)
+    cache.write(RESULTS, current(records, generated, suite))
     elapsed = time.perf_counter() - start
-    per = elapsed / len(chosen)
-    print(f"\nmutmut: {len(chosen)} mutants in {elapsed:.0f} s ({per:.1f} s per mutant), exit {run.returncode}")
-    report = ["pv", "mutation", "report", "--only", str(SAMPLE_FILE), "--survivors", "200"]
-    if EQUIVALENT.is_file():
-        report += ["--equivalent", str(EQUIVALENT)]
-    return subprocess.run(report).returncode or run.returncode
+    print(f"\nmutmut exit {code}: {collected} verdicts in {elapsed / 60:.1f} min")
+    return report(generated, current(records, generated, suite), args.module)
 
 
 if __name__ == "__main__":

@@ -140,6 +140,42 @@ def read_mutmut(mutants_dir: Path) -> list[MutantOutcome]:
     return outcomes
 
 
+def read_results(path: Path) -> tuple[list[MutantOutcome], dict[str, dict[str, str]]]:
+    """A results file kept across runs: one JSON object per line with ``mutant``, ``module``,
+    ``status`` and the ``killers`` (falsifiers that failed under it); as outcomes and a log."""
+    outcomes: list[MutantOutcome] = []
+    log: dict[str, dict[str, str]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise MutationReportError(f"{path}: {exc.strerror or exc}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            outcome = MutantOutcome(str(data["mutant"]), str(data["module"]), str(data["status"]))
+            killers = [str(k) for k in data.get("killers", [])]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MutationReportError(f"{path}:{number}: not a mutation result ({exc})") from None
+        outcomes.append(outcome)
+        log[outcome.name] = dict.fromkeys(killers, "falsified")
+    if not outcomes:
+        raise MutationReportError(f"{path} holds no mutation results")
+    return outcomes, log
+
+
+def function_of(mutant: str) -> str:
+    """The mutated function in mutmut's readable form: ``engine.model.xǁAttentionǁforward__mutmut_3``
+    -> ``Attention.forward``; a name in another form is returned as it is."""
+    base, sep, _ = mutant.rpartition("__mutmut_")
+    if not sep:
+        return mutant
+    name = base.rpartition(".")[2]
+    name = name.removeprefix("x_") if "ǁ" not in name else name.removeprefix("xǁ")
+    return name.replace("ǁ", ".")
+
+
 @dataclass
 class ModuleScore:
     module: str
@@ -157,7 +193,14 @@ class ModuleScore:
 
     @property
     def ratio(self) -> float | None:
+        """Killed over the mutants that count, the reviewed equivalent ones left out."""
         return self.killed / self.tested if self.tested else None
+
+    @property
+    def raw_ratio(self) -> float | None:
+        """Killed over every checked mutant, the reviewed equivalent ones counted as survivors."""
+        counted = self.tested + self.equivalent
+        return self.killed / counted if counted else None
 
 
 @dataclass
@@ -178,6 +221,13 @@ class MutationSummary:
             total.equivalent += score.equivalent
         return total
 
+    def survivors_by_function(self) -> dict[tuple[str, str], int]:
+        """(module, function) -> surviving mutants, most first."""
+        counts: dict[tuple[str, str], int] = defaultdict(int)
+        for m in self.survivors:
+            counts[(m.module, function_of(m.name))] += 1
+        return dict(sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])))
+
     def to_json(self) -> dict[str, Any]:
         def row(s: ModuleScore) -> dict[str, Any]:
             return {
@@ -185,6 +235,7 @@ class MutationSummary:
                 "killed": s.killed,
                 "tested": s.tested,
                 "ratio": s.ratio,
+                "raw_ratio": s.raw_ratio,
                 "equivalent": s.equivalent,
                 "by_status": dict(sorted(s.counts.items())),
             }
@@ -193,7 +244,10 @@ class MutationSummary:
             "modules": [row(s) for s in self.modules.values()],
             "total": row(self.total),
             "killers": self.killers,
-            "survivors": [{"name": m.name, "module": m.module, "status": m.status} for m in self.survivors],
+            "survivors": [
+                {"name": m.name, "module": m.module, "function": function_of(m.name), "status": m.status}
+                for m in self.survivors
+            ],
             "kills_by_falsifier": self.kills_by_falsifier,
             "unexplained": self.unexplained,
             "equivalent": self.equivalent,

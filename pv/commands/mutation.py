@@ -43,7 +43,18 @@ def report(
         Path | None,
         typer.Option("--only", help="Score only the mutants named in this file, one per line (a sample)."),
     ] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help="Read a results file kept across runs (JSON lines: mutant, module, status, killers) "
+            "instead of the tool's folder and pv's log.",
+        ),
+    ] = None,
     survivors: Annotated[int, typer.Option("--survivors", help="Survivors to list (0: none).")] = 20,
+    by_function: Annotated[
+        bool, typer.Option("--by-function", help="Count the survivors per module and function.")
+    ] = False,
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 1 if a module's kill ratio (percent) is below this.")
     ] = None,
@@ -51,11 +62,14 @@ def report(
 ) -> None:
     """Kill ratio per module = killed (incl. timeouts and crashes) / mutants that count (checked,
     not skipped, not reviewed as equivalent); mutants no falsifier reaches count as survivors."""
-    from pv.mutation import MutationReportError, read_equivalent, read_log, read_mutmut, summarize
+    from pv.mutation import MutationReportError, read_equivalent, read_log, read_mutmut, read_results, summarize
 
     try:
-        outcomes = read_mutmut(mutants)
-        runs = read_log(log if log is not None else mutants / "pv-mutation-log.jsonl")
+        if results is not None:
+            outcomes, runs = read_results(results)
+        else:
+            outcomes = read_mutmut(mutants)
+            runs = read_log(log if log is not None else mutants / "pv-mutation-log.jsonl")
         equiv = read_equivalent(equivalent) if equivalent is not None else {}
         keep = [n.strip() for n in only.read_text(encoding="utf-8").split()] if only is not None else []
     except (MutationReportError, OSError) as exc:
@@ -65,7 +79,7 @@ def report(
     if as_json:
         typer.echo(json.dumps(summary.to_json(), indent=2))
     else:
-        _print(summary, survivors)
+        _print(summary, survivors, by_function=by_function)
     if fail_under is not None:
         low = [s.module for s in summary.modules.values() if s.ratio is not None and 100 * s.ratio < fail_under]
         if low:
@@ -73,12 +87,15 @@ def report(
             raise typer.Exit(1)
 
 
-def _print(summary: MutationSummary, survivors: int) -> None:
-    typer.echo(f"{'module':<28} {'killed':>7} {'tested':>7} {'ratio':>7} {'survived':>9} {'no tests':>9} {'equiv':>6}")
+def _print(summary: MutationSummary, survivors: int, *, by_function: bool = False) -> None:
+    typer.echo(
+        f"{'module':<28} {'killed':>7} {'tested':>7} {'raw':>7} {'survived':>9} {'no tests':>9} {'equiv':>6} "
+        f"{'w/o equiv':>9}"
+    )
     for s in [*summary.modules.values(), summary.total]:
         typer.echo(
-            f"{s.module:<28} {s.killed:>7} {s.tested:>7} {_ratio(s.ratio):>7} {s.counts.get('survived', 0):>9} "
-            f"{s.counts.get('no tests', 0):>9} {s.equivalent:>6}"
+            f"{s.module:<28} {s.killed:>7} {s.tested:>7} {_ratio(s.raw_ratio):>7} {s.counts.get('survived', 0):>9} "
+            f"{s.counts.get('no tests', 0):>9} {s.equivalent:>6} {_ratio(s.ratio):>9}"
         )
     if summary.kills_by_falsifier:
         typer.echo("\nkills per falsifier (first failure per mutant; pass --maxfail to see every killer):")
@@ -88,6 +105,10 @@ def _print(summary: MutationSummary, survivors: int) -> None:
         typer.echo(
             f"\n{len(summary.unexplained)} killed mutants have no failing falsifier in the log (a crash, or no log)"
         )
+    if by_function and summary.survivors:
+        typer.echo(f"\nsurvivors by function ({len(summary.survivors)}):")
+        for (module, function), n in summary.survivors_by_function().items():
+            typer.echo(f"  {n:>5}  {module}  {function}")
     if survivors and summary.survivors:
         typer.echo(f"\nsurvivors ({len(summary.survivors)}; `mutmut show NAME` prints the change):")
         for m in summary.survivors[:survivors]:

@@ -13,9 +13,11 @@ from pv.app import app
 from pv.mutation import (
     MutationReportError,
     append_run,
+    function_of,
     read_equivalent,
     read_log,
     read_mutmut,
+    read_results,
     status_of,
     summarize,
 )
@@ -136,3 +138,39 @@ def test_the_command_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.Mo
     result = runner.invoke(app, ["mutation", "report"])
     assert result.exit_code == 2
     assert "run the mutation tool first" in result.output
+
+
+def test_a_results_file_kept_across_runs_is_scored_raw_and_without_the_equivalent_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [
+        {"mutant": "sut.m.x_f__mutmut_1", "module": "sut/m.py", "status": "killed", "killers": ["c::FALSIFY-A-001"]},
+        {"mutant": "sut.m.x_f__mutmut_2", "module": "sut/m.py", "status": "survived"},
+        {"mutant": "sut.m.xǁCǁg__mutmut_1", "module": "sut/m.py", "status": "survived"},
+        {"mutant": "sut.m.xǁCǁg__mutmut_2", "module": "sut/m.py", "status": "no tests"},
+    ]
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "equivalent.txt").write_text("sut.m.x_f__mutmut_2  # reviewed\n")
+    monkeypatch.chdir(tmp_path)
+    args = ["mutation", "report", "--results", "results.jsonl", "--equivalent", "equivalent.txt", "--by-function"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    # killed 1; counted 3 without the equivalent one (33.3 %), 4 with it (25.0 % raw)
+    assert any(
+        line.split()[:4] == ["sut/m.py", "1", "3", "25.0%"] and line.split()[-1] == "33.3%"
+        for line in result.output.splitlines()
+    ), result.output
+    assert "2  sut/m.py  C.g" in result.output
+    outcomes, log = read_results(results)
+    assert log["sut.m.x_f__mutmut_1"] == {"c::FALSIFY-A-001": "falsified"}
+    assert [o.status for o in outcomes] == ["killed", "survived", "survived", "no tests"]
+    results.write_text('{"mutant": "x"}\n')
+    broken = runner.invoke(app, ["mutation", "report", "--results", "results.jsonl"])
+    assert broken.exit_code == 2 and "results.jsonl:1" in broken.output
+
+
+def test_function_names_read_as_written_in_the_source() -> None:
+    assert function_of("engine.model.xǁAttentionǁforward__mutmut_3") == "Attention.forward"
+    assert function_of("engine.model.x_rope__mutmut_12") == "rope"
+    assert function_of("not-a-mutmut-name") == "not-a-mutmut-name"

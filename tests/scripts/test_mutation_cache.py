@@ -1,0 +1,142 @@
+"""The full mutation run's committed results: which verdicts outlive a change to the suite or the engine."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from pv.mutation import append_run, read_results, summarize
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_mutation_cache", ROOT / "bench" / "_mutation_cache.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while building the class
+    spec.loader.exec_module(module)
+    return module
+
+
+cache = _load()
+
+CONTRACT = """\
+metadata: {{id: {cid}, version: 1.0.0, kind: inference, status: DRAFT, description: d}}
+falsification_tests:
+  - {{id: {fid}, rule: r, prediction: p, check: "falsifiers.{module}:check", expect: "ok", ship_blocking: true}}
+"""
+
+
+@pytest.fixture
+def mutants(tmp_path: Path) -> Path:
+    """What mutmut leaves: the copied suite, a ``.meta`` per module, and pv's log."""
+    root = tmp_path / "mutants"
+    (root / "contracts").mkdir(parents=True)
+    (root / "falsifiers").mkdir()
+    (root / "contracts" / "a-v1.yaml").write_text(CONTRACT.format(cid="a-v1", fid="FALSIFY-A-001", module="a"))
+    (root / "contracts" / "b-v1.yaml").write_text(CONTRACT.format(cid="b-v1", fid="FALSIFY-B-001", module="b"))
+    (root / "contracts" / "real-model-x-v1.yaml").write_text(
+        CONTRACT.format(cid="r-v1", fid="FALSIFY-R-001", module="r")
+    )
+    for name in ("a", "b", "r"):
+        (root / "falsifiers" / f"{name}.py").write_text(f"def check(): return {{'ok': True}}  # {name}\n")
+    meta = {
+        "exit_code_by_key": {
+            "sut.m.x_f__mutmut_1": 1,  # killed by A
+            "sut.m.x_f__mutmut_2": 1,  # killed by B
+            "sut.m.x_f__mutmut_3": 0,  # survived
+            "sut.m.xǁCǁg__mutmut_1": -24,  # a hang, no falsifier named
+            "sut.m.xǁCǁg__mutmut_2": None,  # not reached before the chunk stopped
+        },
+        "hash_by_function_name": {"x_f": "f1", "xǁCǁg": "g1"},
+    }
+    (root / "sut").mkdir()
+    (root / "sut" / "m.py.meta").write_text(json.dumps(meta))
+    log = root / "pv-mutation-log.jsonl"
+    append_run(log, "sut.m.x_f__mutmut_1", {"a-v1::FALSIFY-A-001": "falsified", "b-v1::FALSIFY-B-001": "survived"})
+    append_run(log, "sut.m.x_f__mutmut_2", {"a-v1::FALSIFY-A-001": "survived", "b-v1::FALSIFY-B-001": "error"})
+    append_run(log, "sut.m.x_f__mutmut_3", {"a-v1::FALSIFY-A-001": "survived", "b-v1::FALSIFY-B-001": "survived"})
+    return root
+
+
+def harvest(mutants: Path) -> dict[str, object]:
+    names = sorted(cache.current_function_digests(mutants))
+    chunk = cache.Chunk(names, cache.SuiteDigests.measure(mutants))
+    chunk.save(mutants / "pv-chunk.json")
+    loaded = cache.Chunk.load(mutants / "pv-chunk.json")
+    assert loaded == chunk
+    return {r.mutant: r for r in cache.harvest(mutants, loaded)}
+
+
+def test_a_chunk_keeps_what_finished_with_what_each_verdict_rests_on(mutants: Path) -> None:
+    records = harvest(mutants)
+    assert set(records) == {
+        "sut.m.x_f__mutmut_1",
+        "sut.m.x_f__mutmut_2",
+        "sut.m.x_f__mutmut_3",
+        "sut.m.xǁCǁg__mutmut_1",
+    }
+    killed_by_a = records["sut.m.x_f__mutmut_1"]
+    assert (killed_by_a.status, killed_by_a.killers, killed_by_a.suite_digest) == (
+        "killed",
+        ["a-v1::FALSIFY-A-001"],
+        None,
+    )
+    assert killed_by_a.function_digest == "f1"
+    assert records["sut.m.x_f__mutmut_2"].killers == ["b-v1::FALSIFY-B-001"]  # an error under a mutant kills
+    assert records["sut.m.x_f__mutmut_3"].suite_digest is not None  # a survivor rests on the whole suite
+    hang = records["sut.m.xǁCǁg__mutmut_1"]
+    assert (hang.status, hang.killers, hang.function_digest) == ("timeout", [], "g1")
+    assert hang.suite_digest is not None
+
+
+def test_editing_one_checker_reruns_its_kills_and_every_survivor_only(mutants: Path) -> None:
+    records = harvest(mutants)
+    before = cache.SuiteDigests.measure(mutants)
+    assert all(before.current(r) for r in records.values())
+    (mutants / "falsifiers" / "b.py").write_text("def check(): return {'ok': False}\n")
+    after = cache.SuiteDigests.measure(mutants)
+    still = sorted(n for n, r in records.items() if after.current(r))
+    assert still == ["sut.m.x_f__mutmut_1"]  # A's kill stands; B's, the survivor and the hang are re-run
+
+
+def test_a_promotion_or_a_real_model_contract_leaves_kills_standing(mutants: Path) -> None:
+    records = harvest(mutants)
+    (mutants / "falsifiers" / "r.py").write_text("changed = True\n")
+    contract = mutants / "contracts" / "real-model-x-v1.yaml"
+    contract.write_text(contract.read_text().replace("version: 1.0.0", "version: 2.0.0"))
+    a = mutants / "contracts" / "a-v1.yaml"
+    a.write_text(a.read_text().replace("status: DRAFT", "status: ACTIVE"))
+    after = cache.SuiteDigests.measure(mutants)
+    # Neither changes what FALSIFY-A-001 decides; any edited checker module re-runs the survivors
+    assert after.current(records["sut.m.x_f__mutmut_1"])
+    assert not after.current(records["sut.m.x_f__mutmut_3"])
+
+
+def test_a_stopped_chunk_forgets_what_it_did_not_reach(mutants: Path) -> None:
+    cache.forget(mutants, ["sut.m.x_f__mutmut_3", "sut.m.xǁCǁg__mutmut_2"])
+    codes = json.loads((mutants / "sut" / "m.py.meta").read_text())["exit_code_by_key"]
+    assert codes["sut.m.x_f__mutmut_3"] is None and codes["sut.m.x_f__mutmut_1"] == 1
+    assert "sut.m.x_f__mutmut_3" not in harvest(mutants)
+
+
+def test_the_results_file_round_trips_and_pv_scores_it(mutants: Path, tmp_path: Path) -> None:
+    records = harvest(mutants)
+    path = tmp_path / "results.jsonl"
+    cache.write(path, records)
+    assert cache.read(path) == records
+    outcomes, log = read_results(path)
+    summary = summarize(outcomes, log, {"sut.m.x_f__mutmut_3": "reviewed"})
+    module = summary.modules["sut/m.py"]
+    assert (module.killed, module.tested, module.equivalent) == (3, 3, 1)
+    assert module.raw_ratio == pytest.approx(3 / 4) and module.ratio == pytest.approx(1.0)
+    assert summary.killers["sut.m.x_f__mutmut_1"] == ["a-v1::FALSIFY-A-001"]
+    path.write_text(path.read_text() + '{"mutant": 1}\n')
+    with pytest.raises(ValueError, match=r"results\.jsonl:5"):
+        cache.read(path)
