@@ -141,6 +141,8 @@ def main() -> int:
     cache.write(RESULTS, current(records, generated, suite))
     elapsed = time.perf_counter() - start
     print(f"\nmutmut exit {code}: {collected} verdicts in {elapsed / 60:.1f} min")
+    # docs/engine-outputs.md shows, per engine function, what the contracts killed of it
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_outputs.py")], cwd=ROOT, check=False)
     return report(generated, current(records, generated, suite), args.module)
 
 
