@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from engine.faults import FAULTS
+
 
 def current_umask() -> int:
     """The process umask, read without changing it where /proc says it (no race with other
@@ -32,6 +34,8 @@ def current_umask() -> int:
 def _honour_umask(path: Path, directory: bool) -> None:
     # mkstemp/mkdtemp create 0600/0700 for their own safety; the finished file is an ordinary
     # output and gets the mode any other writer would give it (0644 under the usual umask 022)
+    if FAULTS.active("atomic_private_mode"):
+        return
     os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
 
 
@@ -63,11 +67,15 @@ def write_atomic(path: Path, data: bytes | str) -> None:
 @contextmanager
 def atomic_dir(path: Path) -> Iterator[Path]:
     """Yield a temporary sibling folder of ``path`` to fill; on success it replaces ``path`` (an
-    older folder of that name is removed first), on any failure it is removed."""
+    older folder of that name is removed first), on any failure it is removed.  Everything in it
+    gets the umask's mode: some writers (safetensors' ``save_file``) create their file private."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         yield tmp
+        for inner in tmp.rglob("*"):
+            if not inner.is_symlink():
+                _honour_umask(inner, directory=inner.is_dir())
         _honour_umask(tmp, directory=True)
         if path.exists():
             shutil.rmtree(path)

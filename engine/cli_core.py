@@ -23,6 +23,7 @@ from rich.table import Table
 
 from engine.app import app
 from engine.errors import EngineError
+from engine.faults import FAULTS
 
 if TYPE_CHECKING:
     # Commands import torch (through these) when they run: `--help` and a bad argument answer at once.
@@ -64,6 +65,8 @@ def _guarded(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except EngineError as exc:
+        if FAULTS.active("cli_refusal_traceback"):
+            raise
         raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from None
@@ -103,6 +106,11 @@ def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
         "architecture": {k: v for k, v in cfg.to_dict().items()},
         "head_dim": cfg.head_dim,
         "parameters": loaded.model.num_parameters(),
+        **(
+            {"parameters": sum(p.numel() for _, p in loaded.model.named_parameters(remove_duplicate=False))}
+            if FAULTS.active("inspect_counts_tied_head_twice")
+            else {}
+        ),
         "tensors": len(tensors),
         "dtype": dtypes[0] if len(dtypes) == 1 else dtypes,
         "tokenizer": {

@@ -85,3 +85,8 @@ FAULTS.register("checkpoint_mmap_kept", "a loaded checkpoint's tensors stay view
 FAULTS.register(
     "adapter_config_alpha_dropped", "a saved adapter's config leaves out lora_alpha, so readers use a default"
 )
+FAULTS.register("gguf_import_eps_default", "GGUF import ignores the file's RMSNorm epsilon and uses 1e-6")
+FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")
+FAULTS.register("inspect_counts_tied_head_twice", "inspect counts a tied head's parameters again beside the embedding")
+FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
+FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

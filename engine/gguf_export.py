@@ -287,7 +287,10 @@ def _tensor_values(t: Any) -> np.ndarray:
     shape = [int(d) for d in reversed(t.shape)]
     if t.tensor_type in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
         return np.array(t.data).reshape(shape)
-    return np.asarray(gguf.quants.dequantize(np.array(t.data), t.tensor_type)).reshape(shape)
+    values = np.asarray(gguf.quants.dequantize(np.array(t.data), t.tensor_type))
+    if FAULTS.active("gguf_dequant_through_f16"):
+        values = values.astype(np.float16).astype(np.float32)
+    return values.reshape(shape)
 
 
 def engine_state_from_gguf(contents: GgufContents, config: ModelConfig) -> dict[str, torch.Tensor]:

@@ -101,6 +101,7 @@ def gguf_config(contents: GgufContents) -> ModelConfig:
         "max_position_embeddings": int(_field(f, f"{arch}.context_length", int, 2048)),
         "rope_theta": _f32(_field(f, f"{arch}.rope.freq_base", (int, float), 10000.0)),
         "rms_norm_eps": _f32(_field(f, f"{arch}.attention.layer_norm_rms_epsilon", (int, float))),
+        **({"rms_norm_eps": 1e-6} if FAULTS.active("gguf_import_eps_default") else {}),
         "attention_bias": arch == "qwen2",
         "tie_word_embeddings": "output.weight" not in contents.tensors,
         "bos_token_id": _field(f, "tokenizer.ggml.bos_token_id", int, None),

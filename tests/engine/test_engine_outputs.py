@@ -160,18 +160,18 @@ def written_fields(run: Path) -> dict[str, set[str]]:
     step = run / "lora" / "step-000001"
     fields["adapter_manifest"] = set(json.loads((step / "manifest.json").read_text()))
     fields["adapter_config"] = set(json.loads((step / "adapter" / "adapter_config.json").read_text()))
-    fields["adapter_weights"] = set(header(step / "adapter" / "adapter_model.safetensors")) | {"tensors"}
+    fields["adapter_weights"] = set(header(step / "adapter" / "adapter_model.safetensors")) | {"tensors", "mode"}
     hf = run / "hf"
     fields["hf_config"] = set(json.loads((hf / "config.json").read_text()))
     fields["hf_generation_config"] = set(json.loads((hf / "generation_config.json").read_text()))
     fields["hf_tokenizer"] = {"tokenizer.json", "special_tokens_map.json"} | {
         f"tokenizer_config.{k}" for k in json.loads((hf / "tokenizer_config.json").read_text())
     }
-    fields["hf_weights"] = {"tensors"}
+    fields["hf_weights"] = {"tensors", "mode"}
     import gguf
 
     reader = gguf.GGUFReader(str(run / "m.gguf"))
-    fields["gguf"] = {k for k in reader.fields if not k.startswith("GGUF.")} | {"tensors"}
+    fields["gguf"] = {k for k in reader.fields if not k.startswith("GGUF.")} | {"tensors", "mode"}
     fields["golden"] = set(json.loads((run / "golden.json").read_text()))
     fields["qa_json"] = set(json.loads((run / "qa.json").read_text()))
     from engine.bricks import BrickResult

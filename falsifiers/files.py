@@ -1,0 +1,384 @@
+"""What the engine's files and commands give a user, read back by readers that are not the engine's.
+
+GGUF files are read with gguf-py and hashed with hashlib; quantized blocks are decoded by the Q8_0
+and Q4_0 formulas written out here; a checkpoint's header is read with safetensors' own
+``safe_open``; file modes come from ``os.stat``; commands run through Typer's test runner exactly as
+``python -m engine`` runs them.  Each checker writes its own files, so the faults act while writing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.checkpoint import make_manifest, save_checkpoint
+from engine.gguf_export import export_gguf
+from engine.tokenizer import EngineTokenizer
+from falsifiers._workdir import fresh_dir
+from falsifiers.export import (
+    REALISTIC,
+    TOKENIZER_TEXTS,
+    VARIANTS,
+    expected_gguf_content,
+    realistic_model,
+    variant_config,
+)
+from pv.checkers import checker
+
+# A ChatML template as instruct models ship it: a GGUF must carry it to the importer unchanged.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _with_template(tokenizer: EngineTokenizer) -> EngineTokenizer:
+    copy = EngineTokenizer.from_json(tokenizer.to_json())
+    copy.chat_template = CHAT_TEMPLATE
+    return copy
+
+
+@checker(
+    observes=[
+        "variants",
+        "config_fields_compared",
+        "config_mismatches",
+        "tensors_compared",
+        "tensors_differing",
+        "tied_variants",
+        "tied_heads_shared",
+        "token_mismatches",
+        "tokenizer_field_mismatches",
+        "manifests_matching",
+    ],
+    ids=["FALSIFY-IO-001"],
+)
+def gguf_import_round_trip(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
+) -> dict[str, Any]:
+    """Export a realistic llama and a tied qwen2 model (rope_theta 1e6, eps 1e-5) with a chat
+    template as f32 GGUF, import each file, and compare everything a user gets back: every config
+    field, every tensor bit for bit, the tied head's storage, the token ids of three texts, the special
+    tokens, BOS rule and chat template, and the manifest's source digest, file type and tensor types
+    against hashlib and gguf-py's reading of the same file."""
+    import gguf
+
+    from engine.gguf_import import import_gguf
+
+    tokenizer = _with_template(engine_tokenizer)
+    out = dict.fromkeys(
+        ("config_fields_compared", "config_mismatches", "tensors_compared", "tensors_differing", "tied_variants"), 0
+    )
+    out |= dict.fromkeys(
+        ("tied_heads_shared", "token_mismatches", "tokenizer_field_mismatches", "manifests_matching"), 0
+    )
+    out["variants"] = 0
+    for name in VARIANTS:
+        model = realistic_model(tiny_model_factory, 0, name)
+        path = export_gguf(model, tokenizer, fresh_dir(tmp_path, f"io-{name}-") / "m.gguf", "f32")
+        loaded = import_gguf(path)
+        out["variants"] += 1
+        want = model.config.to_dict() | {
+            "bos_token_id": tokenizer.bos_id,
+            "eos_token_id": tokenizer.eos_id,
+            "pad_token_id": tokenizer.pad_id,
+        }
+        got = loaded.config.to_dict()
+        out["config_fields_compared"] += len(want)
+        out["config_mismatches"] += sum(got.get(k) != v for k, v in want.items()) + len(set(got) - set(want))
+        before, after = model.state_dict(), loaded.model.state_dict()
+        out["tensors_compared"] += len(before)
+        out["tensors_differing"] += sum(k not in after or not torch.equal(before[k], after[k]) for k in before)
+        out["tensors_differing"] += len(set(after) - set(before))
+        if model.config.tie_word_embeddings:
+            out["tied_variants"] += 1
+            inner = loaded.model.model.embed_tokens.weight
+            out["tied_heads_shared"] += loaded.model.lm_head.weight.data_ptr() == inner.data_ptr()
+        theirs = loaded.tokenizer
+        for text in TOKENIZER_TEXTS:
+            ids = tokenizer.encode(text, add_bos=True)
+            out["token_mismatches"] += theirs.encode(text, add_bos=True) != ids
+            out["token_mismatches"] += theirs.decode(ids, skip_special_tokens=True) != text
+        fields = ("bos_token", "eos_token", "pad_token", "bos_id", "eos_id", "pad_id", "add_bos_token", "chat_template")
+        out["tokenizer_field_mismatches"] += sum(getattr(theirs, f) != getattr(tokenizer, f) for f in fields)
+        out["tokenizer_field_mismatches"] += theirs.vocab_size != tokenizer.vocab_size
+        reader = gguf.GGUFReader(str(path))
+        file_type = gguf.LlamaFileType(int(reader.fields["general.file_type"].contents())).name
+        manifest = loaded.manifest
+        out["manifests_matching"] += (
+            manifest.get("source_sha256") == _sha256(path)
+            and manifest.get("source_file_type") == file_type
+            and manifest.get("source_tensor_types") == dict(Counter(t.tensor_type.name for t in reader.tensors))
+            and manifest.get("source_format") == "gguf"
+            and manifest.get("imported_from") == str(path)
+        )
+    return out
+
+
+def _f16_scale(block: np.ndarray) -> np.float32:
+    return np.float32(block[:2].view(np.float16)[0])
+
+
+def decode_q8_0(raw: np.ndarray) -> np.ndarray:
+    """ggml's Q8_0: blocks of 34 bytes, a float16 scale d then 32 int8 q; x = d · q."""
+    blocks = raw.reshape(-1, 34)
+    out = np.empty((blocks.shape[0], 32), dtype=np.float32)
+    for i, b in enumerate(blocks):
+        out[i] = _f16_scale(b) * b[2:].view(np.int8).astype(np.float32)
+    return out.reshape(-1)
+
+
+def decode_q4_0(raw: np.ndarray) -> np.ndarray:
+    """ggml's Q4_0: blocks of 18 bytes, a float16 scale d then 16 bytes of nibbles; element j of the
+    block is d · ((byte j & 15) − 8) and element j + 16 is d · ((byte j >> 4) − 8)."""
+    blocks = raw.reshape(-1, 18)
+    out = np.empty((blocks.shape[0], 32), dtype=np.float32)
+    for i, b in enumerate(blocks):
+        q = b[2:]
+        d = _f16_scale(b)
+        out[i, :16] = d * ((q & 0x0F).astype(np.float32) - 8)
+        out[i, 16:] = d * ((q >> 4).astype(np.float32) - 8)
+    return out.reshape(-1)
+
+
+DECODERS = {"Q8_0": decode_q8_0, "Q4_0": decode_q4_0}
+
+
+@checker(
+    observes=[
+        "files",
+        "quantized_tensors",
+        "quantized_mismatches",
+        "max_abs_diff",
+        "plain_tensors",
+        "plain_mismatches",
+    ],
+    ids=["FALSIFY-IO-002"],
+)
+def gguf_quantized_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
+    """Export a realistic llama and qwen2 model as Q8_0 and Q4_0 GGUF, import each file, and compare
+    every tensor the engine loaded with the file's own bytes: quantized matrices decoded by the block
+    formulas above, F32 tensors as stored (llama's q/k rows in llama.cpp's interleaved order)."""
+    import gguf
+
+    from engine.gguf_import import import_gguf
+
+    out: dict[str, Any] = dict.fromkeys(("files", "quantized_tensors", "quantized_mismatches"), 0)
+    out |= {"max_abs_diff": 0.0, "plain_tensors": 0, "plain_mismatches": 0}
+    for name in VARIANTS:
+        model = realistic_model(tiny_model_factory, 0, name)
+        for dtype in ("q8_0", "q4_0"):
+            path = export_gguf(model, engine_tokenizer, fresh_dir(tmp_path, f"io-{name}-{dtype}-") / "m.gguf", dtype)
+            imported = expected_gguf_content(import_gguf(path).model)  # the engine's tensors, in GGUF names and order
+            out["files"] += 1
+            for t in gguf.GGUFReader(str(path)).tensors:
+                shape = tuple(int(d) for d in reversed(t.shape))
+                mine = imported[t.name].numpy()
+                decode = DECODERS.get(t.tensor_type.name)
+                if decode is None:
+                    out["plain_tensors"] += 1
+                    stored = np.asarray(t.data, dtype=np.float32).reshape(shape)
+                    out["plain_mismatches"] += not np.array_equal(stored, mine)
+                    continue
+                out["quantized_tensors"] += 1
+                reference = decode(np.asarray(t.data, dtype=np.uint8).reshape(-1)).reshape(shape)
+                diff = float(np.abs(reference - mine).max()) if reference.shape == mine.shape else float("inf")
+                out["max_abs_diff"] = max(out["max_abs_diff"], diff)
+                out["quantized_mismatches"] += diff != 0.0
+    return out
+
+
+def _cli() -> Any:
+    import importlib
+
+    from typer.testing import CliRunner
+
+    from engine.__main__ import COMMAND_MODULES
+    from engine.app import app
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, [str(a) for a in args])
+
+
+def _header(path: Path) -> tuple[dict[str, str], dict[str, tuple[int, ...]], set[str]]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        meta = dict(f.metadata() or {})
+        shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (no __iter__)
+        dtypes = {str(f.get_slice(k).get_dtype()) for k in f.keys()}  # noqa: SIM118
+    return meta, shapes, dtypes
+
+
+@checker(
+    observes=["checkpoints", "fields_compared", "field_mismatches", "adapters", "adapter_mismatches"],
+    ids=["FALSIFY-IO-003"],
+)
+def inspect_reports_the_file(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
+) -> dict[str, Any]:
+    """``python -m engine inspect --json`` on an untied llama and a tied qwen2 checkpoint, and on a
+    LoRA adapter folder, against what safetensors' own reader, ``os.stat`` and the adapter's
+    ``adapter_config.json`` say: every architecture key and special id, the parameter count (the
+    tensors stored, each once), tensor count and dtype, file size, manifest and tokenizer."""
+    from tokenizers import Tokenizer
+
+    from engine.lora import LoraSettings, apply_lora, save_adapter
+
+    run = _cli()
+    out: dict[str, Any] = dict.fromkeys(("checkpoints", "fields_compared", "field_mismatches"), 0)
+    out |= {"adapters": 0, "adapter_mismatches": 0}
+
+    def compare(got: Any, want: Any) -> None:
+        out["fields_compared"] += 1
+        out["field_mismatches"] += got != want
+
+    for name in VARIANTS:
+        model = tiny_model_factory(0, config=variant_config(name, **REALISTIC))
+        path = save_checkpoint(fresh_dir(tmp_path, f"inspect-{name}-") / "model.safetensors", model, engine_tokenizer,
+                               make_manifest(step=7, seed=3))  # fmt: skip
+        result = run("inspect", path, "--json")
+        if result.exit_code != 0:
+            raise RuntimeError(f"inspect exited {result.exit_code}: {result.output}")
+        report = json.loads(result.stdout)
+        meta, shapes, dtypes = _header(path)
+        out["checkpoints"] += 1
+        embedded = json.loads(meta["tokenizer"])
+        for key, value in report["architecture"].items():
+            if key in meta:
+                compare(value, json.loads(meta[key]))
+            else:  # a special id the config left out is the embedded tokenizer's
+                compare(value, embedded["special_tokens"][key.removesuffix("_token_id")]["id"])
+        compare(report["parameters"], sum(int(np.prod(s)) for s in shapes.values()))
+        compare(report["tensors"], len(shapes))
+        compare(report["dtype"], "F32" if dtypes == {"F32"} else sorted(dtypes))
+        compare(report["file_bytes"], os.stat(path).st_size)
+        compare(report["manifest"], json.loads(meta["manifest"]))
+        backend = Tokenizer.from_str(json.dumps(embedded["tokenizer"]))
+        tok = report["tokenizer"]
+        compare(tok["vocab_size"], backend.get_vocab_size(with_added_tokens=True))
+        compare(tok["merges"], len(embedded["tokenizer"]["model"]["merges"]))
+        for role, spec in tok["special_tokens"].items():
+            compare(spec["id"], backend.token_to_id(spec["token"]))
+            compare(spec, embedded["special_tokens"][role])
+    model = tiny_model_factory(0)
+    peft = apply_lora(model, LoraSettings(r=4, alpha=8.0, dropout=0.05, targets=("q_proj", "v_proj")))
+    folder = save_adapter(peft, fresh_dir(tmp_path, "inspect-adapter-") / "adapter")
+    result = run("inspect", folder, "--json")
+    if result.exit_code != 0:
+        raise RuntimeError(f"inspect exited {result.exit_code}: {result.output}")
+    report = json.loads(result.stdout)
+    config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+    _, shapes, _ = _header(folder / "adapter_model.safetensors")
+    out["adapters"] += 1
+    out["adapter_mismatches"] += sum(
+        (
+            report["r"] != config["r"],
+            report["lora_alpha"] != config["lora_alpha"],
+            report["lora_dropout"] != config["lora_dropout"],
+            report["target_modules"] != sorted(config["target_modules"]),
+            report["parameters"] != sum(int(np.prod(s)) for s in shapes.values()),
+            report["tensors"] != len(shapes),
+        )
+    )
+    return out
+
+
+@contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@checker(observes=["umask", "files_checked", "dirs_checked", "wrong_modes", "wrong_mode_paths"], ids=["FALSIFY-IO-004"])
+def written_file_modes(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, umask: int = 0o027
+) -> dict[str, Any]:
+    """Under a umask of 027, a checkpoint, an HF export folder, a GGUF file and an adapter folder:
+    ``os.stat`` gives every file 0666 & ~umask and every folder 0777 & ~umask, as any other writer's
+    files would have (an atomic writer's temporary file starts private)."""
+    from engine.hf_interop import export_hf
+    from engine.lora import apply_lora, save_adapter
+
+    model = tiny_model_factory(0)
+    out: dict[str, Any] = {"umask": umask, "files_checked": 0, "dirs_checked": 0}
+    wrong: list[str] = []
+    with _umask(umask):
+        base = fresh_dir(tmp_path, "modes-")
+        written = [
+            save_checkpoint(base / "model.safetensors", model, engine_tokenizer, make_manifest(step=0)),
+            export_hf(model, engine_tokenizer, base / "hf"),
+            export_gguf(model, engine_tokenizer, base / "m.gguf", "f32"),
+            save_adapter(apply_lora(tiny_model_factory(0)), base / "adapter"),
+        ]
+    for top in written:
+        for path in [top, *(sorted(top.rglob("*")) if top.is_dir() else [])]:
+            mode = os.stat(path).st_mode & 0o777
+            want = (0o777 if path.is_dir() else 0o666) & ~umask
+            out["dirs_checked" if path.is_dir() else "files_checked"] += 1
+            if mode != want:
+                wrong.append(f"{path.relative_to(base)}: {mode:o}")
+    return out | {"wrong_modes": len(wrong), "wrong_mode_paths": wrong}
+
+
+@checker(observes=["requests", "refused_cleanly", "unclean"], ids=["FALSIFY-IO-005"])
+def cli_refusals(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
+    """Bad requests to ``inspect``, ``generate``, ``export``, ``merge``, ``import`` and ``qa``: each exits
+    with code 2 and an error naming the file or option at fault, never a traceback.  The adapter is
+    a one-step ``finetune`` run's, which records the base it was trained on."""
+    run = _cli()
+    base = fresh_dir(tmp_path, "refusals-")
+    ckpt = save_checkpoint(base / "model.safetensors", tiny_model_factory(0), engine_tokenizer, make_manifest(step=0))
+    other = save_checkpoint(base / "other.safetensors", tiny_model_factory(1), engine_tokenizer, make_manifest(step=0))
+    adapter = base / "lora"
+    trained = run("finetune", ckpt, adapter, "--method", "lora", "--steps", 1, "--batch-size", 2, "--seq-len", 32)
+    if trained.exit_code != 0:
+        raise RuntimeError(f"finetune exited {trained.exit_code}: {trained.output}")
+    (base / "notes.json").write_text('{"not": "a checkpoint"}', encoding="utf-8")
+    (base / "fake.gguf").write_text("not a GGUF file", encoding="utf-8")
+    requests: list[tuple[tuple[Any, ...], str]] = [
+        (("inspect", base / "missing.safetensors"), "missing.safetensors"),
+        (("inspect", base / "notes.json"), "notes.json"),
+        (("generate", ckpt, "-p", "def ", "--max-new-tokens", "-1"), "max-new-tokens"),
+        (("generate", base / "notes.json", "-p", "x"), "notes.json"),
+        (("generate", other, "--adapter", adapter, "-p", "x"), "sha256"),
+        (("export", base / "notes.json", "-f", "gguf", "-o", base / "x.gguf"), "notes.json"),
+        (("merge", other, adapter, base / "merged.safetensors"), "sha256"),
+        (("import", base / "fake.gguf", base / "imported.safetensors"), "fake.gguf"),
+        (("qa", ckpt, "--golden", base / "no-golden.json"), "no-golden.json"),
+    ]
+    unclean: list[str] = []
+    for args, culprit in requests:
+        result = run(*args)
+        clean = (
+            result.exit_code == 2
+            and isinstance(result.exception, SystemExit)
+            and "error" in result.output.lower()
+            and culprit.lower() in result.output.lower()
+            and "Traceback" not in result.output
+        )
+        if not clean:
+            unclean.append(f"{' '.join(str(a) for a in args)} -> exit {result.exit_code}")
+    return {"requests": len(requests), "refused_cleanly": len(requests) - len(unclean), "unclean": unclean}
