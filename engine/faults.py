@@ -89,4 +89,7 @@ FAULTS.register("gguf_import_eps_default", "GGUF import ignores the file's RMSNo
 FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")
 FAULTS.register("inspect_counts_tied_head_twice", "inspect counts a tied head's parameters again beside the embedding")
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
+FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
+FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")
+FAULTS.register("qa_finite_counts_nan_only", "the finite-logits gate counts NaN but not infinite logits")
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from engine.atomic import file_sha256
 from engine.checkpoint import LoadedCheckpoint, load_checkpoint
 from engine.errors import EngineError
+from engine.faults import FAULTS
 from engine.generate import generate
 
 Status = Literal["pass", "fail", "skipped", "inconclusive"]
@@ -143,7 +144,7 @@ def run_qa(checkpoint: str | Path, options: QAOptions | None = None) -> QAReport
     runs = {
         "tokenizer_roundtrip": lambda: _roundtrip(loaded),
         "finite_logits": lambda: _finite(loaded),
-        "golden": lambda: _golden(loaded, golden),
+        "golden": lambda: golden_gate(loaded, golden),
         "perplexity": lambda: _perplexity(loaded, opts.text, opts.max_perplexity),
         "throughput": lambda: _throughput(loaded, opts.throughput_tokens, opts.min_tokens_per_s),
     }
@@ -195,7 +196,10 @@ def _finite(loaded: LoadedCheckpoint) -> Gate:
     bad = 0
     for prompt in SAMPLE_PROMPTS:
         logits = _logits(loaded, loaded.tokenizer.encode_prompt(prompt))
-        bad += int((~torch.isfinite(logits)).sum())
+        non_finite = ~torch.isfinite(logits)
+        if FAULTS.active("qa_finite_counts_nan_only"):
+            non_finite = torch.isnan(logits)
+        bad += int(non_finite.sum())
     return Gate("finite_logits", "fail" if bad else "pass", float(bad), 0.0, f"{len(SAMPLE_PROMPTS)} prompts")
 
 
@@ -247,7 +251,9 @@ def _margin(logits: torch.Tensor) -> float:
     return float(top[0] - top[1])
 
 
-def _golden(loaded: LoadedCheckpoint, golden: dict[str, Any] | None) -> Gate:
+def golden_gate(loaded: LoadedCheckpoint, golden: dict[str, Any] | None) -> Gate:
+    """The ``golden`` gate on a loaded model: against ``golden`` (a golden file's record), or
+    without one against its own uncached greedy decoding."""
     if golden is None:
         want, reference = _decode(loaded, GOLDEN_PROMPT, GOLDEN_TOKENS, use_cache=False)
         got, scores = _decode(loaded, GOLDEN_PROMPT, GOLDEN_TOKENS)
@@ -273,6 +279,8 @@ def _golden(loaded: LoadedCheckpoint, golden: dict[str, Any] | None) -> Gate:
         got = greedy(loaded, golden["prompt"], int(golden.get("max_new_tokens", len(want))))
         source = "the golden file"
     same = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
+    if FAULTS.active("qa_golden_first_difference_off_by_one") and got != want:
+        same += 1
     ok = got == want
     detail = (
         f"{len(want)} tokens from {source}"
@@ -293,7 +301,10 @@ def perplexity(loaded: LoadedCheckpoint, text: str) -> tuple[float, int]:
         raise QAError("the held-out text is too short to score (fewer than two tokens)")
     window = loaded.config.max_position_embeddings
     total, count = 0.0, 0
-    for start in range(0, len(ids) - 1, window - 1):
+    stride = window - 1  # consecutive windows share one token, so every next token is scored once
+    if FAULTS.active("qa_perplexity_window_skips_a_token"):
+        stride = window
+    for start in range(0, len(ids) - 1, stride):
         chunk = ids[start : start + window]
         if len(chunk) < 2:
             break
