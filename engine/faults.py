@@ -92,4 +92,5 @@ FAULTS.register("atomic_private_mode", "files written atomically keep the tempor
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")
 FAULTS.register("qa_finite_counts_nan_only", "the finite-logits gate counts NaN but not infinite logits")
+FAULTS.register("memory_estimate_one_adam_moment", "the memory formula counts one AdamW moment per parameter, not two")
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from engine.config import ModelConfig, preset
+from engine.faults import FAULTS
 from engine.lora import LoraSettings, apply_lora, prepare_qlora
 from engine.model import build_model
 from engine.quant import NF4_BLOCKSIZE
@@ -40,6 +41,7 @@ BYTES_PER_VALUE: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
 ADAMW_STATES = 2  # exp_avg and exp_avg_sq
 DQ_BLOCKSIZE = 256  # bitsandbytes quantizes the absmax constants in blocks of 256
 DQ_CODE_ENTRIES = 256
+NF4_CODE_ENTRIES = 16  # every NF4 layer's quant state holds its own fp32 copy of the 16 NF4 levels
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -54,9 +56,10 @@ def nf4_bytes(numel: int, blocksize: int = NF4_BLOCKSIZE, double_quant: bool = F
     """Bytes bitsandbytes holds for one NF4 tensor of ``numel`` values."""
     blocks = math.ceil(numel / blocksize)
     codes = math.ceil(numel / 2)
+    levels = NF4_CODE_ENTRIES * 4
     if not double_quant:
-        return codes + blocks * 4
-    return codes + blocks + math.ceil(blocks / DQ_BLOCKSIZE) * 4 + DQ_CODE_ENTRIES * 4 + 4
+        return codes + blocks * 4 + levels
+    return codes + blocks + math.ceil(blocks / DQ_BLOCKSIZE) * 4 + DQ_CODE_ENTRIES * 4 + 4 + levels
 
 
 def tensor_bytes(numel: int, storage: Storage, *, blocksize: int = NF4_BLOCKSIZE, double_quant: bool = False) -> int:
@@ -170,6 +173,9 @@ def estimate(
             base_bytes += p.numel() * BYTES_PER_VALUE[base]
     n_lora = lora_param_count(model, settings)
     lora_bytes = n_lora * 4
+    moments = ADAMW_STATES
+    if FAULTS.active("memory_estimate_one_adam_moment"):
+        moments = 1
     storage = "nf4" if method == "qlora" else base
     return MemoryEstimate(
         label or f"{method} on {storage} base",
@@ -179,7 +185,7 @@ def estimate(
         n_lora,
         lora_bytes,
         lora_bytes,
-        ADAMW_STATES * lora_bytes,
+        moments * lora_bytes,
     )
 
 

@@ -198,6 +198,7 @@ def nf4_storage_bytes(model: nn.Module) -> int:
         total += layer.weight.data.numel() * layer.weight.data.element_size()
         state = layer.weight.quant_state
         total += state.absmax.numel() * state.absmax.element_size()
+        total += state.code.numel() * state.code.element_size()
         if state.nested:
             total += state.state2.absmax.numel() * state.state2.absmax.element_size()
             total += state.state2.code.numel() * state.state2.code.element_size()

@@ -70,10 +70,10 @@ def test_double_quant_storage_matches_its_layout() -> None:
     double = nf4_storage_bytes(
         quantize_model(torch.nn.Sequential(torch.nn.Linear(1024, 1024, bias=False)), NF4Config(double_quant=True))
     )
-    # codes at 4 bits + one fp32 absmax per 64 values
-    assert single == n // 2 + (n // 64) * 4
-    # codes + 8-bit absmax + fp32 absmax per 256 absmax + 256-entry fp32 code book + fp32 offset
-    assert double == n // 2 + n // 64 + (n // 64 // 256) * 4 + 256 * 4 + 4
+    # codes at 4 bits + one fp32 absmax per 64 values + the layer's 16 fp32 NF4 levels
+    assert single == n // 2 + (n // 64) * 4 + 16 * 4
+    # codes + 8-bit absmax + fp32 absmax per 256 absmax + 256-entry fp32 code book + fp32 offset + NF4 levels
+    assert double == n // 2 + n // 64 + (n // 64 // 256) * 4 + 256 * 4 + 4 + 16 * 4
     assert double < single
 
 
