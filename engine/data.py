@@ -126,7 +126,10 @@ def write_shards(data: TokenData, out_dir: str | os.PathLike[str], shard_tokens:
     files: dict[str, list[str]] = {}
     for split, stream in (("train", data.train), ("val", data.val)):
         names = []
-        for i, start in enumerate(range(0, max(stream.numel(), 1), shard_tokens)):
+        end = max(stream.numel(), 1)
+        if FAULTS.active("shards_last_partial_dropped"):
+            end = max(stream.numel() - shard_tokens + 1, 1)
+        for i, start in enumerate(range(0, end, shard_tokens)):
             name = f"{split}-{i:05d}.safetensors"
             chunk = stream[start : start + shard_tokens].to(torch.int32).contiguous()
             save_file({"tokens": chunk}, str(out / name), metadata={"format": SHARD_FORMAT, "split": split})

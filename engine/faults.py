@@ -93,4 +93,5 @@ FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows lea
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")
 FAULTS.register("qa_finite_counts_nan_only", "the finite-logits gate counts NaN but not infinite logits")
 FAULTS.register("memory_estimate_one_adam_moment", "the memory formula counts one AdamW moment per parameter, not two")
+FAULTS.register("shards_last_partial_dropped", "token shards leave out a stream's last, partial shard")
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

@@ -131,6 +131,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     engine("merge", str(base), str(root / "lora"), str(root / "merged.safetensors"))
     engine("qa", str(base), "--write-golden", str(root / "golden.json"))
     (root / "qa.json").write_text(engine("qa", str(base), "--json", "--golden", str(root / "golden.json")))
+    import torch
+
+    from engine.data import TokenData, write_shards
+
+    stream = torch.arange(300) % 512
+    write_shards(TokenData(stream, stream[:50], 512, "digest"), root / "shards", shard_tokens=128)
     yield root
 
 
@@ -173,6 +179,10 @@ def written_fields(run: Path) -> dict[str, set[str]]:
     reader = gguf.GGUFReader(str(run / "m.gguf"))
     fields["gguf"] = {k for k in reader.fields if not k.startswith("GGUF.")} | {"tensors", "mode"}
     fields["golden"] = set(json.loads((run / "golden.json").read_text()))
+    fields["token_shards"] = {f"manifest.{k}" for k in json.loads((run / "shards" / "manifest.json").read_text())}
+    for shard in (run / "shards").glob("*.safetensors"):
+        with safe_open(str(shard), "pt") as f:
+            fields["token_shards"] |= {f"shard.{k}" for k in f.keys()} | {f"shard.{k}" for k in f.metadata() or {}}  # noqa: SIM118
     fields["qa_json"] = set(json.loads((run / "qa.json").read_text()))
     from engine.bricks import BrickResult
 
