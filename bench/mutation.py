@@ -82,18 +82,25 @@ def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.
     # One thread per mutant run: torch's thread pool does not survive mutmut's fork server, and
     # two single-threaded runs use the two cores better than one two-threaded run.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.Popen(["mutmut", "run", "--max-children", str(max_children), *names], env=env)
+    # Its own process group, with Ctrl-C restored (a shell starts background jobs with SIGINT
+    # ignored, and the child would inherit that): stopping it reaches its workers too.
+    proc = subprocess.Popen(
+        ["mutmut", "run", "--max-children", str(max_children), *names],
+        env=env,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         return proc.wait(timeout=minutes * 60 if minutes > 0 else None)
     except subprocess.TimeoutExpired:
         print(f"\n{minutes:g} minutes up: stopping mutmut (finished verdicts are kept)", flush=True)
     except KeyboardInterrupt:
         print("\ninterrupted: stopping mutmut (finished verdicts are kept)", flush=True)
-    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)
     try:
         return proc.wait(timeout=120)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         return proc.wait()
 
 

@@ -157,6 +157,11 @@ def _claims(value: Any) -> str:
     return ", ".join(str(v) for v in value) if value else "unclaimed"
 
 
+def _claimed_by(spec: dict[str, Any]) -> str:
+    """A command's or a state's claims, with what they leave unclaimed in brackets."""
+    return _claims(spec.get("claims")) + (f" ({spec['unclaimed']})" if spec.get("unclaimed") else "")
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -192,10 +197,9 @@ def render(inventory: dict[str, Any], names: list[PublicName], reach: dict[tuple
         "|---|---|---|---|---|",
     ]
     for name, spec in inventory["commands"].items():
-        claimed = _claims(spec.get("claims")) + (f" ({spec['unclaimed']})" if spec.get("unclaimed") else "")
         out.append(
             f"| `{name}` | {_cell(spec.get('prints', ''))} | {_cell(spec.get('writes', ''))} | "
-            f"{_cell(spec.get('exits', ''))} | {_cell(claimed)} |"
+            f"{_cell(spec.get('exits', ''))} | {_cell(_claimed_by(spec))} |"
         )
     out += [
         "",
@@ -205,8 +209,7 @@ def render(inventory: dict[str, Any], names: list[PublicName], reach: dict[tuple
         "|---|---|---|",
     ]
     for name, spec in inventory["state"].items():
-        claimed = _claims(spec.get("claims")) + (f" ({spec['unclaimed']})" if spec.get("unclaimed") else "")
-        out.append(f"| `{name}`: {_cell(spec['what'])} | {_cell(spec['second_call'])} | {_cell(claimed)} |")
+        out.append(f"| `{name}`: {_cell(spec['what'])} | {_cell(spec['second_call'])} | {_cell(_claimed_by(spec))} |")
     out += ["", "## Files the engine writes, field by field", ""]
     for art, spec in inventory["files"].items():
         writers = ", ".join(f"`{w}`" for w in spec.get("written_by", []))
