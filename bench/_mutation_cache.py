@@ -11,8 +11,13 @@ per mutant, with what the verdict depended on:
   what decides its verdict: its contract's binding digest, its checker's module and the shared
   fixtures and inputs (``contracts/conftest.py``, ``conftest.py``, ``falsifiers/_*.py``,
   ``recipes/``).  The verdict stands while those are unchanged, whatever else the suite gains.
-- any other outcome (survived, reached by no falsifier, killed by a crash with no falsifier named)
-  holds the digest of the whole suite and is run again once any contract or checker changes.
+- any other outcome (survived, reached by no falsifier, a hang or crash with no falsifier named)
+  names the falsifiers that reached the mutated function in mutmut's coverage stats
+  (``mutants/mutmut-stats.json``) with the same per-falsifier digests: it stands while the same
+  falsifiers, unchanged, are all that reach the function.  A new or edited falsifier that reaches
+  it (``bench/mutation.py`` re-collects the stats of every falsifier whose digest changed before
+  it decides what is current) re-runs it; one that does not, leaves it standing.  Older lines hold
+  the digest of the whole suite instead and are run again once any contract or checker changes.
 
 Digests are taken from the copies mutmut ran (``mutants/contracts``, ``mutants/falsifiers``), so
 editing the repository while a chunk runs never labels a verdict with code it did not run.
@@ -47,10 +52,17 @@ class Record:
     killers: list[str] = field(default_factory=list)
     killer_digests: dict[str, str] = field(default_factory=dict)
     suite_digest: str | None = None  # set when the verdict depends on the whole suite
+    # falsifier -> digest of those reaching the function; {} (no falsifier reached it) is a value
+    reached_by: dict[str, str] | None = None
 
     def line(self) -> str:
-        data = {k: v for k, v in asdict(self).items() if v not in (None, [], {})}
+        data = {k: v for k, v in asdict(self).items() if v is not None and (k == "reached_by" or v not in ([], {}))}
         return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+    @property
+    def key(self) -> str:
+        """mutmut's name of the mutated function: ``engine.train.state.x_f``."""
+        return self.module.removesuffix(".py").replace("/", ".") + "." + self.function
 
 
 def function_of(mutant: str) -> str:
@@ -71,6 +83,8 @@ class SuiteDigests:
 
     suite: str
     by_falsifier: dict[str, str]
+    # pytest node id (``contracts/a-v1.yaml::FALSIFY-A-001``) -> falsifier (``a-v1::FALSIFY-A-001``)
+    by_node: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, root: Path) -> SuiteDigests:
@@ -81,6 +95,7 @@ class SuiteDigests:
         shared_paths.append(root / "falsifiers" / "__init__.py")
         shared = [(p.relative_to(root).as_posix(), p.read_bytes()) for p in shared_paths if p.is_file()]
         by_falsifier: dict[str, str] = {}
+        by_node: dict[str, str] = {}
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -93,17 +108,36 @@ class SuiteDigests:
                 checker = root / (module.replace(".", "/") + ".py")
                 if module and checker.is_file():
                     parts.append((checker.relative_to(root).as_posix(), checker.read_bytes()))
-                by_falsifier[f"{data['metadata']['id']}::{falsifier['id']}"] = _sha(parts)
+                key = f"{data['metadata']['id']}::{falsifier['id']}"
+                by_falsifier[key] = _sha(parts)
+                by_node[f"contracts/{path.name}::{falsifier['id']}"] = key
         every += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted((root / "falsifiers").rglob("*.py"))]
-        return cls(_sha(every), by_falsifier)
+        return cls(_sha(every), by_falsifier, by_node)
 
     def of(self, falsifier: str) -> str | None:
         return self.by_falsifier.get(falsifier)
 
-    def current(self, record: Record) -> bool:
-        """Whether ``record``'s verdict still holds for this suite (its function digest aside)."""
+    def by_node_id(self) -> dict[str, str]:
+        """pytest node id -> the digest of what decides that falsifier."""
+        return {node: self.by_falsifier[key] for node, key in self.by_node.items()}
+
+    def reached_by(self, nodes: Iterable[str]) -> dict[str, str] | None:
+        """The falsifiers behind ``nodes`` with their digests; None if one is not a falsifier of this suite."""
+        keys = [self.by_node.get(n) for n in nodes]
+        if any(k is None for k in keys):
+            return None
+        return {k: self.by_falsifier[k] for k in keys if k is not None}
+
+    def current(self, record: Record, reach: Mapping[str, Iterable[str]] | None = None) -> bool:
+        """Whether ``record``'s verdict still holds for this suite (its function digest aside).
+
+        ``reach`` (mutmut's stats, function -> node ids, current for this suite) decides the
+        verdicts that rest on which falsifiers reach the function; without it they are not current.
+        """
         if record.suite_digest is not None:
             return record.suite_digest == self.suite
+        if record.reached_by is not None:
+            return reach is not None and self.reached_by(reach.get(record.key, ())) == record.reached_by
         return bool(record.killers) and all(self.of(k) == record.killer_digests.get(k) for k in record.killers)
 
 
@@ -123,6 +157,45 @@ class Chunk:
             return None
         data = json.loads(path.read_text(encoding="utf-8"))
         return cls(list(data["names"]), SuiteDigests(**data["suite"]))
+
+
+STATS = "mutmut-stats.json"
+STATS_SUITE = "pv-stats-suite.json"  # the falsifiers' digests when their stats were collected
+
+
+def read_reach(mutants: Path) -> dict[str, set[str]]:
+    """mutmut's coverage stats: mangled function name -> the node ids of the tests that call it."""
+    path = mutants / STATS
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {k: set(v) for k, v in data.get("tests_by_mangled_function_name", {}).items()}
+
+
+def stale_stats(mutants: Path, suite: SuiteDigests) -> list[str]:
+    """Node ids of the falsifiers whose stats were collected under other code (or never): a changed
+    checker may reach other functions, and mutmut itself only collects stats for new tests."""
+    path = mutants / STATS_SUITE
+    then: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return sorted(node for node, digest in suite.by_node_id().items() if then.get(node) != digest)
+
+
+def drop_stats(mutants: Path, nodes: Iterable[str]) -> None:
+    """Remove ``nodes`` from mutmut's stats, so that its next run collects them as new tests."""
+    path = mutants / STATS
+    gone = set(nodes)
+    if not gone or not path.is_file():
+        return
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["tests_by_mangled_function_name"] = {
+        k: sorted(set(v) - gone) for k, v in data["tests_by_mangled_function_name"].items()
+    }
+    data["duration_by_test"] = {k: v for k, v in data["duration_by_test"].items() if k not in gone}
+    path.write_text(json.dumps(data, indent=4), encoding="utf-8")
+
+
+def mark_stats_current(mutants: Path, suite: SuiteDigests) -> None:
+    (mutants / STATS_SUITE).write_text(json.dumps(suite.by_node_id(), sort_keys=True, indent=1), encoding="utf-8")
 
 
 def read(path: Path) -> dict[str, Record]:
@@ -149,6 +222,7 @@ def write(path: Path, records: Mapping[str, Record]) -> None:
 def harvest(mutants: Path, chunk: Chunk) -> list[Record]:
     """The mutants of ``chunk`` that mutmut has decided under ``mutants/``, as records of its suite."""
     log = read_log(mutants / "pv-mutation-log.jsonl")
+    reach = read_reach(mutants)
     wanted, suite = set(chunk.names), chunk.suite
     found: list[Record] = []
     for meta in sorted(mutants.rglob("*.py.meta")):
@@ -172,8 +246,17 @@ def harvest(mutants: Path, chunk: Chunk) -> list[Record]:
                     {k: suite.of(k) or "" for k in killers},
                 )
             else:
+                key = module.removesuffix(".py").replace("/", ".") + "." + function
+                reached = suite.reached_by(reach.get(key, ())) if suite.by_node and reach else None
                 record = Record(
-                    name, module, function, hashes.get(function, ""), status, killers, suite_digest=suite.suite
+                    name,
+                    module,
+                    function,
+                    hashes.get(function, ""),
+                    status,
+                    killers,
+                    suite_digest=None if reached is not None else suite.suite,
+                    reached_by=reached,
                 )
             found.append(record)
     return found

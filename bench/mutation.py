@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,15 +64,53 @@ def collect(records: dict[str, cache.Record]) -> int:
     return len(found)
 
 
+# mutmut's own stats step (what ``mutmut run`` does before running mutants), alone: a full
+# collection without stats, else only the tests it has no stats for.
+STATS_CHILD = """
+from mutmut.__main__ import collect_or_load_stats, setup_source_paths
+from mutmut.workers.isolation import get_mutant_runner
+setup_source_paths()
+collect_or_load_stats(get_mutant_runner(1))
+"""
+
+
+def refresh_stats(suite: cache.SuiteDigests) -> dict[str, set[str]]:
+    """mutmut's coverage stats, current for ``suite``: the falsifiers whose checker, contract or
+    shared fixtures changed since their stats were collected are collected again."""
+    stale = cache.stale_stats(MUTANTS, suite)
+    if stale or not (MUTANTS / cache.STATS).is_file():
+        print(f"collecting which functions {len(stale)} new or changed falsifiers reach", flush=True)
+        cache.drop_stats(MUTANTS, stale)
+        subprocess.run([sys.executable, "-c", STATS_CHILD], cwd=ROOT, env=single_threaded(), check=True)
+        cache.mark_stats_current(MUTANTS, suite)
+    return cache.read_reach(MUTANTS)
+
+
+def single_threaded() -> dict[str, str]:
+    # torch's thread pool does not survive mutmut's fork server, and two single-threaded runs use
+    # the two cores better than one two-threaded run.
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def current(
-    records: dict[str, cache.Record], generated: dict[str, tuple[str, str]], suite: cache.SuiteDigests
+    records: dict[str, cache.Record],
+    generated: dict[str, tuple[str, str]],
+    suite: cache.SuiteDigests,
+    reach: dict[str, set[str]],
 ) -> dict[str, cache.Record]:
-    """The records that still hold: same function source, and the suite their verdict rests on."""
-    return {
-        name: r
-        for name, r in records.items()
-        if name in generated and generated[name][1] == r.function_digest and suite.current(r)
-    }
+    """The records that still hold: same function source, and the falsifiers their verdict rests on.
+
+    A verdict kept under the whole suite's digest, and current, is restated as the falsifiers that
+    reach its function now (the stats are current for this very suite), so that it outlives the
+    next unrelated contract."""
+    kept: dict[str, cache.Record] = {}
+    for name, r in records.items():
+        if name not in generated or generated[name][1] != r.function_digest or not suite.current(r, reach):
+            continue
+        if r.suite_digest is not None and (reached := suite.reached_by(reach.get(r.key, ()))) is not None:
+            r = replace(r, suite_digest=None, reached_by=reached)
+        kept[name] = r
+    return kept
 
 
 def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
@@ -79,9 +118,7 @@ def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.
     cache.Chunk(names, suite).save(CHUNK)
     if LOG.exists():  # a crash under this chunk must not inherit an older run's verdicts
         LOG.replace(LOG.with_suffix(".previous.jsonl"))
-    # One thread per mutant run: torch's thread pool does not survive mutmut's fork server, and
-    # two single-threaded runs use the two cores better than one two-threaded run.
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = single_threaded()
     # Its own process group, with Ctrl-C restored (a shell starts background jobs with SIGINT
     # ignored, and the child would inherit that): stopping it reaches its workers too.
     proc = subprocess.Popen(
@@ -130,7 +167,8 @@ def main() -> int:
     generate()
     generated = cache.current_function_digests(MUTANTS)
     suite = cache.SuiteDigests.measure(MUTANTS)
-    records = current(records, generated, suite)
+    reach = refresh_stats(suite)
+    records = current(records, generated, suite, reach)
     cache.write(RESULTS, records)
     if collected:
         print(f"kept {collected} verdicts of the last chunk")
@@ -145,12 +183,13 @@ def main() -> int:
     start = time.perf_counter()
     code = run_chunk(todo, args.minutes, args.max_children, suite)
     collected = collect(records)
-    cache.write(RESULTS, current(records, generated, suite))
+    reach = cache.read_reach(MUTANTS)  # what mutmut ran with (it may have collected new stats)
+    cache.write(RESULTS, current(records, generated, suite, reach))
     elapsed = time.perf_counter() - start
     print(f"\nmutmut exit {code}: {collected} verdicts in {elapsed / 60:.1f} min")
     # docs/engine-outputs.md shows, per engine function, what the contracts killed of it
     subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_outputs.py")], cwd=ROOT, check=False)
-    return report(generated, current(records, generated, suite), args.module)
+    return report(generated, current(records, generated, suite, reach), args.module)
 
 
 if __name__ == "__main__":

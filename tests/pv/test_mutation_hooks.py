@@ -62,3 +62,24 @@ def test_without_the_option_nothing_is_logged(two: ToyProject, monkeypatch: pyte
     monkeypatch.setenv("MUTANT_UNDER_TEST", "m1")
     two.pytester.runpytest()
     assert not list(two.root.glob("*.jsonl"))
+
+
+def _order(result: pytest.RunResult) -> list[str]:
+    return [line.split("::")[1].split()[0] for line in result.outlines if line.startswith("contracts/")]
+
+
+def test_under_a_mutant_the_fastest_falsifiers_run_first(two: ToyProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    written = _order(two.pytester.runpytest("-v", "-p", "no:randomly"))
+    assert written == ["FALSIFY-ALPHA-001", "FALSIFY-ALPHA-002", "FALSIFY-ALPHA-003"]
+    ids = two.pytester.runpytest("--collect-only", "-q", "-p", "no:randomly").outlines
+    node = {line.rsplit("-", 1)[1]: line for line in ids if "::FALSIFY-" in line}
+    durations = {node["001"]: 9.0, node["002"]: 0.5, node["003"]: 2.0}
+    (two.root / "mutmut-stats.json").write_text(json.dumps({"duration_by_test": durations}))
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_system_value__mutmut_1")
+    ordered = _order(two.pytester.runpytest("-v", "-p", "no:randomly", "--pv-mutation-log", "log.jsonl"))
+    assert ordered == ["FALSIFY-ALPHA-002", "FALSIFY-ALPHA-003", "FALSIFY-ALPHA-001"]
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")  # mutmut's own runs keep pytest's order
+    assert _order(two.pytester.runpytest("-v", "-p", "no:randomly", "--pv-mutation-log", "log.jsonl")) == written
+    (two.root / "mutmut-stats.json").write_text("{not json")
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_system_value__mutmut_1")
+    assert _order(two.pytester.runpytest("-v", "-p", "no:randomly", "--pv-mutation-log", "log.jsonl")) == written

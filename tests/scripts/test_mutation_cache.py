@@ -58,6 +58,12 @@ def mutants(tmp_path: Path) -> Path:
     }
     (root / "sut").mkdir()
     (root / "sut" / "m.py.meta").write_text(json.dumps(meta))
+    a, b = "contracts/a-v1.yaml::FALSIFY-A-001", "contracts/b-v1.yaml::FALSIFY-B-001"
+    stats = {
+        "tests_by_mangled_function_name": {"sut.m.x_f": [a, b], "sut.m.xǁCǁg": [a]},
+        "duration_by_test": {a: 1, b: 2},
+    }
+    (root / "mutmut-stats.json").write_text(json.dumps(stats))
     log = root / "pv-mutation-log.jsonl"
     append_run(log, "sut.m.x_f__mutmut_1", {"a-v1::FALSIFY-A-001": "falsified", "b-v1::FALSIFY-B-001": "survived"})
     append_run(log, "sut.m.x_f__mutmut_2", {"a-v1::FALSIFY-A-001": "survived", "b-v1::FALSIFY-B-001": "error"})
@@ -90,20 +96,58 @@ def test_a_chunk_keeps_what_finished_with_what_each_verdict_rests_on(mutants: Pa
     )
     assert killed_by_a.function_digest == "f1"
     assert records["sut.m.x_f__mutmut_2"].killers == ["b-v1::FALSIFY-B-001"]  # an error under a mutant kills
-    assert records["sut.m.x_f__mutmut_3"].suite_digest is not None  # a survivor rests on the whole suite
+    survivor = records["sut.m.x_f__mutmut_3"]  # rests on the falsifiers that reach its function
+    assert survivor.suite_digest is None and set(survivor.reached_by or {}) == {
+        "a-v1::FALSIFY-A-001",
+        "b-v1::FALSIFY-B-001",
+    }
     hang = records["sut.m.xǁCǁg__mutmut_1"]
     assert (hang.status, hang.killers, hang.function_digest) == ("timeout", [], "g1")
-    assert hang.suite_digest is not None
+    assert list(hang.reached_by or {}) == ["a-v1::FALSIFY-A-001"]
+
+
+def reach(mutants: Path) -> dict[str, set[str]]:
+    return cache.read_reach(mutants)
 
 
 def test_editing_one_checker_reruns_its_kills_and_every_survivor_only(mutants: Path) -> None:
     records = harvest(mutants)
     before = cache.SuiteDigests.measure(mutants)
-    assert all(before.current(r) for r in records.values())
+    assert all(before.current(r, reach(mutants)) for r in records.values())
+    assert not before.current(records["sut.m.x_f__mutmut_3"])  # without current stats a survivor is undecided
     (mutants / "falsifiers" / "b.py").write_text("def check(): return {'ok': False}\n")
     after = cache.SuiteDigests.measure(mutants)
-    still = sorted(n for n, r in records.items() if after.current(r))
-    assert still == ["sut.m.x_f__mutmut_1"]  # A's kill stands; B's, the survivor and the hang are re-run
+    still = sorted(n for n, r in records.items() if after.current(r, reach(mutants)))
+    # A's kill and the hang only A reaches stand; B's kill and the survivor B reaches are re-run
+    assert still == ["sut.m.x_f__mutmut_1", "sut.m.xǁCǁg__mutmut_1"]
+
+
+def test_a_new_falsifier_reruns_only_the_survivors_of_functions_it_reaches(mutants: Path) -> None:
+    records = harvest(mutants)
+    (mutants / "contracts" / "c-v1.yaml").write_text(CONTRACT.format(cid="c-v1", fid="FALSIFY-C-001", module="c"))
+    (mutants / "falsifiers" / "c.py").write_text("def check(): return {'ok': True}\n")
+    suite = cache.SuiteDigests.measure(mutants)
+    assert cache.stale_stats(mutants, suite)  # never recorded: every falsifier's stats are due
+    cache.mark_stats_current(mutants, suite)
+    assert cache.stale_stats(mutants, suite) == []
+    assert all(suite.current(r, reach(mutants)) for r in records.values())  # C reaches nothing here
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    stats["tests_by_mangled_function_name"]["sut.m.xǁCǁg"].append("contracts/c-v1.yaml::FALSIFY-C-001")
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    assert not suite.current(records["sut.m.xǁCǁg__mutmut_1"], reach(mutants))
+    assert suite.current(records["sut.m.x_f__mutmut_3"], reach(mutants))
+
+
+def test_a_changed_falsifier_loses_its_stats_so_that_mutmut_collects_them_again(mutants: Path) -> None:
+    suite = cache.SuiteDigests.measure(mutants)
+    cache.mark_stats_current(mutants, suite)
+    (mutants / "falsifiers" / "b.py").write_text("def check(): return {'ok': False}\n")
+    stale = cache.stale_stats(mutants, cache.SuiteDigests.measure(mutants))
+    assert stale == ["contracts/b-v1.yaml::FALSIFY-B-001"]
+    cache.drop_stats(mutants, stale)
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    assert stats["tests_by_mangled_function_name"]["sut.m.x_f"] == ["contracts/a-v1.yaml::FALSIFY-A-001"]
+    assert list(stats["duration_by_test"]) == ["contracts/a-v1.yaml::FALSIFY-A-001"]
 
 
 def test_a_promotion_or_a_real_model_contract_leaves_kills_standing(mutants: Path) -> None:
@@ -114,9 +158,9 @@ def test_a_promotion_or_a_real_model_contract_leaves_kills_standing(mutants: Pat
     a = mutants / "contracts" / "a-v1.yaml"
     a.write_text(a.read_text().replace("status: DRAFT", "status: ACTIVE"))
     after = cache.SuiteDigests.measure(mutants)
-    # Neither changes what FALSIFY-A-001 decides; any edited checker module re-runs the survivors
+    # Neither changes what FALSIFY-A-001 or FALSIFY-B-001 decides, so kills and survivors stand
     assert after.current(records["sut.m.x_f__mutmut_1"])
-    assert not after.current(records["sut.m.x_f__mutmut_3"])
+    assert after.current(records["sut.m.x_f__mutmut_3"], reach(mutants))
 
 
 def test_a_stopped_chunk_forgets_what_it_did_not_reach(mutants: Path) -> None:
@@ -129,8 +173,13 @@ def test_a_stopped_chunk_forgets_what_it_did_not_reach(mutants: Path) -> None:
 def test_the_results_file_round_trips_and_pv_scores_it(mutants: Path, tmp_path: Path) -> None:
     records = harvest(mutants)
     path = tmp_path / "results.jsonl"
+    records["sut.m.none__mutmut_1"] = cache.Record(
+        "sut.m.none__mutmut_1", "sut/m.py", "x_none", "n1", "no tests", reached_by={}
+    )
     cache.write(path, records)
-    assert cache.read(path) == records
+    assert cache.read(path) == records  # "reached by none" stays a value, not a missing one
+    del records["sut.m.none__mutmut_1"]
+    cache.write(path, records)
     outcomes, log = read_results(path)
     summary = summarize(outcomes, log, {"sut.m.x_f__mutmut_3": "reviewed"})
     module = summary.modules["sut/m.py"]
