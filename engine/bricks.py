@@ -346,6 +346,8 @@ def brick_memory(name: str, s: BrickSettings, cfg: ModelConfig) -> dict[str, flo
         length = s.seq_len + (1 if name == "ttft" else s.new_tokens)
         parts["weights"] = params * 4 / GIB
         kv = 2 * cfg.num_hidden_layers * batch * length * cfg.num_key_value_heads * cfg.head_dim * 4
+        if FAULTS.active("bricks_kv_cache_keys_only"):  # the defect: the values' half of the cache left out
+            kv //= 2
         parts["kv_cache"] = kv / GIB
         parts["logits"] = batch * s.seq_len * cfg.vocab_size * 4 / GIB
     parts["total"] = sum(parts.values())
@@ -427,7 +429,8 @@ def _run_brick(name: str, s: BrickSettings) -> BrickResult:
         opt = torch.optim.AdamW(params, lr=1e-4)
         if name == "optimizer":
             model(ids, labels=ids).loss.backward()
-            n_params = sum(p.numel() for p in params)
+            counted = list(model.parameters()) if FAULTS.active("bricks_optimizer_counts_frozen") else params
+            n_params = sum(p.numel() for p in counted)
             return summarize_timing(name, timed(opt.step), s.warmup, n_params, "params/s", **common)
 
         def step() -> None:

@@ -57,6 +57,8 @@ FAULTS.register("memory_class_override_ignored", "the PV_GPU_MEMORY_CLASS overri
 FAULTS.register("nvml_missing_raises", "a machine without NVML raises instead of answering 'no GPU'")
 FAULTS.register("sampling_global_rng", "seeded sampling draws from the global RNG instead of its own generator")
 FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls as timed repetitions")
+FAULTS.register("bricks_optimizer_counts_frozen", "the optimizer brick's params/s counts the frozen base too")
+FAULTS.register("bricks_kv_cache_keys_only", "a decode brick plans memory for the keys' half of the KV cache only")
 FAULTS.register("generate_args_unchecked", "generate decodes malformed requests instead of refusing them")
 FAULTS.register(
     "recipe_digest_not_recorded", "a run from a recipe leaves the recipe's path and digest out of its manifest"
