@@ -225,10 +225,13 @@ def seven_b_report(r: int = 16) -> dict[str, Any]:
 
 
 def format_bytes(n: float) -> str:
+    step = 1024
+    if FAULTS.active("memory_table_decimal_units"):  # the defect: kB-style steps under KiB-style names
+        step = 1000
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
+        if abs(n) < step or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
+        n /= step
     return f"{n:.2f} GiB"
 
 

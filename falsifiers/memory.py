@@ -12,6 +12,7 @@ Biases and the layers left out are the same in both setups and are not counted.
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -193,3 +194,145 @@ def formula_is_the_footprint(
                         where = f"{name} {method} {dtype}: {key}"
                         out["worst"] = f"{where} {measured[key]} measured, {predicted[key]} predicted"
     return out
+
+
+# Qwen2.5-7B's config.json (Hugging Face Qwen/Qwen2.5-7B): the shape the seven-billion report plans for.
+QWEN25_7B: dict[str, Any] = {
+    "vocab_size": 152064,
+    "hidden_size": 3584,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "intermediate_size": 18944,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
+    "attention_bias": True,
+    "tie_word_embeddings": False,
+}
+GIB_UNITS = ("B", "KiB", "MiB", "GiB")
+
+
+def human_bytes(n: float) -> str:
+    """Bytes as the memory table prints them: whole bytes below 1 KiB, else two decimals of the
+    largest binary unit below 1024 of it (GiB at most)."""
+    exponent = 0
+    while abs(n) >= 1024 ** (exponent + 1) and exponent < 3:
+        exponent += 1
+    return f"{n:.0f} B" if exponent == 0 else f"{n / 1024**exponent:.2f} {GIB_UNITS[exponent]}"
+
+
+def _nf4_bytes(numel: int, double_quant: bool) -> int:
+    """One NF4 tensor: 4-bit codes, an absmax per 64 values (fp32; with double quantization int8,
+    plus an fp32 scale per 256 absmax blocks, the 256-entry fp32 absmax code and its fp32 offset),
+    and the 16 NF4 levels in fp32."""
+    blocks = -(-numel // 64)
+    if not double_quant:
+        return -(-numel // 2) + blocks * 4 + 16 * 4
+    return -(-numel // 2) + blocks + -(-blocks // 256) * 4 + 256 * 4 + 4 + 16 * 4
+
+
+def planned_rows(cfg: dict[str, Any], rank: int, double_quant: bool) -> tuple[int, int, list[dict[str, Any]]]:
+    """(base parameters, LoRA parameters on q_proj and v_proj, the two rows the engine's
+    compare_lora_qlora gives): fp16-base LoRA, and QLoRA with every linear but the head in NF4,
+    q/k/v biases in fp32, embeddings, norms and the head in fp16; fp32 LoRA with AdamW."""
+    h, layers, inter, vocab = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"], cfg["vocab_size"]
+    head_dim = h // cfg["num_attention_heads"]
+    q, kv = cfg["num_attention_heads"] * head_dim, cfg["num_key_value_heads"] * head_dim
+    linears = [(h, q), (h, kv), (h, kv), (q, h), (h, inter), (h, inter), (inter, h)]  # q k v o gate up down
+    biases = q + 2 * kv if cfg.get("attention_bias") else 0
+    embeddings = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
+    base_params = embeddings + layers * (sum(i * o for i, o in linears) + biases + 2 * h) + h
+    lora = layers * rank * ((h + q) + (h + kv))
+    fp16_rest = (embeddings + layers * 2 * h + h) * 2
+    qlora_base = layers * (sum(_nf4_bytes(i * o, double_quant) for i, o in linears) + biases * 4) + fp16_rest
+    rows = [
+        ("LoRA, fp16 base", "lora", "fp16", base_params * 2),
+        ("QLoRA, NF4 base" + (" + DQ" if double_quant else ""), "qlora", "nf4", qlora_base),
+    ]
+    return (
+        base_params,
+        lora,
+        [
+            {
+                "label": label,
+                "method": method,
+                "base_storage": storage,
+                "base_weight_bytes": base,
+                "trainable_params": lora,
+                "trainable_weight_bytes": 4 * lora,
+                "gradient_bytes": 4 * lora,
+                "optimizer_bytes": 8 * lora,
+                "total_bytes": base + 16 * lora,
+            }
+            for label, method, storage, base in rows
+        ],
+    )
+
+
+def _table_rows_matching(text: str, rows: list[dict[str, Any]], measured: dict[str, int]) -> int:
+    """Rows of ``memory_table``'s text that print ``rows`` as written out here; -1 for a wrong header."""
+
+    def split(line: str) -> list[str]:
+        return [c.strip() for c in re.split(r"\s{2,}", line.strip())]
+
+    lines = text.splitlines()
+    matching = 0
+    for line, row in zip(lines[2:], rows, strict=False):
+        cells = [
+            row["label"], human_bytes(row["base_weight_bytes"]),
+            f"{human_bytes(row['trainable_weight_bytes'])} ({row['trainable_params']:,} p)",
+            human_bytes(row["gradient_bytes"]), human_bytes(row["optimizer_bytes"]), human_bytes(row["total_bytes"]),
+            human_bytes(measured[row["label"]]) if row["label"] in measured else "-",
+        ]  # fmt: skip
+        matching += split(line) == cells
+    header = ["setup", "base weights", "trainable", "grads", "AdamW state", "total", "measured"]
+    return matching - (not lines or split(lines[0]) != header) - (len(lines) != len(rows) + 2)
+
+
+@checker(
+    observes=[
+        "shape_mismatches", "counts_compared", "count_mismatches", "rows_compared", "row_mismatches",
+        "table_rows_matching",
+    ],
+    ids=["FALSIFY-QMEM-005"],
+)  # fmt: skip
+def seven_b_plan(rank: int = 16, measured_bytes: int = 123_456_789_012, small_rank: int = 1) -> dict[str, Any]:
+    """engine.memory.seven_b_report, compare_lora_qlora and memory_table against the formulas
+    written out here: on Qwen2.5-7B's published shape (too big to build, so everything is counted
+    from the shape) with double quantization, and on the tiny preset without it (small enough
+    for the table's KiB and byte units)."""
+    from engine.config import preset
+    from engine.lora import LoraSettings
+    from engine.memory import MemoryEstimate, compare_lora_qlora, memory_table, seven_b_report
+
+    shape_mismatches = sum(getattr(engine_preset("qwen2.5-7b"), k) != v for k, v in QWEN25_7B.items())
+    base_params, lora, rows = planned_rows(QWEN25_7B, rank, double_quant=True)
+    report = seven_b_report(r=rank)
+    counts = {
+        "preset": "qwen2.5-7b", "rank": rank, "targets": ["q_proj", "v_proj"],
+        "lora_params_square_formula": QWEN25_7B["num_hidden_layers"] * 2 * rank * QWEN25_7B["hidden_size"] * 2,
+        "lora_params_real": lora, "base_params": base_params,
+    }  # fmt: skip
+    count_mismatches = sum(report.get(k) != v for k, v in counts.items())
+    tiny = preset("tiny")
+    tiny_shape = {k: getattr(tiny, k) for k in QWEN25_7B}
+    _, _, tiny_rows = planned_rows(tiny_shape, small_rank, double_quant=False)
+    tiny_got = [r.to_dict() for r in compare_lora_qlora(tiny, LoraSettings(r=small_rank), double_quant=False)]
+    rows_compared = row_mismatches = 0
+    for got_rows, want_rows in ((report.get("rows", []), rows), (tiny_got, tiny_rows)):
+        row_mismatches += abs(len(got_rows) - len(want_rows))
+        for got, want in zip(got_rows, want_rows, strict=False):
+            rows_compared += len(want)
+            row_mismatches += sum(got.get(k) != v for k, v in want.items()) + (set(got) != set(want))
+    matching = 0
+    for table_rows, measured in ((rows, {"LoRA, fp16 base": measured_bytes}), (tiny_rows, {"QLoRA, NF4 base": 999})):
+        estimates = [MemoryEstimate(**{k: v for k, v in r.items() if k != "total_bytes"}) for r in table_rows]
+        matching += _table_rows_matching(memory_table(estimates, measured=measured), table_rows, measured)
+    return {
+        "shape_mismatches": shape_mismatches,
+        "counts_compared": len(counts),
+        "count_mismatches": count_mismatches,
+        "rows_compared": rows_compared,
+        "row_mismatches": row_mismatches,
+        "table_rows_matching": matching,
+    }
