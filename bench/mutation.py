@@ -52,6 +52,26 @@ def generate() -> None:
     copy_also_copy_files()
     setup_source_paths()
     create_mutants(os.cpu_count() or 2)
+    # mutmut regenerates a module only when its source is newer than the mutated copy, so a copy
+    # cut short (a generation killed halfway) would stay broken for good: remove and redo those.
+    broken = [p for p in sorted((MUTANTS / "engine").rglob("*.py")) if not _compiles(p)]
+    for path in broken:
+        print(f"regenerating {path.relative_to(MUTANTS)}: the mutated copy does not compile", flush=True)
+        path.unlink()
+        path.with_name(path.name + ".meta").unlink(missing_ok=True)
+    if broken:
+        create_mutants(os.cpu_count() or 2)
+
+
+def _compiles(path: Path) -> bool:
+    source = path.read_bytes()
+    if not source.strip() and path.name != "__init__.py":
+        return False
+    try:
+        compile(source, str(path), "exec")
+    except SyntaxError:
+        return False
+    return True
 
 
 def collect(records: dict[str, cache.Record]) -> int:
