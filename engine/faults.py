@@ -58,6 +58,10 @@ FAULTS.register("nvml_missing_raises", "a machine without NVML raises instead of
 FAULTS.register("sampling_global_rng", "seeded sampling draws from the global RNG instead of its own generator")
 FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls as timed repetitions")
 FAULTS.register("bricks_optimizer_counts_frozen", "the optimizer brick's params/s counts the frozen base too")
+FAULTS.register(
+    "hf_import_post_processor_bos_missed", "HF import misses a BOS the tokenizer's post-processor adds (Llama folders)"
+)
+FAULTS.register("hf_import_sliding_window_accepted", "HF import takes a sliding-window Qwen2 as full attention")
 FAULTS.register("memory_table_decimal_units", "the memory table divides by 1000 but prints KiB, MiB and GiB")
 FAULTS.register("bricks_kv_cache_keys_only", "a decode brick plans memory for the keys' half of the KV cache only")
 FAULTS.register("generate_args_unchecked", "generate decodes malformed requests instead of refusing them")

@@ -135,7 +135,10 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
         raise ExportError(f"hidden_act {hf.get('hidden_act')!r} is not supported (SwiGLU with silu only)")
     if model_type == "llama" and (hf.get("attention_bias") or hf.get("mlp_bias")):
         raise ExportError("Llama attention_bias/mlp_bias (bias on o_proj or the MLP) is not supported by the engine")
-    if model_type == "qwen2" and hf.get("use_sliding_window"):
+    sliding = bool(hf.get("use_sliding_window"))
+    if FAULTS.active("hf_import_sliding_window_accepted"):  # the defect: imported as full attention
+        sliding = False
+    if model_type == "qwen2" and sliding:
         raise ExportError("Qwen2 sliding-window attention is not supported by the engine")
     head_dim = hf.get("head_dim")
     if head_dim is not None and int(head_dim) != hidden // heads:
@@ -331,6 +334,8 @@ class _TokenizerSettings:
 def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
     """Whether ``tokenizer.json``'s post-processor puts ``bos`` before a single sequence."""
     post = _read_json(tokenizer_json).get("post_processor")
+    if FAULTS.active("hf_import_post_processor_bos_missed"):  # the defect: only tokenizer_config is read
+        post = None
     processors = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
     for proc in processors:
         if isinstance(proc, dict) and proc.get("type") == "TemplateProcessing":

@@ -1,0 +1,301 @@
+"""``python -m engine import`` on folders transformers itself wrote, against transformers' own readers.
+
+The folders are made by transformers (``save_pretrained`` of a randomly initialised Llama and a
+tied Qwen2, weights in shards, tokenizers saved by ``PreTrainedTokenizerFast``) as a user downloads
+them; the reference for every field is what ``AutoConfig``, ``GenerationConfig``, ``AutoTokenizer``
+and the transformers model read from the same folder.  The refusals start from those folders with
+one setting changed that the engine cannot represent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
+from falsifiers._workdir import fresh_dir
+from falsifiers.files import _cli
+from pv.checkers import checker
+
+TEXTS = ("The quick brown fox", "def f(x):\n    return x  # 42", "naïve café, 1234 ünïcode")
+MESSAGES = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Two and two?"},
+    {"role": "assistant", "content": "Four."},
+    {"role": "user", "content": "And three?"},
+]
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+BOS_TEMPLATE = "{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+SHARD = "40KB"  # small enough that every folder is sharded, with an index, as big checkpoints are
+
+
+def _hf_tokenizer(engine_tokenizer: EngineTokenizer, family: str) -> Any:
+    """A fast tokenizer as a Llama (BOS by the post-processor) or a Qwen2 (no BOS, ChatML) ships it."""
+    from tokenizers import Tokenizer
+    from tokenizers.processors import TemplateProcessing
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_str(engine_tokenizer.hf_json())
+    if family == "llama":
+        bos_id = backend.token_to_id(BOS_TOKEN)
+        backend.post_processor = TemplateProcessing(
+            single=f"{BOS_TOKEN} $A", pair=f"{BOS_TOKEN} $A {BOS_TOKEN} $B", special_tokens=[(BOS_TOKEN, bos_id)]
+        )
+        tok = PreTrainedTokenizerFast(
+            tokenizer_object=backend, bos_token=BOS_TOKEN, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN
+        )
+        tok.chat_template = BOS_TEMPLATE
+        return tok
+    from tokenizers import Regex, pre_tokenizers
+
+    # Qwen2's own split (its tokenizer.json; transformers' Qwen2Tokenizer applies it whatever the file says)
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    backend.add_special_tokens(list(QWEN_SPECIALS))
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok.chat_template = CHATML
+    return tok
+
+
+def _rope(theta: float) -> dict[str, Any]:
+    return {"rope_type": "default", "rope_theta": theta}
+
+
+def write_folder(folder: Path, engine_tokenizer: EngineTokenizer, family: str, seed: int) -> Path:
+    """A Hugging Face folder of ``family`` written by transformers, every weight random (biases and
+    norms too, so that none can be mistaken for its default)."""
+    import transformers
+
+    tok = _hf_tokenizer(engine_tokenizer, family)
+    vocab = len(tok) + 5  # a few unused rows, as real checkpoints pad their vocabulary
+    shape: dict[str, Any] = {
+        "vocab_size": vocab, "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2,
+    }  # fmt: skip
+    eos = tok.eos_token_id
+    if family == "llama":
+        cfg: Any = transformers.LlamaConfig(
+            **shape, max_position_embeddings=512, rope_parameters=_rope(500000.0), rms_norm_eps=1e-5,
+            bos_token_id=tok.bos_token_id, eos_token_id=eos, pad_token_id=tok.pad_token_id,
+        )  # fmt: skip
+        model: Any = transformers.LlamaForCausalLM(cfg)
+        generation = transformers.GenerationConfig(
+            bos_token_id=tok.bos_token_id, eos_token_id=[eos, tok.convert_tokens_to_ids("e")]
+        )
+    else:
+        cfg = transformers.Qwen2Config(
+            **shape, max_position_embeddings=1024, rope_parameters=_rope(1000000.0), rms_norm_eps=1e-6,
+            tie_word_embeddings=True, eos_token_id=eos, pad_token_id=tok.pad_token_id, bos_token_id=None,
+        )  # fmt: skip
+        model = transformers.Qwen2ForCausalLM(cfg)
+        generation = transformers.GenerationConfig(eos_token_id=eos)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.3 * torch.randn(p.shape, generator=gen) + (1.0 if p.ndim == 1 and p.shape[0] == 64 else 0.0))
+    model.generation_config = generation
+    model.save_pretrained(folder, max_shard_size=SHARD)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def _reference_theta(cfg: Any) -> float:
+    params = getattr(cfg, "rope_parameters", None)
+    return float(params["rope_theta"] if isinstance(params, dict) else cfg.rope_theta)
+
+
+def _compare(folder: Path, imported: Any) -> dict[str, int]:
+    """Every field, tensor, token and id of ``imported`` against transformers' reading of ``folder``."""
+    import transformers
+
+    ref_cfg = transformers.AutoConfig.from_pretrained(folder)
+    ref_gen = transformers.GenerationConfig.from_pretrained(folder)
+    ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
+    ref_model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    cfg, tok, model = imported.config, imported.tokenizer, imported.model
+    eos = ref_gen.eos_token_id
+    fields: dict[str, tuple[Any, Any]] = {
+        "architecture": (cfg.architecture, ref_cfg.model_type),
+        "rope_theta": (cfg.rope_theta, _reference_theta(ref_cfg)),
+        "attention_bias": (cfg.attention_bias, ref_cfg.model_type == "qwen2"),
+        "eos_token_id": (cfg.eos_ids, tuple(eos) if isinstance(eos, list) else (eos,)),
+        "pad_token_id": (cfg.pad_token_id, ref_cfg.pad_token_id),
+        # a family without a BOS (Qwen2) gets the EOS as its stand-in, as the engine documents
+        "bos_token_id": (cfg.bos_token_id, ref_cfg.bos_token_id if ref_cfg.bos_token_id is not None else tok.eos_id),
+    }
+    for key in (
+        "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+        "intermediate_size", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings",
+    ):  # fmt: skip
+        fields[key] = (getattr(cfg, key), getattr(ref_cfg, key))
+    out = {"config_fields": len(fields), "config_mismatches": sum(a != b for a, b in fields.values())}
+    ref_state = ref_model.state_dict()
+    mine = model.state_dict()
+    out["tensors"] = len(ref_state)
+    out["tensor_mismatches"] = sum(
+        name not in mine or mine[name].shape != t.shape or not torch.equal(mine[name], t)
+        for name, t in ref_state.items()
+    ) + len(set(mine) - set(ref_state))
+    tied = cfg.tie_word_embeddings
+    out["tied_heads_shared"] = int(
+        tied and model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    )
+    ids = torch.tensor([tok.encode_prompt(TEXTS[0])])
+    with torch.no_grad():
+        diff = (model(ids).logits - ref_model(ids).logits).abs().max().item()
+    out["logits_within_1e-4"] = int(diff <= 1e-4)
+    token_mismatches = 0
+    for text in TEXTS:
+        ref_ids = ref_tok(text)["input_ids"]
+        token_mismatches += tok.encode_prompt(text) != ref_ids
+        token_mismatches += tok.decode(ref_ids, skip_special_tokens=True) != ref_tok.decode(
+            ref_ids, skip_special_tokens=True
+        )
+    rendered = ref_tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
+    token_mismatches += tok.apply_chat_template(MESSAGES) != ref_tok(rendered, add_special_tokens=False)["input_ids"]
+    specials = [(tok.eos_token, ref_tok.eos_token), (tok.eos_id, ref_tok.eos_token_id)]
+    specials += [(tok.pad_token, ref_tok.pad_token), (tok.pad_id, ref_tok.pad_token_id)]
+    if ref_tok.bos_token is not None:
+        specials += [(tok.bos_token, ref_tok.bos_token), (tok.bos_id, ref_tok.bos_token_id)]
+    out["token_mismatches"] = token_mismatches + sum(a != b for a, b in specials)
+    return out
+
+
+@checker(
+    observes=[
+        "folders", "sharded", "exit_codes_nonzero", "config_fields", "config_mismatches", "tensors",
+        "tensor_mismatches", "tied_heads_shared", "logits_matching", "token_mismatches",
+    ],
+    ids=["FALSIFY-HFI-001"],
+)  # fmt: skip
+def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, seed: int = 0) -> dict[str, Any]:
+    """A Llama folder (BOS by the tokenizer's post-processor, two EOS ids in generation_config.json,
+    rope_theta 5e5) and a tied Qwen2 folder (q/k/v biases, no BOS, ChatML), both sharded, imported
+    with ``python -m engine import`` and compared with what transformers reads from them."""
+    from engine.checkpoint import load_checkpoint
+
+    work = fresh_dir(tmp_path, "hf-import-")
+    cli = _cli()
+    out: dict[str, Any] = {"folders": 0, "sharded": 0, "exit_codes_nonzero": 0, "logits_matching": 0}
+    for key in ("config_fields", "config_mismatches", "tensors", "tensor_mismatches", "tied_heads_shared"):
+        out[key] = 0
+    out["token_mismatches"] = 0
+    for i, family in enumerate(("llama", "qwen2")):
+        folder = write_folder(work / family, engine_tokenizer, family, seed + i)
+        out["folders"] += 1
+        out["sharded"] += (folder / "model.safetensors.index.json").is_file() and not (
+            folder / "model.safetensors"
+        ).exists()
+        result = cli("import", folder, work / f"{family}.safetensors")
+        (work / f"{family}.import.log").write_text(result.output)
+        if result.exit_code != 0:
+            out["exit_codes_nonzero"] += 1
+            continue
+        compared = _compare(folder, load_checkpoint(work / f"{family}.safetensors"))
+        out["logits_matching"] += compared.pop("logits_within_1e-4")
+        for key, value in compared.items():
+            out[key] += value
+    return out
+
+
+def _edit_json(path: Path, **changes: Any) -> None:
+    doc = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is _DELETE:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    path.write_text(json.dumps(doc))
+
+
+_DELETE = object()
+LINEAR_ROPE = {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}
+
+
+def _refusals(llama: Path, qwen2: Path) -> list[tuple[str, Path, Any, str]]:
+    """(what is wrong, the folder it starts from, how to break a copy of it, what the error must name)."""
+
+    def config(**changes: Any) -> Any:
+        return lambda f: _edit_json(f / "config.json", **changes)
+
+    def generation(**changes: Any) -> Any:  # what generation stops on: it decides the EOS ids
+        return lambda f: _edit_json(f / "generation_config.json", **changes)
+
+    def tokenizer_config(**changes: Any) -> Any:
+        return lambda f: _edit_json(f / "tokenizer_config.json", **changes)
+
+    def drop_shard(f: Path) -> None:
+        index = json.loads((f / "model.safetensors.index.json").read_text())
+        (f / sorted(set(index["weight_map"].values()))[-1]).unlink()
+
+    def pickle_only(f: Path) -> None:
+        for p in [*f.glob("*.safetensors"), f / "model.safetensors.index.json"]:
+            p.unlink()
+        (f / "pytorch_model.bin").write_bytes(b"\x80\x02}q\x00.")
+
+    return [
+        ("an architecture the engine lacks", llama, config(model_type="mistral"), "mistral"),
+        ("another activation", llama, config(hidden_act="gelu"), "hidden_act"),
+        ("a Llama with attention biases", llama, config(attention_bias=True), "attention_bias"),
+        ("a Llama with MLP biases", llama, config(mlp_bias=True), "mlp_bias"),
+        ("Qwen2 sliding-window attention", qwen2, config(use_sliding_window=True), "sliding"),
+        ("a head_dim other than hidden / heads", llama, config(head_dim=32), "head_dim"),
+        ("scaled RoPE", llama, config(rope_parameters=LINEAR_ROPE), "rope"),
+        ("legacy rope_scaling", qwen2, config(rope_scaling={"type": "dynamic", "factor": 2.0}), "rope"),
+        ("a missing size", llama, config(hidden_size=_DELETE), "hidden_size"),
+        ("a malformed size", llama, config(vocab_size="many"), "malformed"),
+        ("an empty EOS list", llama, config(eos_token_id=[]), "eos_token_id"),
+        ("an EOS outside the vocabulary", qwen2, generation(eos_token_id=[5, 10_000_000]), "outside the vocabulary"),
+        ("a vocabulary smaller than the tokenizer", qwen2, config(vocab_size=300), "tokens but vocab_size"),
+        ("a non-boolean add_bos_token", llama, tokenizer_config(add_bos_token="yes"), "add_bos_token"),
+        ("a config that is not JSON", qwen2, lambda f: (f / "config.json").write_text("{x"), "not valid JSON"),
+        ("a missing weight shard", llama, drop_shard, "shard missing"),
+        ("pickle weights only", qwen2, pickle_only, "safetensors"),
+        ("no tokenizer.json", qwen2, lambda f: (f / "tokenizer.json").unlink(), "tokenizer.json"),
+    ]  # fmt: skip
+
+
+@checker(observes=["requests", "refused_cleanly", "not_refused", "unnamed"], ids=["FALSIFY-HFI-002"])
+def unsupported_folders_refused(tmp_path: Path, engine_tokenizer: EngineTokenizer, seed: int = 0) -> dict[str, Any]:
+    """Each of the Llama and Qwen2 folders with one thing the engine cannot represent (or a broken
+    file) imported with ``python -m engine import``: exit 2, the error names it, no traceback, no
+    checkpoint written."""
+    work = fresh_dir(tmp_path, "hf-refuse-")
+    llama = write_folder(work / "llama", engine_tokenizer, "llama", seed)
+    qwen2 = write_folder(work / "qwen2", engine_tokenizer, "qwen2", seed + 1)
+    cli = _cli()
+    out = {"requests": 0, "refused_cleanly": 0, "not_refused": 0, "unnamed": 0}
+    log = []
+    for n, (what, base, breaks, named) in enumerate(_refusals(llama, qwen2)):
+        folder = work / f"case-{n}"
+        shutil.copytree(base, folder)
+        breaks(folder)
+        target = work / f"case-{n}.safetensors"
+        result = cli("import", folder, target)
+        text = result.output
+        log.append(f"--- {what}: exit {result.exit_code}\n{text}")
+        out["requests"] += 1
+        if result.exit_code != 2:
+            out["not_refused"] += 1
+            continue
+        clean = "error:" in text and "Traceback" not in text and not target.exists()
+        named_ok = named.lower() in text.lower()
+        out["unnamed"] += not named_ok
+        out["refused_cleanly"] += clean and named_ok
+    (work / "refusals.log").write_text("\n".join(log))
+    return out
