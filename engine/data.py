@@ -270,7 +270,10 @@ def read_examples(path: str | os.PathLike[str], *, chats: bool = True) -> list[I
     from engine.errors import TokenizerError
 
     out: list[InstructionPair | ChatExample] = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if FAULTS.active("examples_line_numbers_skip_blanks"):  # the defect: errors count rows, not lines
+        lines = [line for line in lines if line.strip()]
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:

@@ -166,3 +166,90 @@ def chat_learns_the_replies(engine_tokenizer: EngineTokenizer) -> dict[str, Any]
         out["learned_mismatches"] += sum(a != b for a, b in zip(learned, replies, strict=False))
         out["learned_mismatches"] += abs(len(learned) - len(replies))
     return out
+
+
+PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("Add two numbers.", "def add(a, b):\n    return a + b", "math.py"),
+    ('Say "hi" in French, with a tab\tand a backslash \\.', "« Salut » — ça va ?", ""),
+    ("Empty source", "   leading spaces kept", "docs/ünïcode.md"),
+)
+# (a row as a user writes it, why it is malformed); the blank lines between rows count as lines
+MALFORMED: tuple[tuple[str, str], ...] = (
+    ("{not json", "not JSON"),
+    ('["prompt", "response"]', "a JSON array"),
+    ('{"prompt": "p"}', "no response"),
+    ('{"messages": []}', "an empty conversation"),
+    ('{"messages": "hello"}', "a conversation that is text"),
+    ('{"messages": [{"role": "robot", "content": "x"}, {"role": "assistant", "content": "y"}]}', "an unknown role"),
+    ('{"messages": [{"role": "user", "content": 3}, {"role": "assistant", "content": "y"}]}', "content not text"),
+    ('{"messages": [{"role": "user", "content": "x"}]}', "no assistant turn"),
+    ('{"messages": [{"role": "assistant", "content": "y"}, {"role": "user", "content": "x"}]}', "assistant first"),
+    ('{"messages": ["user: x"]}', "a message that is not a mapping"),
+)
+
+
+@checker(
+    observes=["rows_written", "file_mismatches", "examples_read", "example_mismatches", "malformed", "refused_at_line"],
+    ids=["FALSIFY-DATA-003"],
+)
+def examples_read_as_written(tmp_path: Path) -> dict[str, Any]:
+    """write_jsonl's file against the JSON lines written out here, read_jsonl and read_examples
+    against what was written (pairs and chats, blank lines between), and each malformed row
+    refused with a ValueError naming its file and line."""
+    from engine.data import ChatExample, InstructionPair, read_examples, read_jsonl, write_jsonl
+
+    work = fresh_dir(tmp_path, "examples-")
+    pairs = [InstructionPair(*p) for p in PAIRS]
+    path = write_jsonl(pairs, work / "sub" / "pairs.jsonl")
+    expected_text = "".join(
+        json.dumps({"prompt": p, "response": r, "source": s}, sort_keys=True, ensure_ascii=False) + "\n"
+        for p, r, s in PAIRS
+    )
+    out: dict[str, Any] = {"rows_written": len(path.read_text(encoding="utf-8").splitlines())}
+    out["file_mismatches"] = int(path.read_bytes() != expected_text.encode("utf-8"))
+    mismatches = sum(
+        (got.prompt, got.response, got.source) != want for got, want in zip(read_jsonl(path), PAIRS, strict=False)
+    ) + abs(len(read_jsonl(path)) - len(PAIRS))
+    mixed = work / "mixed.jsonl"
+    chats = [
+        {"messages": list(CONVERSATIONS[0]), "source": "chat-1"},
+        {"messages": list(CONVERSATIONS[1])},
+    ]
+    rows = [json.dumps({"prompt": PAIRS[0][0], "response": PAIRS[0][1]}), "", json.dumps(chats[0]), "   "]
+    rows += [json.dumps(chats[1]), json.dumps({"prompt": PAIRS[1][0], "response": PAIRS[1][1], "source": "s"})]
+    mixed.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    got = read_examples(mixed)
+    want: list[Any] = [
+        ("pair", PAIRS[0][0], PAIRS[0][1], ""),
+        ("chat", tuple((m["role"], m["content"]) for m in CONVERSATIONS[0]), "chat-1"),
+        ("chat", tuple((m["role"], m["content"]) for m in CONVERSATIONS[1]), ""),
+        ("pair", PAIRS[1][0], PAIRS[1][1], "s"),
+    ]
+    seen: list[Any] = [
+        ("pair", e.prompt, e.response, e.source) if isinstance(e, InstructionPair) else ("chat", e.messages, e.source)
+        for e in got
+    ]
+    mismatches += sum(a != b for a, b in zip(seen, want, strict=False)) + abs(len(seen) - len(want))
+    mismatches += sum(
+        e.as_messages() != list(c)
+        for e, c in zip([e for e in got if isinstance(e, ChatExample)], CONVERSATIONS, strict=False)
+    )
+    out["examples_read"] = len(got)
+    out["example_mismatches"] = mismatches
+    refused = 0
+    cases = [(row, None) for row, _ in MALFORMED] + [(json.dumps(chats[0]), False)]  # a chat where pairs are due
+    for k, (row, chats_allowed) in enumerate(cases):
+        bad = work / f"bad-{k}.jsonl"
+        line = 3 + k % 3  # the malformed row after good rows and blank lines
+        good = [json.dumps({"prompt": "p", "response": "r"})] + [""] * (line - 2)
+        bad.write_text("\n".join([*good, row, json.dumps({"prompt": "q", "response": "s"})]) + "\n", encoding="utf-8")
+        try:
+            if chats_allowed is False:
+                read_jsonl(bad)
+            else:
+                read_examples(bad)
+        except ValueError as exc:
+            refused += str(exc).startswith(f"{bad}:{line}: ")
+    out["malformed"] = len(cases)
+    out["refused_at_line"] = refused
+    return out

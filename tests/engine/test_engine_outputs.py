@@ -184,6 +184,10 @@ def written_fields(run: Path) -> dict[str, set[str]]:
         with safe_open(str(shard), "pt") as f:
             fields["token_shards"] |= {f"shard.{k}" for k in f.keys()} | {f"shard.{k}" for k in f.metadata() or {}}  # noqa: SIM118
     fields["qa_json"] = set(json.loads((run / "qa.json").read_text()))
+    from engine.data import InstructionPair, write_jsonl
+
+    pairs = write_jsonl([InstructionPair("a prompt", "a response", "a source")], run / "pairs.jsonl")
+    fields["instruction_jsonl"] = set(json.loads(pairs.read_text().splitlines()[0]))
     from engine.bricks import BrickResult
 
     fields["bench_json"] = {f for f in BrickResult.__dataclass_fields__}
