@@ -172,11 +172,17 @@ def read_reach(mutants: Path) -> dict[str, set[str]]:
     return {k: set(v) for k, v in data.get("tests_by_mangled_function_name", {}).items()}
 
 
+# How the stats are collected: stats collected another way (2: with what child processes call)
+# are collected again for every falsifier.
+STATS_VERSION = 2
+
+
 def stale_stats(mutants: Path, suite: SuiteDigests) -> list[str]:
     """Node ids of the falsifiers whose stats were collected under other code (or never): a changed
     checker may reach other functions, and mutmut itself only collects stats for new tests."""
     path = mutants / STATS_SUITE
-    then: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    then: dict[str, str] = doc.get("nodes", {}) if doc.get("version") == STATS_VERSION else {}
     return sorted(node for node, digest in suite.by_node_id().items() if then.get(node) != digest)
 
 
@@ -195,7 +201,8 @@ def drop_stats(mutants: Path, nodes: Iterable[str]) -> None:
 
 
 def mark_stats_current(mutants: Path, suite: SuiteDigests) -> None:
-    (mutants / STATS_SUITE).write_text(json.dumps(suite.by_node_id(), sort_keys=True, indent=1), encoding="utf-8")
+    doc = {"version": STATS_VERSION, "nodes": suite.by_node_id()}
+    (mutants / STATS_SUITE).write_text(json.dumps(doc, sort_keys=True, indent=1), encoding="utf-8")
 
 
 def read(path: Path) -> dict[str, Record]:

@@ -107,9 +107,20 @@ def refresh_stats(suite: cache.SuiteDigests) -> dict[str, set[str]]:
 
 
 def single_threaded() -> dict[str, str]:
-    # torch's thread pool does not survive mutmut's fork server, and two single-threaded runs use
-    # the two cores better than one two-threaded run.
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    """mutmut's environment.  One thread per run: torch's thread pool does not survive mutmut's
+    fork server, and two single-threaded runs use the two cores better than one two-threaded run.
+    Child processes a falsifier starts report the engine functions they call during the stats run
+    (``bench/mutmut_site/sitecustomize.py``), so mutmut runs that falsifier for their mutants."""
+    hits = MUTANTS / "pv-child-hits"
+    hits.mkdir(parents=True, exist_ok=True)
+    path = os.pathsep.join(p for p in (str(ROOT / "bench" / "mutmut_site"), os.environ.get("PYTHONPATH", "")) if p)
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONPATH": path,
+        "PV_MUTMUT_CHILD_HITS": str(hits),
+    }
 
 
 def current(

@@ -8,17 +8,26 @@ the log; see :mod:`pv.mutation`.
 Under a mutant, the falsifiers run fastest first when mutmut's stats (``mutmut-stats.json`` in the
 directory mutmut runs from) give their durations: mutmut stops at the first failure, so a mutant
 that a one-second falsifier kills no longer waits for the half-minute ones listed before it.
+
+mutmut learns which tests reach which function from the test process alone.  A falsifier that runs
+the system in a child process reaches functions mutmut never sees, and their mutants would be
+reported as reached by no test.  When ``PV_MUTMUT_CHILD_HITS`` names a folder, the functions that
+child processes recorded there (one ``*.hits`` file of names per process, written at its exit; see
+``bench/mutmut_site/sitecustomize.py`` for a child side) are added to the running test's during
+mutmut's stats run.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import MutableSet
 from pathlib import Path
 
 import pytest
 
-from pv.mutation import append_run, mutant_id_from_env
+from pv.mutation import ENV_MUTANT, append_run, mutant_id_from_env
 from pv.pytest_settings import settings_of
 from pv.results import RunRecord, Verdict
 
@@ -41,6 +50,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 MUTMUT_STATS = "mutmut-stats.json"
+CHILD_HITS_ENV = "PV_MUTMUT_CHILD_HITS"
+
+
+def merge_child_hits(folder: Path, into: MutableSet[str]) -> int:
+    """Add the function names child processes left in ``folder`` to ``into``; the files are consumed."""
+    added = 0
+    for path in sorted(folder.glob("*.hits")):
+        names = {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+        added += len(names - set(into))
+        into |= names
+        path.unlink()
+    return added
+
+
+def _stats_sink() -> MutableSet[str] | None:
+    """mutmut's set of the functions the running test has called, during its stats run only."""
+    if os.environ.get(ENV_MUTANT) != "stats" or not os.environ.get(CHILD_HITS_ENV):
+        return None
+    try:
+        from mutmut.state import state
+    except ImportError:
+        return None
+    stats: MutableSet[str] = state()._stats
+    return stats
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _stats_sink() is not None:  # a child killed before this run's tests must not count for them
+        for stale in Path(os.environ[CHILD_HITS_ENV]).glob("*.hits"):
+            stale.unlink()
+
+
+@pytest.hookimpl(tryfirst=True)  # before mutmut's own teardown hook files the test's functions
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    sink = _stats_sink()
+    if sink is not None:
+        merge_child_hits(Path(os.environ[CHILD_HITS_ENV]), sink)
 
 
 def _durations(path: Path) -> dict[str, float]:

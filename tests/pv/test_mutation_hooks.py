@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +85,81 @@ def test_under_a_mutant_the_fastest_falsifiers_run_first(two: ToyProject, monkey
     (two.root / "mutmut-stats.json").write_text("{not json")
     monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_system_value__mutmut_1")
     assert _order(two.pytester.runpytest("-v", "-p", "no:randomly", "--pv-mutation-log", "log.jsonl")) == written
+
+
+CHILD_CHECKER = """
+import subprocess, sys
+from pv.checkers import checker
+
+CHILD = "from mutmut.state import state; state()._stats.add('toysystem.x_only_in_a_child')"
+
+
+@checker(observes=["exit_code"])
+def in_a_child():
+    return {"exit_code": subprocess.run([sys.executable, "-c", CHILD], check=False).returncode}
+"""
+FAKE_STATE = """
+class _State:
+    def __init__(self):
+        self._stats = set()
+
+
+_S = _State()
+
+
+def state():
+    return _S
+"""
+# stands in for mutmut's own teardown hook, which files the running test's functions
+RECORDER_PLUGIN = """
+import json, pytest
+from mutmut.state import state
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item):
+    with open("seen.jsonl", "a") as fh:
+        fh.write(json.dumps({"test": item.name, "functions": sorted(state()._stats)}) + "\\n")
+    state()._stats.clear()
+"""
+
+
+@pytest.mark.parametrize("mutant", ["stats", "engine.x_f__mutmut_1"])
+def test_functions_a_child_process_calls_count_for_the_test_that_started_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mutant: str
+) -> None:
+    from tests.pv.toy import build_toy
+
+    toy = build_toy(pytester, addopts="--pv-no-evidence", checkers={"child": CHILD_CHECKER})
+    toy.contract("kid", [falsifier("FALSIFY-KID-001", check="toyfalsifiers.child:in_a_child", expect="exit_code == 0")])
+    toy.contract("plain", [falsifier("FALSIFY-PLAIN-001", check=CHECK + "measure", expect="value == 1.0")])
+    toy.write("fake/mutmut/__init__.py", "")
+    toy.write("fake/mutmut/state.py", FAKE_STATE)
+    toy.write("fake/recorder_plugin.py", RECORDER_PLUGIN)
+    (toy.root / "hits").mkdir()
+    (toy.root / "hits" / "99999.hits").write_text("toysystem.x_left_by_a_killed_child\n")  # before this run
+    site = Path(__file__).resolve().parents[2] / "bench" / "mutmut_site"
+    env = {"MUTANT_UNDER_TEST": mutant, "PV_MUTMUT_CHILD_HITS": str(toy.root / "hits")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(toy.root / "fake"), str(toy.root)])
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    result = pytester.runpytest_subprocess("-p", "recorder_plugin", "-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    seen = {r["test"]: r["functions"] for r in map(json.loads, (toy.root / "seen.jsonl").read_text().splitlines())}
+    if mutant == "stats":
+        assert seen == {"FALSIFY-KID-001": ["toysystem.x_only_in_a_child"], "FALSIFY-PLAIN-001": []}
+    else:  # a mutant's run: children record nothing and nothing is merged
+        assert seen == {"FALSIFY-KID-001": [], "FALSIFY-PLAIN-001": []}
+    assert list((toy.root / "hits").iterdir()) == ([] if mutant == "stats" else [toy.root / "hits" / "99999.hits"])
+
+
+def test_merging_child_hits_consumes_the_files(tmp_path: Path) -> None:
+    from pv.mutation_hooks import merge_child_hits
+
+    (tmp_path / "1.hits").write_text("a.x_f\na.x_g\n")
+    (tmp_path / "2.hits").write_text("a.x_g\n\n")
+    (tmp_path / "notes.txt").write_text("not a hits file")
+    into = {"a.x_f"}
+    assert merge_child_hits(tmp_path, into) == 1
+    assert into == {"a.x_f", "a.x_g"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

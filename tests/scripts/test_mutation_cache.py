@@ -130,6 +130,11 @@ def test_a_new_falsifier_reruns_only_the_survivors_of_functions_it_reaches(mutan
     assert cache.stale_stats(mutants, suite)  # never recorded: every falsifier's stats are due
     cache.mark_stats_current(mutants, suite)
     assert cache.stale_stats(mutants, suite) == []
+    stats_suite = mutants / cache.STATS_SUITE
+    old_format = json.loads(stats_suite.read_text())["nodes"]  # stats collected before child processes counted
+    stats_suite.write_text(json.dumps(old_format))
+    assert len(cache.stale_stats(mutants, suite)) == len(suite.by_node)
+    cache.mark_stats_current(mutants, suite)
     assert all(suite.current(r, reach(mutants)) for r in records.values())  # C reaches nothing here
     stats = json.loads((mutants / "mutmut-stats.json").read_text())
     stats["tests_by_mangled_function_name"]["sut.m.xǁCǁg"].append("contracts/c-v1.yaml::FALSIFY-C-001")

@@ -1,0 +1,31 @@
+"""Loaded by every Python process a mutation run starts (``bench/mutation.py`` puts this folder
+first on ``PYTHONPATH``): a falsifier that runs the engine in a child process (``python -m engine``,
+a measuring child, torchrun ranks) calls engine functions mutmut's stats cannot see from the test
+process.  During mutmut's stats run (``MUTANT_UNDER_TEST=stats``) the child writes the functions it
+called to ``$PV_MUTMUT_CHILD_HITS/<pid>.hits`` when it exits; the pv plugin adds them to the
+running test's (``pv.mutation_hooks``), so mutmut runs that falsifier for their mutants.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+
+FOLDER = os.environ.get("PV_MUTMUT_CHILD_HITS", "")
+
+
+def _write_hits() -> None:
+    try:
+        from mutmut.state import state
+    except ImportError:
+        return
+    hits = sorted(state()._stats)
+    if hits:
+        path = os.path.join(FOLDER, f"{os.getpid()}.hits")
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            fh.write("\n".join(hits) + "\n")
+        os.replace(path + ".tmp", path)  # the test process never reads half a file
+
+
+if FOLDER and os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    atexit.register(_write_hits)
