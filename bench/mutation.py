@@ -185,7 +185,15 @@ def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Recor
     return subprocess.run(command, cwd=ROOT).returncode
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    # Ctrl-C and `kill` stop the chunk and keep what finished, also when started in the background
+    # (a non-interactive shell starts background jobs with SIGINT ignored).
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=60, help="stop after this long (0: no limit)")
     parser.add_argument("--module", action="append", default=[], help="only these modules (engine/x.py)")
