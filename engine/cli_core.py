@@ -242,6 +242,8 @@ def generate(
             ids_list = [_chat_ids(tok, p, system) for p in prompt]
         else:
             add_bos = tok.add_bos_token if bos is None else bos
+            if FAULTS.active("generate_bos_flag_ignored"):  # the defect: --bos/--no-bos accepted, never applied
+                add_bos = tok.add_bos_token
             ids_list = [tok.encode(p, add_bos=add_bos) for p in prompt]
         out = _guarded(
             lambda: run_generate(

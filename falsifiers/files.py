@@ -382,3 +382,89 @@ def cli_refusals(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_f
         if not clean:
             unclean.append(f"{' '.join(str(a) for a in args)} -> exit {result.exit_code}")
     return {"requests": len(requests), "refused_cleanly": len(requests) - len(unclean), "unclean": unclean}
+
+
+GENERATE_PROMPTS = ("def add(a, b):", "The quick brown fox jumps over")
+
+
+def _greedy(model: Any, ids: list[int], steps: int, eos: set[int]) -> list[int]:
+    """Greedy decoding written out: the whole sequence through the model at every step (no cache,
+    no padding, one prompt at a time), up to and including the first EOS."""
+    seq, new = list(ids), []
+    with torch.no_grad():
+        for _ in range(steps):
+            token = int(model(torch.tensor([seq])).logits[0, -1].argmax())
+            new.append(token)
+            seq.append(token)
+            if token in eos:
+                break
+    return new
+
+
+@checker(
+    observes=["requests", "rows", "field_mismatches", "stopped_rows", "plain_output_matching"],
+    ids=["FALSIFY-IO-006"],
+)
+def generate_prints_the_greedy_continuation(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, steps: int = 6, stop_step: int = 3
+) -> dict[str, Any]:
+    """``generate --json`` on a llama with a ChatML template, against greedy decoding written out
+    here and the ``tokenizers`` backend's own ids and decoding: a batch of two prompts with the
+    tokenizer's BOS rule, ``--bos`` and ``--no-bos``, ``--chat`` with a ``--system`` message, and
+    the plain output; one of the checkpoint's EOS ids is the token greedy decoding writes at
+    ``stop_step``, so one row stops there."""
+    from tokenizers import Tokenizer
+
+    from falsifiers.data import render
+
+    model = realistic_model(tiny_model_factory, 0, "llama").eval()
+    tok = _with_template(engine_tokenizer)
+    backend = Tokenizer.from_str(tok.hf_json())
+
+    def ids_of(text: str, bos: bool) -> list[int]:
+        return ([tok.bos_id] if bos else []) + backend.encode(text, add_special_tokens=False).ids
+
+    first = _greedy(model, ids_of(GENERATE_PROMPTS[0], tok.add_bos_token), steps, set())
+    eos = {tok.eos_id, first[stop_step - 1]}
+    model.config = model.config.replace(eos_token_id=(tok.eos_id, first[stop_step - 1]))
+    ckpt = save_checkpoint(fresh_dir(tmp_path, "generate-") / "model.safetensors", model, tok, make_manifest(step=0))
+    cli = _cli()
+    system = "Answer in one line."
+    requests: list[tuple[list[str], list[list[int]]]] = [
+        ([], [ids_of(p, tok.add_bos_token) for p in GENERATE_PROMPTS]),
+        (["--bos"], [ids_of(p, True) for p in GENERATE_PROMPTS]),
+        (["--no-bos"], [ids_of(p, False) for p in GENERATE_PROMPTS]),
+    ]
+    chat = [{"role": "system", "content": system}, {"role": "user", "content": GENERATE_PROMPTS[1]}]
+    requests.append((["--chat", "--system", system], [ids_of(render(chat, True), False)]))
+    out = {"requests": 0, "rows": 0, "field_mismatches": 0, "stopped_rows": 0, "plain_output_matching": 0}
+    for flags, prompt_ids in requests:
+        prompts = list(GENERATE_PROMPTS[-len(prompt_ids) :])
+        args = [a for p in prompts for a in ("--prompt", p)]
+        result = cli("generate", ckpt, *args, "-n", steps, *flags, "--json")
+        out["requests"] += 1
+        if result.exit_code != 0:
+            out["field_mismatches"] += 1
+            continue
+        rows = json.loads(result.stdout)
+        out["field_mismatches"] += len(rows) != len(prompts)
+        for row, prompt, ids in zip(rows, prompts, prompt_ids, strict=False):
+            new = _greedy(model, ids, steps, eos)
+            stopped = bool(new) and new[-1] in eos
+            want = {
+                "prompt": prompt,
+                "prompt_ids": ids,
+                "new_ids": new,
+                "text": backend.decode(new, skip_special_tokens=True),
+                "stopped_on_eos": stopped,
+            }
+            out["rows"] += 1
+            out["stopped_rows"] += stopped
+            out["field_mismatches"] += sum(row.get(k) != v for k, v in want.items()) + (set(row) != set(want))
+    plain = cli("generate", ckpt, *[a for p in GENERATE_PROMPTS for a in ("--prompt", p)], "-n", steps)
+    expected = "".join(
+        p + backend.decode(_greedy(model, ids_of(p, tok.add_bos_token), steps, eos), skip_special_tokens=True) + "\n"
+        for p in GENERATE_PROMPTS
+    )  # one prompt and its continuation after another (a continuation may hold newlines)
+    out["plain_output_matching"] = int(plain.exit_code == 0 and plain.stdout == expected)
+    return out
