@@ -66,6 +66,8 @@ FAULTS.register(
     "examples_line_numbers_skip_blanks", "a malformed training row is reported at its row number, not its line"
 )
 FAULTS.register("generate_bos_flag_ignored", "generate accepts --bos/--no-bos but encodes with the tokenizer's rule")
+FAULTS.register("tokenizer_specials_appended", "the special tokens are added after BPE training, not at ids 0-2")
+FAULTS.register("tokenizer_cache_key_ignores_size", "the tokenizer cache keys an entry by its corpus alone")
 FAULTS.register("memory_table_decimal_units", "the memory table divides by 1000 but prints KiB, MiB and GiB")
 FAULTS.register("bricks_kv_cache_keys_only", "a decode brick plans memory for the keys' half of the KV cache only")
 FAULTS.register("generate_args_unchecked", "generate decodes malformed requests instead of refusing them")

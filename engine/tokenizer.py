@@ -24,6 +24,7 @@ from engine.atomic import write_atomic
 from engine.corpus import CorpusFile, as_corpus_files, corpus_digest, read_corpus
 from engine.corpus import default_corpus_files as default_corpus_files
 from engine.errors import TokenizerError
+from engine.faults import FAULTS
 
 BOS_TOKEN = "<|bos|>"
 EOS_TOKEN = "<|eos|>"
@@ -257,14 +258,18 @@ def train_tokenizer_from_texts(texts: Sequence[str], vocab_size: int) -> EngineT
     if vocab_size < MIN_VOCAB_SIZE:
         raise ValueError(f"vocab_size must be at least {MIN_VOCAB_SIZE} (256 bytes + 3 specials), got {vocab_size}")
     backend = _new_backend()
+    specials = list(SPECIAL_TOKENS)
+    late = FAULTS.active("tokenizer_specials_appended")  # the defect: specials added after training
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         min_frequency=2,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=[] if late else specials,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     backend.train_from_iterator(list(texts), trainer=trainer)
+    if late:
+        backend.add_special_tokens(specials)
     return EngineTokenizer(backend)
 
 
@@ -285,6 +290,8 @@ def cached_tokenizer(vocab_size: int, files: Iterable[str | Path | CorpusFile] |
     texts = read_corpus(corpus)
     digest = corpus_digest(texts)[:16]
     path = cache_dir() / "tokenizers" / f"bpe-v{vocab_size}-{digest}.json"
+    if FAULTS.active("tokenizer_cache_key_ignores_size"):  # the defect: one entry per corpus, any size
+        path = cache_dir() / "tokenizers" / f"bpe-{digest}.json"
     if path.is_file():
         try:
             return EngineTokenizer.from_json(path.read_text(encoding="utf-8"))
