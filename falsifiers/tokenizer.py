@@ -34,7 +34,7 @@ SPECIALS = ["<|bos|>", "<|eos|>", "<|pad|>"]
 
 @checker(
     observes=[
-        "vocab_size", "specials_in_place", "alphabet_complete", "round_trip_mismatches", "backend_mismatches",
+        "trained_vocab_size", "specials_in_place", "alphabet_complete", "round_trip_mismatches", "backend_mismatches",
         "retrain_identical", "files_identical", "reloads_equal", "too_small_refused",
     ],
     ids=["FALSIFY-TOK-001"],
@@ -50,7 +50,7 @@ def tokenizer_training(tmp_path: Path, vocab_size: int = 300, repeat: int = 20) 
     texts = [t for t in CORPUS for _ in range(repeat)]
     tok = train_tokenizer_from_texts(texts, vocab_size)
     tokens = tok.tokens()
-    out: dict[str, Any] = {"vocab_size": tok.vocab_size}
+    out: dict[str, Any] = {"trained_vocab_size": tok.vocab_size}
     out["specials_in_place"] = int(
         tokens[:3] == SPECIALS and (tok.bos_id, tok.eos_id, tok.pad_id) == (0, 1, 2) and tok.special_ids() == {0, 1, 2}
     )
