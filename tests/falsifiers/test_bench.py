@@ -21,7 +21,8 @@ TIMER = {
 
 def test_brick_cv_reports_the_brick_figures() -> None:
     obs = brick_cv(brick="loss", repetitions=3, warmup=1, min_rep_s=0.002, threads=1)
-    assert obs["repetitions_timed"] == 3 and obs["calls_per_rep"] > 1
+    # a call slower than min_rep_s (a loaded machine) is timed alone: what always holds is the length
+    assert obs["repetitions_timed"] == 3 and obs["calls_per_rep"] >= 1 and obs["shortest_rep_s"] >= 0.002
     cv = obs["cv"]  # the CPU-time CV with the interval the reference workload's noise leaves it in
     assert isinstance(cv, Measured) and 0 <= cv.low <= cv.value <= cv.high
     assert obs["worst_cv"] == cv and obs["wall_cv"] >= 0 and obs["reference_cv"] >= 0
