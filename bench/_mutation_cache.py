@@ -8,9 +8,12 @@ per mutant, with what the verdict depended on:
   that has changed since is run again (mutmut's own rule: edits elsewhere in the engine do not
   reset a verdict).
 - a **killed** mutant names the falsifiers that failed under it and, per falsifier, the digest of
-  what decides its verdict: its contract's binding digest, its checker's module and the shared
-  fixtures and inputs (``contracts/conftest.py``, ``conftest.py``, ``falsifiers/_*.py``,
-  ``recipes/``).  The verdict stands while those are unchanged, whatever else the suite gains.
+  what decides its verdict: its own entry in its contract (check, params, expect, ...), its
+  checker's module and the shared fixtures and inputs (``contracts/conftest.py``, ``conftest.py``,
+  ``falsifiers/_*.py``, ``recipes/``).  The verdict stands while those are unchanged, whatever else
+  the suite gains (a new falsifier in the same contract included).  Lines written when the digest
+  covered the whole contract are restated once, while that older digest still holds
+  (:func:`migrate`).
 - any other outcome (survived, reached by no falsifier, a hang or crash with no falsifier named)
   names the falsifiers that reached the mutated function in mutmut's coverage stats
   (``mutants/mutmut-stats.json``) with the same per-falsifier digests: it stands while the same
@@ -29,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -85,6 +88,8 @@ class SuiteDigests:
     by_falsifier: dict[str, str]
     # pytest node id (``contracts/a-v1.yaml::FALSIFY-A-001``) -> falsifier (``a-v1::FALSIFY-A-001``)
     by_node: dict[str, str] = field(default_factory=dict)
+    # the digests as first defined (the whole contract's binding instead of the falsifier's entry)
+    legacy: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, root: Path) -> SuiteDigests:
@@ -96,6 +101,7 @@ class SuiteDigests:
         shared = [(p.relative_to(root).as_posix(), p.read_bytes()) for p in shared_paths if p.is_file()]
         by_falsifier: dict[str, str] = {}
         by_node: dict[str, str] = {}
+        legacy: dict[str, str] = {}
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -104,15 +110,19 @@ class SuiteDigests:
             every.append((path.name, binding))
             for falsifier in data.get("falsification_tests") or []:
                 module = str(falsifier.get("check", "")).partition(":")[0]
-                parts = [*shared, (path.name, binding)]
+                own = json.dumps(falsifier, sort_keys=True, default=str).encode()
                 checker = root / (module.replace(".", "/") + ".py")
-                if module and checker.is_file():
-                    parts.append((checker.relative_to(root).as_posix(), checker.read_bytes()))
+                code = (
+                    [(checker.relative_to(root).as_posix(), checker.read_bytes())]
+                    if module and checker.is_file()
+                    else []
+                )
                 key = f"{data['metadata']['id']}::{falsifier['id']}"
-                by_falsifier[key] = _sha(parts)
+                by_falsifier[key] = _sha([*shared, (f"{path.name}#{falsifier['id']}", own), *code])
+                legacy[key] = _sha([*shared, (path.name, binding), *code])
                 by_node[f"contracts/{path.name}::{falsifier['id']}"] = key
         every += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted((root / "falsifiers").rglob("*.py"))]
-        return cls(_sha(every), by_falsifier, by_node)
+        return cls(_sha(every), by_falsifier, by_node, legacy)
 
     def of(self, falsifier: str) -> str | None:
         return self.by_falsifier.get(falsifier)
@@ -139,6 +149,22 @@ class SuiteDigests:
         if record.reached_by is not None:
             return reach is not None and self.reached_by(reach.get(record.key, ())) == record.reached_by
         return bool(record.killers) and all(self.of(k) == record.killer_digests.get(k) for k in record.killers)
+
+
+def migrate(record: Record, suite: SuiteDigests) -> Record:
+    """``record`` with its digests restated in the current scheme where it rests on digests of the
+    first scheme that still hold for ``suite`` (same inputs, so the new digest is as good)."""
+
+    def restated(digests: dict[str, str]) -> dict[str, str] | None:
+        if digests and all(suite.legacy.get(k) == d for k, d in digests.items()):
+            return {k: suite.by_falsifier[k] for k in digests}
+        return None
+
+    if record.killer_digests and (new := restated(record.killer_digests)) is not None:
+        return replace(record, killer_digests=new)
+    if record.reached_by and (new := restated(record.reached_by)) is not None:
+        return replace(record, reached_by=new)
+    return record
 
 
 @dataclass(frozen=True)

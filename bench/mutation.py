@@ -136,6 +136,7 @@ def current(
     next unrelated contract."""
     kept: dict[str, cache.Record] = {}
     for name, r in records.items():
+        r = cache.migrate(r, suite)
         if name not in generated or generated[name][1] != r.function_digest or not suite.current(r, reach):
             continue
         if r.suite_digest is not None and (reached := suite.reached_by(reach.get(r.key, ()))) is not None:

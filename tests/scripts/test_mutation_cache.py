@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -194,3 +195,35 @@ def test_the_results_file_round_trips_and_pv_scores_it(mutants: Path, tmp_path: 
     path.write_text(path.read_text() + '{"mutant": 1}\n')
     with pytest.raises(ValueError, match=r"results\.jsonl:5"):
         cache.read(path)
+
+
+def test_a_falsifier_added_to_a_contract_leaves_its_siblings_kills_standing(mutants: Path) -> None:
+    records = harvest(mutants)
+    a = mutants / "contracts" / "a-v1.yaml"
+    sibling = (
+        '{id: FALSIFY-A-002, rule: r, prediction: p, check: "falsifiers.a:check", expect: "ok", ship_blocking: true}'
+    )
+    a.write_text(a.read_text() + f"  - {sibling}\n")
+    after = cache.SuiteDigests.measure(mutants)
+    assert after.current(records["sut.m.x_f__mutmut_1"])  # A-001's own entry and checker are unchanged
+    assert (
+        after.legacy["a-v1::FALSIFY-A-001"] != cache.SuiteDigests.measure(mutants).by_falsifier["a-v1::FALSIFY-A-001"]
+    )
+    a.write_text(a.read_text().replace('expect: "ok"', 'expect: "not ok"', 1))  # A-001's own expect
+    assert not cache.SuiteDigests.measure(mutants).current(records["sut.m.x_f__mutmut_1"])
+
+
+def test_lines_of_the_whole_contract_scheme_are_restated_while_they_hold(mutants: Path) -> None:
+    records = harvest(mutants)
+    suite = cache.SuiteDigests.measure(mutants)
+    kill = records["sut.m.x_f__mutmut_1"]
+    old_style = replace(kill, killer_digests={k: suite.legacy[k] for k in kill.killers})
+    assert not suite.current(old_style)
+    assert cache.migrate(old_style, suite) == kill and suite.current(cache.migrate(old_style, suite))
+    survivor = records["sut.m.x_f__mutmut_3"]
+    old_survivor = replace(survivor, reached_by={k: suite.legacy[k] for k in survivor.reached_by or {}})
+    assert cache.migrate(old_survivor, suite) == survivor
+    a = mutants / "contracts" / "a-v1.yaml"
+    a.write_text(a.read_text().replace("version: 1.0.0", "version: 1.1.0"))  # the old digest no longer holds
+    changed = cache.SuiteDigests.measure(mutants)
+    assert cache.migrate(old_style, changed) == old_style and not changed.current(old_style)
