@@ -290,16 +290,27 @@ def inspect_reports_the_file(
     config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
     _, shapes, _ = _header(folder / "adapter_model.safetensors")
     out["adapters"] += 1
-    out["adapter_mismatches"] += sum(
-        (
-            report["r"] != config["r"],
-            report["lora_alpha"] != config["lora_alpha"],
-            report["lora_dropout"] != config["lora_dropout"],
-            report["target_modules"] != sorted(config["target_modules"]),
-            report["parameters"] != sum(int(np.prod(s)) for s in shapes.values()),
-            report["tensors"] != len(shapes),
-        )
-    )
+    # every field inspect reports, written out: a bare adapter folder has no run manifest, so the
+    # run's method, base, base digest, step and NF4 settings are reported as unknown (null)
+    expected = {
+        "path": str(folder),
+        "kind": "adapter",
+        "method": None,
+        "base": None,
+        "base_weights_sha256": None,
+        "step": None,
+        "nf4": None,
+        "peft_type": config["peft_type"],
+        "r": config["r"],
+        "lora_alpha": config["lora_alpha"],
+        "lora_dropout": config["lora_dropout"],
+        "target_modules": sorted(config["target_modules"]),
+        "tensors": len(shapes),
+        "parameters": sum(int(np.prod(s)) for s in shapes.values()),
+        "sha256": _sha256(folder / "adapter_model.safetensors"),
+    }
+    out["adapter_mismatches"] += sum(report.get(k, "<missing>") != v for k, v in expected.items())
+    out["adapter_mismatches"] += len(set(report) - set(expected))
     return out
 
 
