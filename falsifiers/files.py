@@ -219,6 +219,12 @@ def _cli() -> Any:
     return lambda *args: runner.invoke(app, [str(a) for a in args])
 
 
+# what `inspect --json` reports of a checkpoint, no more and no less
+CHECKPOINT_REPORT_KEYS = (
+    "path", "file_bytes", "architecture", "head_dim", "parameters", "tensors", "dtype", "tokenizer", "manifest",
+)  # fmt: skip
+
+
 def _header(path: Path) -> tuple[dict[str, str], dict[str, tuple[int, ...]], set[str]]:
     from safetensors import safe_open
 
@@ -268,6 +274,9 @@ def inspect_reports_the_file(
                 compare(value, json.loads(meta[key]))
             else:  # a special id the config left out is the embedded tokenizer's
                 compare(value, embedded["special_tokens"][key.removesuffix("_token_id")]["id"])
+        compare(sorted(report), sorted(CHECKPOINT_REPORT_KEYS))
+        compare(report["path"], str(path))
+        compare(report["head_dim"], model.config.hidden_size // model.config.num_attention_heads)
         compare(report["parameters"], sum(int(np.prod(s)) for s in shapes.values()))
         compare(report["tensors"], len(shapes))
         compare(report["dtype"], "F32" if dtypes == {"F32"} else sorted(dtypes))
@@ -275,6 +284,11 @@ def inspect_reports_the_file(
         compare(report["manifest"], json.loads(meta["manifest"]))
         backend = Tokenizer.from_str(json.dumps(embedded["tokenizer"]))
         tok = report["tokenizer"]
+        byte_level = embedded["tokenizer"]["pre_tokenizer"]["type"] == "ByteLevel"
+        compare(
+            tok["type"], "byte-level BPE" if byte_level and embedded["tokenizer"]["model"]["type"] == "BPE" else "?"
+        )
+        compare(sorted(tok), ["merges", "special_tokens", "type", "vocab_size"])
         compare(tok["vocab_size"], backend.get_vocab_size(with_added_tokens=True))
         compare(tok["merges"], len(embedded["tokenizer"]["model"]["merges"]))
         for role, spec in tok["special_tokens"].items():
