@@ -216,7 +216,7 @@ def time_call(
             ref_cpu_s.append((time.process_time() - c0) / m)
     per_call = [t / n for t in rep_s]
     if FAULTS.active("bricks_warmup_timed"):  # the defect: the warm-up calls kept as timed repetitions
-        rep_s, per_call = warm + rep_s, warm + per_call
+        rep_s, per_call = warm + rep_s, warm + per_call  # pragma: no mutate
     return Timing(per_call, rep_s, n, warm, spent, [t / n for t in cpu_s], ref_s, ref_cpu_s)
 
 
@@ -347,7 +347,7 @@ def brick_memory(name: str, s: BrickSettings, cfg: ModelConfig) -> dict[str, flo
         parts["weights"] = params * 4 / GIB
         kv = 2 * cfg.num_hidden_layers * batch * length * cfg.num_key_value_heads * cfg.head_dim * 4
         if FAULTS.active("bricks_kv_cache_keys_only"):  # the defect: the values' half of the cache left out
-            kv //= 2
+            kv //= 2  # pragma: no mutate
         parts["kv_cache"] = kv / GIB
         parts["logits"] = batch * s.seq_len * cfg.vocab_size * 4 / GIB
     parts["total"] = sum(parts.values())

@@ -374,7 +374,7 @@ def load_state(path: str | Path) -> dict[str, torch.Tensor]:
     try:
         try:
             if FAULTS.active("checkpoint_mmap_kept"):  # the defect: tensors stay views of one file mapping
-                raise TypeError
+                raise TypeError  # pragma: no mutate
             handle = safe_open(str(path), framework="pt", device="cpu", backend="pread")
             owned = True
         except TypeError:  # safetensors < 0.8 has no backend choice

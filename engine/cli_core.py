@@ -66,7 +66,7 @@ def _guarded(fn: Callable[[], T]) -> T:
         return fn()
     except EngineError as exc:
         if FAULTS.active("cli_refusal_traceback"):
-            raise
+            raise  # pragma: no mutate
         raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from None
@@ -243,7 +243,7 @@ def generate(
         else:
             add_bos = tok.add_bos_token if bos is None else bos
             if FAULTS.active("generate_bos_flag_ignored"):  # the defect: --bos/--no-bos accepted, never applied
-                add_bos = tok.add_bos_token
+                add_bos = tok.add_bos_token  # pragma: no mutate
             ids_list = [tok.encode(p, add_bos=add_bos) for p in prompt]
         out = _guarded(
             lambda: run_generate(

@@ -128,7 +128,7 @@ def write_shards(data: TokenData, out_dir: str | os.PathLike[str], shard_tokens:
         names = []
         end = max(stream.numel(), 1)
         if FAULTS.active("shards_last_partial_dropped"):
-            end = max(stream.numel() - shard_tokens + 1, 1)
+            end = max(stream.numel() - shard_tokens + 1, 1)  # pragma: no mutate
         for i, start in enumerate(range(0, end, shard_tokens)):
             name = f"{split}-{i:05d}.safetensors"
             chunk = stream[start : start + shard_tokens].to(torch.int32).contiguous()
@@ -272,7 +272,7 @@ def read_examples(path: str | os.PathLike[str], *, chats: bool = True) -> list[I
     out: list[InstructionPair | ChatExample] = []
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     if FAULTS.active("examples_line_numbers_skip_blanks"):  # the defect: errors count rows, not lines
-        lines = [line for line in lines if line.strip()]
+        lines = [line for line in lines if line.strip()]  # pragma: no mutate
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -330,7 +330,7 @@ def chat_tokens(messages: Sequence[Mapping[str, str]], tokenizer: EngineTokenize
         if full[: len(before)] != before or full[: len(upto)] != upto or len(upto) <= len(before):
             raise ValueError("the chat template does not render this conversation turn by turn")
         if FAULTS.active("chat_loss_on_prompt"):  # the defect: the prompt's tokens are learned too
-            labels[: len(upto)] = full[: len(upto)]
+            labels[: len(upto)] = full[: len(upto)]  # pragma: no mutate
         else:
             labels[len(before) : len(upto)] = full[len(before) : len(upto)]
     return full, labels

@@ -190,7 +190,7 @@ def _probe_nvml(index: int) -> tuple[bool, str | None, int | None, int | None, b
         pynvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
         if FAULTS.active("nvml_missing_raises"):
-            raise  # the planted defect: the init failure escapes the probe
+            raise  # the planted defect: the init failure escapes the probe  # pragma: no mutate
         return False, None, None, None, None, f"NVML unavailable: {exc}"
     try:
         if pynvml.nvmlDeviceGetCount() <= index:

@@ -60,7 +60,7 @@ def prepare_teacher(
     if quantize:
         quantize_model(teacher, nf4, device)
         if FAULTS.active("teacher_dequantized"):
-            dequantize_model(teacher)  # the defect: a full-precision copy replaces the NF4 weights
+            dequantize_model(teacher)  # the defect: a full-precision copy replaces the NF4 weights  # pragma: no mutate
     return freeze_teacher(teacher)
 
 
@@ -124,7 +124,7 @@ class DistillTask:
 
     def teacher_logits(self, ids: torch.Tensor) -> torch.Tensor:
         if FAULTS.active("teacher_grads_on"):
-            return self.teacher(ids).logits  # the defect: graph kept through the teacher
+            return self.teacher(ids).logits  # the defect: graph kept through the teacher  # pragma: no mutate
         with torch.no_grad():
             return self.teacher(ids).logits
 

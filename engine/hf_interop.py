@@ -98,7 +98,7 @@ def _rope_theta(hf: Mapping[str, Any]) -> float:
         if isinstance(block, dict) and block.get("rope_type", block.get("type", "default")) != "default":
             raise ExportError(f"rope scaling {block!r} is not supported by the engine (plain RoPE only)")
     if FAULTS.active("hf_import_rope_theta_dropped"):  # the defect: the checkpoint's theta never read
-        return 10000.0
+        return 10000.0  # pragma: no mutate
     if isinstance(params, dict) and "rope_theta" in params:
         return float(params["rope_theta"])
     return float(hf.get("rope_theta", 10000.0))
@@ -137,7 +137,7 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
         raise ExportError("Llama attention_bias/mlp_bias (bias on o_proj or the MLP) is not supported by the engine")
     sliding = bool(hf.get("use_sliding_window"))
     if FAULTS.active("hf_import_sliding_window_accepted"):  # the defect: imported as full attention
-        sliding = False
+        sliding = False  # pragma: no mutate
     if model_type == "qwen2" and sliding:
         raise ExportError("Qwen2 sliding-window attention is not supported by the engine")
     head_dim = hf.get("head_dim")
@@ -163,7 +163,7 @@ def _eos_list(value: Any, where: str) -> tuple[int, ...] | None:
     if not value or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise ExportError(f"{where}: eos_token_id must be a token id or a non-empty list of them, got {value!r}")
     if FAULTS.active("hf_import_eos_list_dropped"):  # the defect: only a single id is understood
-        return None
+        return None  # pragma: no mutate
     return tuple(value)
 
 
@@ -185,7 +185,7 @@ def hf_state_dict(model: DecoderLM, dtype: torch.dtype | None = None) -> dict[st
     if model.config.tie_word_embeddings:
         state.pop(TIED_HEAD, None)
     if FAULTS.active("hf_export_transposed_qk"):
-        _scramble_qk(state)
+        _scramble_qk(state)  # pragma: no mutate
     return {k: (v.to(dtype) if dtype is not None else v).contiguous() for k, v in state.items()}
 
 
@@ -335,7 +335,7 @@ def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
     """Whether ``tokenizer.json``'s post-processor puts ``bos`` before a single sequence."""
     post = _read_json(tokenizer_json).get("post_processor")
     if FAULTS.active("hf_import_post_processor_bos_missed"):  # the defect: only tokenizer_config is read
-        post = None
+        post = None  # pragma: no mutate
     processors = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
     for proc in processors:
         if isinstance(proc, dict) and proc.get("type") == "TemplateProcessing":

@@ -88,13 +88,13 @@ def _finish_wrap(model: PeftModel) -> PeftModel:
         if "lora_" in name and p.is_floating_point() and p.dtype != torch.float32:
             p.data = p.data.float()
     if FAULTS.active("lora_b_frozen"):
-        for name, p in model.named_parameters():
-            if ".lora_B." in name:
-                p.requires_grad_(False)
+        for name, p in model.named_parameters():  # pragma: no mutate
+            if ".lora_B." in name:  # pragma: no mutate
+                p.requires_grad_(False)  # pragma: no mutate
     if FAULTS.active("base_left_trainable"):
-        for p in model.parameters():
-            if p.is_floating_point():
-                p.requires_grad_(True)
+        for p in model.parameters():  # pragma: no mutate
+            if p.is_floating_point():  # pragma: no mutate
+                p.requires_grad_(True)  # pragma: no mutate
     return model
 
 
@@ -117,10 +117,10 @@ def prepare_qlora(
     if FAULTS.active("lora_before_nf4"):
         # The defect: the quantizer runs over an already wrapped model, so it also turns the
         # LoRA matrices into frozen NF4 and PEFT never chose its 4-bit layer.
-        wrapped = peft_module().get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
-        inner: Any = wrapped.base_model
-        quantize_model(inner.model, nf4, device)
-        return _finish_wrap(wrapped)
+        wrapped = peft_module().get_peft_model(model, s.peft_config(), adapter_name=adapter_name)  # pragma: no mutate
+        inner: Any = wrapped.base_model  # pragma: no mutate
+        quantize_model(inner.model, nf4, device)  # pragma: no mutate
+        return _finish_wrap(wrapped)  # pragma: no mutate
     quantize_model(model, nf4, device)
     return apply_lora(model, s, adapter_name)
 
@@ -162,10 +162,10 @@ def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: s
         )
         model.peft_config[adapter_name].save_pretrained(str(tmp))
         if FAULTS.active("adapter_config_alpha_dropped"):  # the defect: readers fall back to PEFT's alpha 8
-            cfg_file = tmp / ADAPTER_CONFIG
-            cfg_file.write_text(
-                json.dumps({k: v for k, v in json.loads(cfg_file.read_text()).items() if k != "lora_alpha"})
-            )
+            cfg_file = tmp / ADAPTER_CONFIG  # pragma: no mutate
+            doc = json.loads(cfg_file.read_text())  # pragma: no mutate
+            doc.pop("lora_alpha", None)  # pragma: no mutate
+            cfg_file.write_text(json.dumps(doc))  # pragma: no mutate
     return final
 
 
@@ -239,7 +239,7 @@ def merge_adapter(model: PeftModel, adapter_name: str = "default", *, dequantize
             if adapter_name in lora_layer.lora_A:
                 delta = lora_layer.get_delta_weight(adapter_name).float()
                 if FAULTS.active("adapter_merge_unscaled"):  # the fault folds in B·A without alpha / r
-                    delta = delta / lora_layer.scaling[adapter_name]
+                    delta = delta / lora_layer.scaling[adapter_name]  # pragma: no mutate
                 weight = weight + delta
             lin = nn.Linear(inner.in_features, inner.out_features, bias=inner.bias is not None, device="meta")
             lin.weight = nn.Parameter(weight.detach().clone(), requires_grad=False)

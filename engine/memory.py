@@ -175,7 +175,7 @@ def estimate(
     lora_bytes = n_lora * 4
     moments = ADAMW_STATES
     if FAULTS.active("memory_estimate_one_adam_moment"):
-        moments = 1
+        moments = 1  # pragma: no mutate
     storage = "nf4" if method == "qlora" else base
     return MemoryEstimate(
         label or f"{method} on {storage} base",
@@ -227,7 +227,7 @@ def seven_b_report(r: int = 16) -> dict[str, Any]:
 def format_bytes(n: float) -> str:
     step = 1024
     if FAULTS.active("memory_table_decimal_units"):  # the defect: kB-style steps under KiB-style names
-        step = 1000
+        step = 1000  # pragma: no mutate
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < step or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"

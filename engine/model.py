@@ -447,7 +447,7 @@ class DecoderLM(nn.Module):
             causal = torch.ones(s, past + s, dtype=torch.bool, device=device).tril(diagonal=past)
             keep = causal[None, None] & full.bool()[:, None, None, :]
             if FAULTS.active("padding_attended"):  # the fault lets real tokens see the padding
-                keep = causal[None, None].expand(b, 1, s, past + s)
+                keep = causal[None, None].expand(b, 1, s, past + s)  # pragma: no mutate
             # A fully padded query row would be all -inf; let it see itself to keep softmax finite.
             diag = torch.zeros(s, past + s, dtype=torch.bool, device=device)
             diag[:, past:] = torch.eye(s, dtype=torch.bool, device=device)

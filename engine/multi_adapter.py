@@ -131,7 +131,7 @@ def build_multi_adapter_model(
             torch.manual_seed(seed + i)
         model.add_adapter(job.name, job.settings.peft_config())
         if FAULTS.active("adapter_shared_state"):
-            _share_with_first(model, first.name, job.name)
+            _share_with_first(model, first.name, job.name)  # pragma: no mutate
     for n, p in model.named_parameters():
         if ".lora_" in n and p.is_floating_point():
             p.data = p.data.float()

@@ -198,7 +198,7 @@ def _finite(loaded: LoadedCheckpoint) -> Gate:
         logits = _logits(loaded, loaded.tokenizer.encode_prompt(prompt))
         non_finite = ~torch.isfinite(logits)
         if FAULTS.active("qa_finite_counts_nan_only"):
-            non_finite = torch.isnan(logits)
+            non_finite = torch.isnan(logits)  # pragma: no mutate
         bad += int(non_finite.sum())
     return Gate("finite_logits", "fail" if bad else "pass", float(bad), 0.0, f"{len(SAMPLE_PROMPTS)} prompts")
 
@@ -303,7 +303,7 @@ def perplexity(loaded: LoadedCheckpoint, text: str) -> tuple[float, int]:
     total, count = 0.0, 0
     stride = window - 1  # consecutive windows share one token, so every next token is scored once
     if FAULTS.active("qa_perplexity_window_skips_a_token"):
-        stride = window
+        stride = window  # pragma: no mutate
     for start in range(0, len(ids) - 1, stride):
         chunk = ids[start : start + window]
         if len(chunk) < 2:

@@ -129,7 +129,7 @@ def quantize_model(model: M, config: NF4Config | None = None, device: torch.devi
                 continue
             replacements.append((parent, name, child))
     if FAULTS.active("nf4_skipped"):
-        replacements = []  # the defect: nothing is swapped, yet the model is still flagged 4-bit below
+        replacements = []  # pragma: no mutate -- the defect: nothing swapped, the model still flagged 4-bit
     for parent, name, child in replacements:
         setattr(parent, name, to_nf4_linear(child, cfg, target))
     if kept:

@@ -220,7 +220,7 @@ def finetune(
     if method == "full":
         model.requires_grad_(True)
         if FAULTS.active("full_finetune_embeddings_frozen"):
-            loaded.model.model.embed_tokens.requires_grad_(False)
+            loaded.model.model.embed_tokens.requires_grad_(False)  # pragma: no mutate
     elif method == "lora":
         model = apply_lora(model, lora or LoraSettings())
     else:
