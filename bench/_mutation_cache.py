@@ -268,29 +268,12 @@ def harvest(mutants: Path, chunk: Chunk) -> list[Record]:
                 continue
             function = function_of(name)
             killers = sorted(f for f, v in log.get(name, {}).items() if v in KILLING_VERDICTS)
+            record = Record(name, module, function, hashes.get(function, ""), status, killers)
             if status in KILLED and killers and all(suite.of(k) for k in killers):
-                record = Record(
-                    name,
-                    module,
-                    function,
-                    hashes.get(function, ""),
-                    status,
-                    killers,
-                    {k: suite.of(k) or "" for k in killers},
-                )
+                record = replace(record, killer_digests={k: suite.of(k) or "" for k in killers})
             else:
-                key = module.removesuffix(".py").replace("/", ".") + "." + function
-                reached = suite.reached_by(reach.get(key, ())) if suite.by_node and reach else None
-                record = Record(
-                    name,
-                    module,
-                    function,
-                    hashes.get(function, ""),
-                    status,
-                    killers,
-                    suite_digest=None if reached is not None else suite.suite,
-                    reached_by=reached,
-                )
+                reached = suite.reached_by(reach.get(record.key, ())) if suite.by_node and reach else None
+                record = replace(record, suite_digest=None if reached is not None else suite.suite, reached_by=reached)
             found.append(record)
     return found
 
