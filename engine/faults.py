@@ -69,6 +69,7 @@ FAULTS.register("generate_bos_flag_ignored", "generate accepts --bos/--no-bos bu
 FAULTS.register("tokenizer_specials_appended", "the special tokens are added after BPE training, not at ids 0-2")
 FAULTS.register("tokenizer_cache_key_ignores_size", "the tokenizer cache keys an entry by its corpus alone")
 FAULTS.register("package_gguf_first_of_many", "import package:NAME takes the first of several GGUF files")
+FAULTS.register("resume_param_names_unchecked", "resuming loads optimizer state by position, whatever it trained")
 FAULTS.register("memory_table_decimal_units", "the memory table divides by 1000 but prints KiB, MiB and GiB")
 FAULTS.register("bricks_kv_cache_keys_only", "a decode brick plans memory for the keys' half of the KV cache only")
 FAULTS.register("generate_args_unchecked", "generate decodes malformed requests instead of refusing them")

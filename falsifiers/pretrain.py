@@ -504,3 +504,54 @@ def lr_schedule(
         "config_refusals_named": named,
         "config_boundary_accepted": boundary,
     }
+
+
+# (the parameters a checkpoint's optimizer trained, those of the run resuming it)
+PARAMETER_SETS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("a", "b", "c", "d", "e"), ("a", "b", "x")),  # three dropped, one new
+    (("a", "b"), ("b", "a")),  # the same names in another order: state would land on the wrong tensors
+    (("m.1", "m.2", "m.3", "m.4", "m.5"), ("n.1", "n.2", "n.3", "n.4")),  # more than three each side
+)
+
+
+@checker(observes=["mismatches", "refused_by_name", "same_set_resumed"], ids=["FALSIFY-PINIT-013"])
+def resume_refuses_other_parameters() -> dict[str, Any]:
+    """The optimizer state of one parameter list, loaded into a run training another (other names,
+    or the same in another order): a ResumeError that names up to three sorted names only the
+    checkpoint has and only the run has; the same list resumes with every state tensor equal."""
+    import torch
+    from torch import nn
+
+    from engine.train.state import ResumeError, state_from_files, state_to_files
+
+    def optimizer(names: tuple[str, ...]) -> tuple[torch.optim.Optimizer, Any]:
+        params = [nn.Parameter(torch.full((2,), float(i + 1))) for i in range(len(names))]
+        opt = torch.optim.AdamW(params, lr=0.1)
+        sum((p**2).sum() for p in params).backward()
+        opt.step()
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+
+    out = {"mismatches": len(PARAMETER_SETS), "refused_by_name": 0, "same_set_resumed": 0}
+    for saved, running in PARAMETER_SETS:
+        tensors, meta = state_to_files(*optimizer(saved), list(saved))
+        opt, sched = optimizer(running)
+        theirs, ours = sorted(set(saved) - set(running))[:3], sorted(set(running) - set(saved))[:3]
+        message = (
+            f"the checkpoint trained a different parameter set: only in checkpoint {theirs}, only in this run {ours}"
+        )
+        try:
+            state_from_files(opt, sched, list(running), tensors, meta, torch.device("cpu"))
+        except ResumeError as exc:
+            out["refused_by_name"] += str(exc) == message
+        except Exception:  # torch's own size check: a refusal that names nothing
+            pass
+    names = PARAMETER_SETS[0][0]
+    source, source_sched = optimizer(names)
+    tensors, meta = state_to_files(source, source_sched, list(names))
+    target, target_sched = optimizer(names)
+    for p in target.param_groups[0]["params"]:
+        target.state[p]["exp_avg"].zero_()
+    state_from_files(target, target_sched, list(names), tensors, meta, torch.device("cpu"))
+    pairs = zip(source.state_dict()["state"].values(), target.state_dict()["state"].values(), strict=True)
+    out["same_set_resumed"] = int(all(torch.equal(a[k], b[k]) for a, b in pairs for k in a))
+    return out
