@@ -527,7 +527,7 @@ def resume_refuses_other_parameters() -> dict[str, Any]:
     def optimizer(names: tuple[str, ...]) -> tuple[torch.optim.Optimizer, Any]:
         params = [nn.Parameter(torch.full((2,), float(i + 1))) for i in range(len(names))]
         opt = torch.optim.AdamW(params, lr=0.1)
-        sum((p**2).sum() for p in params).backward()
+        torch.stack([(p**2).sum() for p in params]).sum().backward()
         opt.step()
         return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
 
