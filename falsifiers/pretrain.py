@@ -384,6 +384,8 @@ def divergence_stops_cleanly(
         "loss_steps_differing",
         "checkpoints_record_data",
         "val_logged_at_end",
+        "tied_resumed_from_step",
+        "tied_differing",
     ],
     ids=["FALSIFY-PINIT-009"],
 )
@@ -403,17 +405,34 @@ def resume_equals_uninterrupted(
 
     half = steps // 2
     cfg = TrainConfig(steps=steps, batch_size=4, seq_len=32, lr=1e-3, warmup_steps=1, save_every=half, seed=seed)
+
+    def interrupted(config: ModelConfig, name: str) -> tuple[Path, TrainResult, TrainResult]:
+        whole_dir, resumed_dir = fresh_dir(tmp_path, f"whole-{name}-"), fresh_dir(tmp_path, f"resumed-{name}-")
+        whole = pretrain(whole_dir, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu")
+        halfway = f"step-{half:06d}"
+        shutil.copytree(whole_dir / halfway, resumed_dir / halfway)
+        (resumed_dir / LATEST_NAME).write_text(json.dumps({"folder": halfway}))
+        resumed = pretrain(
+            resumed_dir, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu", resume=True
+        )
+        if whole.checkpoint is None or resumed.checkpoint is None:
+            raise RuntimeError("a run finished without a final checkpoint")
+        return whole_dir, whole, resumed
+
     config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)
-    whole_dir, resumed_dir = fresh_dir(tmp_path, "whole-"), fresh_dir(tmp_path, "resumed-")
-    whole = pretrain(whole_dir, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu")
-    halfway = f"step-{half:06d}"
-    shutil.copytree(whole_dir / halfway, resumed_dir / halfway)
-    (resumed_dir / LATEST_NAME).write_text(json.dumps({"folder": halfway}))
-    resumed = pretrain(
-        resumed_dir, cfg, config=config, tokenizer=engine_tokenizer, data=pretrain_data, device="cpu", resume=True
+    whole_dir, whole, resumed = interrupted(config, "llama")
+    # a tied head is one tensor under two names: the resumed run must tie it again
+    tied_config = preset("tiny", vocab_size=engine_tokenizer.vocab_size, architecture="qwen2", attention_bias=True,
+                         tie_word_embeddings=True)  # fmt: skip
+    _, tied_whole, tied_resumed = interrupted(tied_config, "qwen2")
+    assert tied_whole.checkpoint is not None and tied_resumed.checkpoint is not None
+    tied_a = load_checkpoint(tied_whole.checkpoint / "model.safetensors").model
+    tied_b = load_checkpoint(tied_resumed.checkpoint / "model.safetensors").model
+    tied_differing = sum(
+        not torch.equal(x, y) for x, y in zip(tied_a.state_dict().values(), tied_b.state_dict().values(), strict=True)
     )
-    if whole.checkpoint is None or resumed.checkpoint is None:
-        raise RuntimeError("a run finished without a final checkpoint")
+    tied_differing += sum(x != y for x, y in zip(tied_whole.losses[half:], tied_resumed.losses, strict=False))
+    assert whole.checkpoint is not None and resumed.checkpoint is not None
     first = load_checkpoint(whole.checkpoint / "model.safetensors")
     second = load_checkpoint(resumed.checkpoint / "model.safetensors")
     a, b = first.model.state_dict(), second.model.state_dict()
@@ -429,6 +448,8 @@ def resume_equals_uninterrupted(
         + abs(len(tail) - len(resumed.losses)),
         "checkpoints_record_data": recorded,
         "val_logged_at_end": val_logged,
+        "tied_resumed_from_step": tied_resumed.start_step,
+        "tied_differing": tied_differing,
     }
 
 
