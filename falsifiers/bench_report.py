@@ -46,15 +46,29 @@ def bench_config(cfg: ModelConfig) -> ModelConfig:
     return cfg.replace(intermediate_size=-(-cfg.intermediate_size // 64) * 64)
 
 
+def layer_linears(cfg: ModelConfig) -> list[tuple[int, int]]:
+    """(in, out) of each linear of one decoder layer: q, k, v, o, gate, up, down."""
+    h, hd = cfg.hidden_size, cfg.hidden_size // cfg.num_attention_heads
+    q, kv, inter = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd, cfg.intermediate_size
+    return [(h, q), (h, kv), (h, kv), (q, h), (h, inter), (h, inter), (inter, h)]
+
+
+def attention_biases(cfg: ModelConfig) -> int:
+    """Qwen2's q/k/v biases per layer (none for llama)."""
+    hd = cfg.hidden_size // cfg.num_attention_heads
+    return (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * hd if cfg.attention_bias else 0
+
+
+def embedding_parameters(cfg: ModelConfig) -> int:
+    """The token embedding, and the head unless it is tied to it."""
+    return cfg.vocab_size * cfg.hidden_size * (1 if cfg.tie_word_embeddings else 2)
+
+
 def parameter_count(cfg: ModelConfig) -> int:
     """A llama/qwen2 decoder's parameters, from its shape: embeddings, per layer q/k/v/o (qwen2: q/k/v
     biases), gate/up/down and two norms, the final norm, and an untied head."""
-    h, hd = cfg.hidden_size, cfg.hidden_size // cfg.num_attention_heads
-    q, kv = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd
-    attention = h * q + 2 * h * kv + q * h + ((q + 2 * kv) if cfg.attention_bias else 0)
-    layer = attention + 3 * h * cfg.intermediate_size + 2 * h
-    head = 0 if cfg.tie_word_embeddings else cfg.vocab_size * h
-    return cfg.vocab_size * h + cfg.num_hidden_layers * layer + h + head
+    layer = sum(i * o for i, o in layer_linears(cfg)) + attention_biases(cfg) + 2 * cfg.hidden_size
+    return embedding_parameters(cfg) + cfg.num_hidden_layers * layer + cfg.hidden_size
 
 
 def lora_count(cfg: ModelConfig, r: int) -> int:
@@ -95,13 +109,14 @@ def _close(a: Any, b: float, rel: float = 1e-9) -> bool:
     return isinstance(a, int | float) and math.isclose(float(a), b, rel_tol=rel, abs_tol=1e-15)
 
 
+def table_cells(line: str) -> list[str]:
+    """One row of a plain-text table the engine prints: its cells, split on runs of two or more spaces."""
+    return re.split(r"\s{2,}", line.strip())
+
+
 def _rows(stdout: str) -> dict[str, list[str]]:
-    """The table's rows by brick name, split on its runs of two or more spaces."""
-    return {
-        cells[0]: cells
-        for line in stdout.splitlines()
-        if (cells := re.split(r"\s{2,}", line.strip())) and cells[0] in BRICKS
-    }
+    """The table's rows by brick name."""
+    return {cells[0]: cells for line in stdout.splitlines() if (cells := table_cells(line)) and cells[0] in BRICKS}
 
 
 @checker(

@@ -12,19 +12,27 @@ Biases and the layers left out are the same in both setups and are not counted.
 
 from __future__ import annotations
 
-import re
 import warnings
 from typing import Any
 
 import torch
 from torch import nn
 
+from engine.config import ModelConfig
 from engine.config import preset as engine_preset
 from engine.lora import LoraSettings, prepare_qlora
 from engine.memory import Method, linear_shapes, nf4_bytes, tensor_footprint
 from engine.model import build_model
 from engine.quant import NF4_BLOCKSIZE, NF4AlignmentWarning, NF4Config, is_nf4_linear, quantize_model
 from engine.train import TrainConfig, make_optimizer, trainable_named_parameters
+from falsifiers.bench_report import (
+    attention_biases,
+    embedding_parameters,
+    layer_linears,
+    lora_count,
+    parameter_count,
+    table_cells,
+)
 from falsifiers.training import unique_bytes
 from pv.checkers import checker
 
@@ -231,20 +239,15 @@ def _nf4_bytes(numel: int, double_quant: bool) -> int:
     return -(-numel // 2) + blocks + -(-blocks // 256) * 4 + 256 * 4 + 4 + 16 * 4
 
 
-def planned_rows(cfg: dict[str, Any], rank: int, double_quant: bool) -> tuple[int, int, list[dict[str, Any]]]:
+def planned_rows(cfg: ModelConfig, rank: int, double_quant: bool) -> tuple[int, int, list[dict[str, Any]]]:
     """(base parameters, LoRA parameters on q_proj and v_proj, the two rows the engine's
     compare_lora_qlora gives): fp16-base LoRA, and QLoRA with every linear but the head in NF4,
     q/k/v biases in fp32, embeddings, norms and the head in fp16; fp32 LoRA with AdamW."""
-    h, layers, inter, vocab = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"], cfg["vocab_size"]
-    head_dim = h // cfg["num_attention_heads"]
-    q, kv = cfg["num_attention_heads"] * head_dim, cfg["num_key_value_heads"] * head_dim
-    linears = [(h, q), (h, kv), (h, kv), (q, h), (h, inter), (h, inter), (inter, h)]  # q k v o gate up down
-    biases = q + 2 * kv if cfg.get("attention_bias") else 0
-    embeddings = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
-    base_params = embeddings + layers * (sum(i * o for i, o in linears) + biases + 2 * h) + h
-    lora = layers * rank * ((h + q) + (h + kv))
-    fp16_rest = (embeddings + layers * 2 * h + h) * 2
-    qlora_base = layers * (sum(_nf4_bytes(i * o, double_quant) for i, o in linears) + biases * 4) + fp16_rest
+    base_params, lora = parameter_count(cfg), lora_count(cfg, rank)
+    h, layers = cfg.hidden_size, cfg.num_hidden_layers
+    fp16_rest = (embedding_parameters(cfg) + layers * 2 * h + h) * 2
+    nf4 = sum(_nf4_bytes(i * o, double_quant) for i, o in layer_linears(cfg))
+    qlora_base = layers * (nf4 + attention_biases(cfg) * 4) + fp16_rest
     rows = [
         ("LoRA, fp16 base", "lora", "fp16", base_params * 2),
         ("QLoRA, NF4 base" + (" + DQ" if double_quant else ""), "qlora", "nf4", qlora_base),
@@ -272,9 +275,6 @@ def planned_rows(cfg: dict[str, Any], rank: int, double_quant: bool) -> tuple[in
 def _table_rows_matching(text: str, rows: list[dict[str, Any]], measured: dict[str, int]) -> int:
     """Rows of ``memory_table``'s text that print ``rows`` as written out here; -1 for a wrong header."""
 
-    def split(line: str) -> list[str]:
-        return [c.strip() for c in re.split(r"\s{2,}", line.strip())]
-
     lines = text.splitlines()
     matching = 0
     for line, row in zip(lines[2:], rows, strict=False):
@@ -284,9 +284,9 @@ def _table_rows_matching(text: str, rows: list[dict[str, Any]], measured: dict[s
             human_bytes(row["gradient_bytes"]), human_bytes(row["optimizer_bytes"]), human_bytes(row["total_bytes"]),
             human_bytes(measured[row["label"]]) if row["label"] in measured else "-",
         ]  # fmt: skip
-        matching += split(line) == cells
+        matching += table_cells(line) == cells
     header = ["setup", "base weights", "trainable", "grads", "AdamW state", "total", "measured"]
-    return matching - (not lines or split(lines[0]) != header) - (len(lines) != len(rows) + 2)
+    return matching - (not lines or table_cells(lines[0]) != header) - (len(lines) != len(rows) + 2)
 
 
 @checker(
@@ -301,12 +301,11 @@ def seven_b_plan(rank: int = 16, measured_bytes: int = 123_456_789_012, small_ra
     written out here: on Qwen2.5-7B's published shape (too big to build, so everything is counted
     from the shape) with double quantization, and on the tiny preset without it (small enough
     for the table's KiB and byte units)."""
-    from engine.config import preset
     from engine.lora import LoraSettings
     from engine.memory import MemoryEstimate, compare_lora_qlora, memory_table, seven_b_report
 
     shape_mismatches = sum(getattr(engine_preset("qwen2.5-7b"), k) != v for k, v in QWEN25_7B.items())
-    base_params, lora, rows = planned_rows(QWEN25_7B, rank, double_quant=True)
+    base_params, lora, rows = planned_rows(ModelConfig(architecture="qwen2", **QWEN25_7B), rank, double_quant=True)
     report = seven_b_report(r=rank)
     counts = {
         "preset": "qwen2.5-7b", "rank": rank, "targets": ["q_proj", "v_proj"],
@@ -314,9 +313,8 @@ def seven_b_plan(rank: int = 16, measured_bytes: int = 123_456_789_012, small_ra
         "lora_params_real": lora, "base_params": base_params,
     }  # fmt: skip
     count_mismatches = sum(report.get(k) != v for k, v in counts.items())
-    tiny = preset("tiny")
-    tiny_shape = {k: getattr(tiny, k) for k in QWEN25_7B}
-    _, _, tiny_rows = planned_rows(tiny_shape, small_rank, double_quant=False)
+    tiny = engine_preset("tiny")
+    _, _, tiny_rows = planned_rows(tiny, small_rank, double_quant=False)
     tiny_got = [r.to_dict() for r in compare_lora_qlora(tiny, LoraSettings(r=small_rank), double_quant=False)]
     rows_compared = row_mismatches = 0
     for got_rows, want_rows in ((report.get("rows", []), rows), (tiny_got, tiny_rows)):
