@@ -101,12 +101,12 @@ def refresh_stats(suite: cache.SuiteDigests) -> dict[str, set[str]]:
     if stale or not (MUTANTS / cache.STATS).is_file():
         print(f"collecting which functions {len(stale)} new or changed falsifiers reach", flush=True)
         cache.drop_stats(MUTANTS, stale)
-        subprocess.run([sys.executable, "-c", STATS_CHILD], cwd=ROOT, env=single_threaded(), check=True)
+        subprocess.run([sys.executable, "-c", STATS_CHILD], cwd=ROOT, env=mutmut_env(), check=True)
         cache.mark_stats_current(MUTANTS, suite)
     return cache.read_reach(MUTANTS)
 
 
-def single_threaded() -> dict[str, str]:
+def mutmut_env() -> dict[str, str]:
     """mutmut's environment.  One thread per run: torch's thread pool does not survive mutmut's
     fork server, and two single-threaded runs use the two cores better than one two-threaded run.
     Child processes a falsifier starts report the engine functions they call during the stats run
@@ -150,7 +150,7 @@ def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.
     cache.Chunk(names, suite).save(CHUNK)
     if LOG.exists():  # a crash under this chunk must not inherit an older run's verdicts
         LOG.replace(LOG.with_suffix(".previous.jsonl"))
-    env = single_threaded()
+    env = mutmut_env()
     # Its own process group, with Ctrl-C restored (a shell starts background jobs with SIGINT
     # ignored, and the child would inherit that): stopping it reaches its workers too.
     proc = subprocess.Popen(
@@ -207,6 +207,13 @@ def main() -> int:
     generate()
     generated = cache.current_function_digests(MUTANTS)
     suite = cache.SuiteDigests.measure(MUTANTS)
+    if args.report:
+        # runs nothing: the stats as last collected judge what is current, and the file is left as
+        # it is (stats stale for a changed falsifier must not drop a line for good)
+        stale = cache.stale_stats(MUTANTS, suite)
+        if stale:
+            print(f"{len(stale)} falsifiers changed since mutmut's stats: the next chunk re-judges them")
+        return report(generated, current(records, generated, suite, cache.read_reach(MUTANTS)), args.module)
     reach = refresh_stats(suite)
     records = current(records, generated, suite, reach)
     cache.write(RESULTS, records)
@@ -217,7 +224,7 @@ def main() -> int:
         for name, (module, _) in sorted(generated.items())
         if name not in records and (not args.module or module in args.module)
     ]
-    if args.report or not todo:
+    if not todo:
         return report(generated, records, args.module)
     print(f"{len(todo)} mutants without a current verdict; running for up to {args.minutes:g} minutes")
     start = time.perf_counter()
