@@ -98,6 +98,27 @@ def test_scripted_clock_gives_exact_figures() -> None:
     assert (r.reps, r.calls_per_rep, r.cv) == (4, n, pytest.approx(0.0, abs=1e-9))
 
 
+def test_repetitions_short_of_the_target_are_timed_again_with_more_calls() -> None:
+    # 1 ms a call through the warm-up and calibration (2 + 1 + 10 calls), 0.7 ms from then on: 25
+    # calls last 17.5 ms < 20 ms, so the repetitions are timed again with 36 calls (25.2 ms).
+    clock = StepClock()
+    cost = lambda: clock.call(0.001 if clock.calls < 13 else 0.0007)  # noqa: E731
+    timing = time_call(cost, warmup=2, reps=3, device=CPU, min_rep_s=0.02, clock=clock)
+    assert timing.calls_per_rep == math.ceil(CALIBRATION_MARGIN * 0.02 * 25 / 0.0175)
+    assert min(timing.rep_s) >= 0.02 and timing.per_call_s == pytest.approx([0.0007] * 3)
+    assert timing.calibration_calls == 11 + 3 * 25
+    assert clock.calls == 2 + timing.calibration_calls + 3 * timing.calls_per_rep
+
+
+def test_retiming_stops_after_its_rounds() -> None:
+    # every call half as long as the one before: no batch size keeps up, and the figures say so
+    clock = StepClock()
+    costs = iter(0.001 * 0.5 ** (i / 50) for i in range(1_000_000))
+    timing = time_call(lambda: clock.call(next(costs)), warmup=0, reps=2, device=CPU, min_rep_s=0.02, clock=clock)
+    assert min(timing.rep_s) < 0.02
+    assert clock.calls == timing.calibration_calls + 2 * timing.calls_per_rep
+
+
 def test_calibrate_keeps_one_call_when_a_call_outlasts_the_target() -> None:
     clock = StepClock()
     assert calibrate(lambda: clock.call(0.05), 0.02, device=CPU, clock=clock) == (1, 1)
