@@ -64,6 +64,14 @@ def prepare_teacher(
     return freeze_teacher(teacher)
 
 
+def check_loss_settings(temperature: float, alpha: float) -> None:
+    """Refuse a temperature that is not > 0 or an alpha outside [0, 1] (ValueError naming it)."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+
+
 def distillation_loss(
     student_logits: torch.Tensor,
     teacher_logits: torch.Tensor,
@@ -72,10 +80,7 @@ def distillation_loss(
     alpha: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, kl, ce) over the positions whose next-token label is not ignored."""
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    check_loss_settings(temperature, alpha)
     if student_logits.size(-1) != teacher_logits.size(-1):
         raise DistillationRefused(
             f"teacher vocabulary {teacher_logits.size(-1)} != student vocabulary {student_logits.size(-1)}"
@@ -167,14 +172,17 @@ def student_of_shape(shape: Any, teacher: Any) -> Any:
     """A student config of ``shape``'s layers and widths with ``teacher``'s vocabulary, special ids
     and context length: the student is saved with the teacher's tokenizer and learns its
     distribution over the same tokens, so only the shape is the student's own."""
-    return shape.replace(
-        vocab_size=teacher.vocab_size,
-        bos_token_id=teacher.bos_token_id,
-        eos_token_id=teacher.eos_token_id,
-        pad_token_id=teacher.pad_token_id,
-        max_position_embeddings=teacher.max_position_embeddings,
-        rope_theta=teacher.rope_theta,
-    )
+    carried = {
+        "vocab_size": teacher.vocab_size,
+        "bos_token_id": teacher.bos_token_id,
+        "eos_token_id": teacher.eos_token_id,
+        "pad_token_id": teacher.pad_token_id,
+        "max_position_embeddings": teacher.max_position_embeddings,
+        "rope_theta": teacher.rope_theta,
+    }
+    if FAULTS.active("distill_student_keeps_preset_context"):  # the defect: the preset's context and RoPE base
+        del carried["max_position_embeddings"], carried["rope_theta"]  # pragma: no mutate
+    return shape.replace(**carried)
 
 
 def check_pair(teacher: nn.Module, student: nn.Module, *, allow_same: bool) -> None:
@@ -217,6 +225,9 @@ def distill(
     from engine.device import nf4_device, resolve_device
     from engine.model import build_model
 
+    # Before anything is loaded or written: the loss would refuse them only at the first step,
+    # after the run folder and its log exist.
+    check_loss_settings(temperature, alpha)
     dev = resolve_device(device)
     if quantize_teacher:  # teacher and student share one device: the CPU where bitsandbytes has no kernels
         dev = nf4_device(dev)

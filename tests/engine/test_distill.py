@@ -110,3 +110,13 @@ def test_identical_weights_are_refused_unless_allowed(tmp_path: Path, teacher_pa
     assert allowed.step0_loss == pytest.approx(0.0, abs=1e-5)  # KL of a model against itself
     with pytest.raises(DistillationRefused, match="vocab_size"):
         distill(teacher_path, tmp_path / "c", CFG, student_config=STUDENT.replace(vocab_size=600), data=data)
+
+
+@pytest.mark.parametrize(("temperature", "alpha", "named"), [(0.0, 0.5, "temperature"), (2.0, 1.5, "alpha")])
+def test_bad_loss_settings_are_refused_before_anything_is_written(
+    tmp_path: Path, teacher_path: Path, data: TokenData, temperature: float, alpha: float, named: str
+) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match=named):
+        distill(teacher_path, out, CFG, student_config=preset("tiny"), temperature=temperature, alpha=alpha, data=data)
+    assert not out.exists()
