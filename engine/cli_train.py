@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from engine.app import app
 from engine.config import ALL_PROJECTIONS, PRESETS, preset
 from engine.errors import EngineError, NonFiniteLossError
+from engine.faults import FAULTS
 from engine.recipes import apply_recipe, recipe_manifest
 
 if TYPE_CHECKING:
@@ -330,7 +331,9 @@ def _finetune_adapters(
         raise _fail(f"unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
     pairs = []
     for spec in specs:
-        data_path, sep, out_path = spec.rpartition(":")
+        data_path, sep, out_path = spec.rpartition(":")  # OUT is a folder name: DATA may hold a colon
+        if FAULTS.active("adapters_spec_split_at_first_colon"):
+            data_path, sep, out_path = spec.partition(":")  # the defect  # pragma: no mutate
         if not sep or not data_path or not out_path:
             raise _fail(f"--adapters {spec!r}: expected DATA:OUT (an instruction JSONL and a folder)")
         pairs.append((Path(data_path), Path(out_path)))

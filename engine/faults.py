@@ -109,4 +109,8 @@ FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate report
 FAULTS.register("qa_finite_counts_nan_only", "the finite-logits gate counts NaN but not infinite logits")
 FAULTS.register("memory_estimate_one_adam_moment", "the memory formula counts one AdamW moment per parameter, not two")
 FAULTS.register("shards_last_partial_dropped", "token shards leave out a stream's last, partial shard")
+FAULTS.register("adapters_spec_split_at_first_colon", "finetune --adapters splits DATA:OUT at the first colon")
+FAULTS.register(
+    "distill_student_keeps_preset_context", "a distill student keeps its preset's context length and RoPE base"
+)
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")
