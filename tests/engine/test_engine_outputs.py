@@ -104,7 +104,8 @@ def test_the_public_names_skip_private_and_nested_definitions(tmp_path: Path) ->
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A tiny pretrain, a LoRA fine-tune, both exports, an import, a merge and qa's files."""
+    """A tiny pretrain, a LoRA fine-tune, a QLoRA --adapters run, a distillation, both exports, an
+    import, a merge and qa's files."""
     import importlib
 
     from engine.__main__ import COMMAND_MODULES
@@ -125,6 +126,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
            "--seq-len", "16", "--eval-every", "2")  # fmt: skip
     engine("finetune", str(base), str(root / "lora"), "--method", "lora", "--steps", "1", "--batch-size", "2",
            "--seq-len", "32")  # fmt: skip
+    from engine.data import InstructionPair, write_jsonl
+
+    pairs = write_jsonl([InstructionPair(f"prompt {i}", f"response {i}", "test") for i in range(8)], root / "p.jsonl")
+    engine("finetune", str(base), "--adapters", f"{pairs}:{root / 'adapters' / 'chat'}", "--method", "qlora",
+           "--steps", "1", "--batch-size", "2", "--seq-len", "32")  # fmt: skip
+    engine("distill", str(base), str(root / "distill"), "--student-preset", "tiny", "--steps", "1",
+           "--batch-size", "2", "--seq-len", "16")  # fmt: skip
     engine("export", str(base), "-f", "hf", "-o", str(root / "hf"))
     engine("export", str(base), "-f", "gguf", "-o", str(root / "m.gguf"))
     engine("import", str(root / "m.gguf"), str(root / "imported.safetensors"))
@@ -148,13 +156,13 @@ def header(path: Path) -> dict[str, str]:
 def written_fields(run: Path) -> dict[str, set[str]]:
     """artifact -> the fields this run's files hold, named as docs/engine-outputs.yaml names them."""
     checkpoints = [run / "pretrain" / "step-000002" / "model.safetensors", run / "merged.safetensors"]
-    checkpoints.append(run / "imported.safetensors")
+    checkpoints += [run / "imported.safetensors", run / "distill" / "step-000001" / "model.safetensors"]
     fields: dict[str, set[str]] = {k: set() for k in INVENTORY["files"]}
     for path in checkpoints:
         meta = header(path)
         fields["checkpoint"] |= set(meta) | {"tensors", "mode"}
         fields["checkpoint_manifest"] |= set(json.loads(meta["manifest"]))
-    for folder in (run / "pretrain", run / "lora"):
+    for folder in (run / "pretrain", run / "lora", run / "adapters" / "chat", run / "distill"):
         fields["run_folder"] |= {p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()}
         fields["run_latest"] |= set(json.loads((folder / "latest.json").read_text()))
         for line in (folder / "log.jsonl").read_text().splitlines():
@@ -165,6 +173,8 @@ def written_fields(run: Path) -> dict[str, set[str]]:
     fields["run_folder"] = {re.sub(r"step-\d+/", "step-NNNNNN/", f) for f in fields["run_folder"]}
     step = run / "lora" / "step-000001"
     fields["adapter_manifest"] = set(json.loads((step / "manifest.json").read_text()))
+    several = run / "adapters" / "chat" / "step-000001"
+    fields["adapter_manifest"] |= set(json.loads((several / "manifest.json").read_text()))
     fields["adapter_config"] = set(json.loads((step / "adapter" / "adapter_config.json").read_text()))
     fields["adapter_weights"] = set(header(step / "adapter" / "adapter_model.safetensors")) | {"tensors", "mode"}
     hf = run / "hf"
