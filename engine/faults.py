@@ -113,4 +113,7 @@ FAULTS.register("adapters_spec_split_at_first_colon", "finetune --adapters split
 FAULTS.register(
     "distill_student_keeps_preset_context", "a distill student keeps its preset's context length and RoPE base"
 )
+FAULTS.register(
+    "finetune_resume_adapter_not_loaded", "a resumed LoRA fine-tune keeps its fresh adapter instead of the checkpoint's"
+)
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

@@ -359,3 +359,47 @@ def distill_from_the_command_line(
     for args, names in requests:
         out["refused_cleanly"] += refused_cleanly(run("distill", *args, "--steps", 1), names, (bad,))
     return out | {"exit_code": 0}
+
+
+RESUME_OBSERVED = ("methods", "resumed", "tensors_compared", "tensors_differing", "summary_mismatches")
+
+
+@checker(observes=RESUME_OBSERVED, ids=["FALSIFY-TCLI-003"])
+def finetune_resumes_where_it_stopped(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, steps: int
+) -> dict[str, Any]:
+    """``finetune BASE OUT --data PAIRS`` with full weights and with LoRA on a tied base, each run
+    straight through and run again stopped after its step-2 checkpoint then ``--resume``d: the
+    final weights are the same bit for bit, and the resumed summary says it started at step 2,
+    ran the remaining steps and ended on the same loss."""
+    run = cli_runner()
+    root = fresh_dir(tmp_path, "tcli-resume-")
+    model = tiny_model_factory(0, tie_word_embeddings=True, bos_token_id=0, eos_token_id=1, pad_token_id=2)
+    base = save_checkpoint(root / "base.safetensors", model, engine_tokenizer, make_manifest(step=0))
+    pairs = _pairs(root / "pairs.jsonl", [(f"Count to {i}.", " ".join(map(str, range(i)))) for i in range(2, 18)])
+    out: dict[str, Any] = dict.fromkeys(RESUME_OBSERVED, 0)
+    last = f"step-{steps:06d}"
+    for method, weights in (("full", "model.safetensors"), ("lora", "adapter/adapter_model.safetensors")):
+        settings = ["--method", method, "--data", pairs, "--steps", steps, "--save-every", 2, "--eval-every", 0]
+        settings += ["--batch-size", 2, "--seq-len", 32, "--lr", 0.01, "--warmup", 1, "--seed", 5]
+        straight, stopped = root / f"{method}-straight", root / f"{method}-resumed"
+        first = run("finetune", base, straight, *settings)
+        out["methods"] += 1
+        if first.exit_code != 0:
+            out["summary_mismatches"] += 1
+            continue
+        shutil.copytree(straight, stopped, ignore=shutil.ignore_patterns(last, "log.jsonl"))
+        (stopped / "latest.json").write_text(json.dumps({"folder": "step-000002", "step": 2}), encoding="utf-8")
+        again = run("finetune", base, stopped, *settings, "--resume")
+        if again.exit_code != 0:
+            continue
+        out["resumed"] += 1
+        mine, theirs = _tensors(stopped / last / weights), _tensors(straight / last / weights)
+        out["tensors_compared"] += len(theirs)
+        out["tensors_differing"] += sum(k not in mine or not torch.equal(mine[k], t) for k, t in theirs.items())
+        out["tensors_differing"] += len(set(mine) - set(theirs))
+        a, b = _summary(first.stdout), _summary(again.stdout)
+        want = {"start_step": 2, "steps_run": steps - 2, "step0_loss": None, "final_loss": a.get("final_loss")}
+        want |= {"checkpoint": str(stopped / last), "method": method}
+        out["summary_mismatches"] += sum(b.get(k, "<missing>") != v for k, v in want.items())
+    return out

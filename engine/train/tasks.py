@@ -173,6 +173,8 @@ class FinetuneTask:
             self.model.load_state_dict({k: v.to(self.device) for k, v in state.items()})
         else:
             weights = load_file(str(folder / "adapter" / ADAPTER_WEIGHTS), device=str(self.device))
+            if FAULTS.active("finetune_resume_adapter_not_loaded"):
+                return  # the defect: the fresh adapter trains on  # pragma: no mutate
             set_peft_model_state_dict(self.model, weights)
 
 
