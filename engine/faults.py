@@ -116,4 +116,7 @@ FAULTS.register(
 FAULTS.register(
     "finetune_resume_adapter_not_loaded", "a resumed LoRA fine-tune keeps its fresh adapter instead of the checkpoint's"
 )
+FAULTS.register(
+    "qa_throughput_counts_requested_tokens", "the throughput gate credits the tokens asked for, not those decoded"
+)
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

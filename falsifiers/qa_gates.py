@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -229,3 +231,135 @@ def failures_reported(pretrained_init: Path, tmp_path: Path) -> dict[str, Any]:
     out["pad_mismatch_status"] = g.status
     out["pad_mismatch_named"] = int("pad_token_id" in g.detail)
     return out
+
+
+# What the throughput gate's detail says: produced tokens x repeats, the interval, CPU over wall.
+THROUGHPUT_DETAIL = re.compile(
+    r"(\d+) tokens x (\d+), median of rates; (\S+)\.\.(\S+) tok/s within the noise \(CPU/wall (\d+\.\d\d)\)"
+)
+# A tokenizer that folds case and splits accents: the texts it changes no longer round-trip.
+LOSSY_NORMALIZER = {"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}]}
+
+
+def _throughput_mismatches(gate: Any, bound: float | None, produced: int, repeats: int) -> int:
+    """Fields of a throughput gate that are not what its bound, interval and decode say."""
+    low, high = gate.interval if gate.interval else (math.nan, math.nan)
+    judged = "pass" if bound is not None and low >= bound else "fail" if bound is not None and high < bound else ""
+    status = "skipped" if bound is None else judged or "inconclusive"
+    found = THROUGHPUT_DETAIL.match(gate.detail)
+    suffix = "; no bound given" if bound is None else ""
+    want_detail = found is not None and (
+        (int(found[1]), int(found[2]), found[3], found[4]) == (produced, repeats, f"{low:.4g}", f"{high:.4g}")
+        and gate.detail == found[0] + suffix
+    )
+    return (gate.status != status) + (gate.bound != bound) + (not 0 < low <= gate.value <= high) + (not want_detail)
+
+
+@checker(
+    observes=[
+        "throughput_runs",
+        "produced_expected",
+        "tokens_requested",
+        "throughput_mismatches",
+        "throughput_statuses",
+        "roundtrip_failing_expected",
+        "roundtrip_mismatches",
+        "cli_exit",
+        "report_mismatches",
+    ],
+    ids=["FALSIFY-QAG-004"],
+)
+def gates_report_their_figures(
+    tmp_path: Path, engine_tokenizer: Any, tiny_model_factory: Any, tokens: int = 16, stop_step: int = 5
+) -> dict[str, Any]:
+    """The throughput gate with no bound, a bound any machine meets and one none does, on a
+    checkpoint whose EOS ids include the token greedy decoding (written out here) gives at
+    ``stop_step``: status, bound, value inside its interval, and a detail naming the tokens the
+    decode really produced, the repeats and the interval; the round-trip gate on the tokenizer and
+    on a copy that folds case and splits accents: status, count and the texts named, each against
+    the ``tokenizers`` library's own decode(encode(text)); then ``qa --json --min-tok-s`` on the
+    lossy copy: the report names the file and hashlib's sha256 of it, fails, lists the six gates in
+    order with exactly their six fields, the round-trip and throughput gates as above."""
+    import hashlib
+
+    from tokenizers import Tokenizer
+
+    from engine.checkpoint import make_manifest
+    from engine.qa import ROUNDTRIP_TEXTS, THROUGHPUT_REPEATS
+    from engine.tokenizer import EngineTokenizer
+    from falsifiers._cli import cli_runner
+    from falsifiers.export import realistic_model
+    from falsifiers.files import _greedy
+
+    base = fresh_dir(tmp_path, "gate-figures-")
+    model = realistic_model(tiny_model_factory, 0, "llama").eval()
+    backend = Tokenizer.from_str(engine_tokenizer.hf_json())
+    prompt = ([engine_tokenizer.bos_id] if engine_tokenizer.add_bos_token else []) + backend.encode(
+        "def ", add_special_tokens=False
+    ).ids
+    first = _greedy(model, prompt, tokens, set())
+    eos = {engine_tokenizer.eos_id, first[stop_step - 1]}
+    model.config = model.config.replace(eos_token_id=(engine_tokenizer.eos_id, first[stop_step - 1]))
+    produced = len(_greedy(model, prompt, tokens, eos))
+    path = save_checkpoint(base / "stops.safetensors", model, engine_tokenizer, make_manifest(step=0))
+    out: dict[str, Any] = {"produced_expected": produced, "tokens_requested": tokens, "throughput_runs": 0}
+    out |= {"throughput_mismatches": 0, "throughput_statuses": ""}
+    for bound in (None, 1e-6, 1e12):
+        options = QAOptions(gates=("throughput",), min_tokens_per_s=bound, throughput_tokens=tokens)
+        gate = run_qa(path, options).gate("throughput")
+        out["throughput_runs"] += 1
+        out["throughput_statuses"] += ("," if out["throughput_statuses"] else "") + gate.status
+        out["throughput_mismatches"] += _throughput_mismatches(gate, bound, produced, THROUGHPUT_REPEATS)
+
+    doc = json.loads(engine_tokenizer.to_json())
+    doc["tokenizer"]["normalizer"] = LOSSY_NORMALIZER
+    lossy = EngineTokenizer.from_json(json.dumps(doc))
+    out["roundtrip_mismatches"] = 0
+    for label, tok in (("plain", engine_tokenizer), ("lossy", lossy)):
+        reference = Tokenizer.from_str(json.dumps(doc["tokenizer"]) if label == "lossy" else tok.hf_json())
+        bad = [t for t in ROUNDTRIP_TEXTS if reference.decode(reference.encode(t, add_special_tokens=False).ids) != t]
+        if label == "lossy":
+            out["roundtrip_failing_expected"] = len(bad)
+        ckpt = save_checkpoint(base / f"{label}.safetensors", model, tok, make_manifest(step=0))
+        gate = run_qa(ckpt, QAOptions(gates=("tokenizer_roundtrip",))).gate("tokenizer_roundtrip")
+        detail = f"{len(ROUNDTRIP_TEXTS) - len(bad)}/{len(ROUNDTRIP_TEXTS)} texts round-trip"
+        detail += f"; not: {'; '.join(repr(t[:30]) for t in bad)}" if bad else ""
+        want = ("fail" if bad else "pass", float(len(bad)), 0.0, detail)
+        if label == "lossy":
+            lossy_path, lossy_gate = ckpt, want
+        out["roundtrip_mismatches"] += sum(
+            a != b for a, b in zip((gate.status, gate.value, gate.bound, gate.detail), want, strict=True)
+        )
+
+    # The same through the command a user runs: the whole report, as JSON.
+    result = cli_runner()("qa", lossy_path, "--json", "--min-tok-s", 1e-6)
+    out["cli_exit"] = result.exit_code
+    try:
+        report = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return out | {"report_mismatches": 1}
+    sha = hashlib.sha256(lossy_path.read_bytes()).hexdigest()
+    gates = report.get("gates", [])
+    fields = {"name", "status", "value", "bound", "detail", "interval"}
+    mismatches: int = (report.get("checkpoint"), report.get("sha256"), report.get("passed")) != (
+        str(lossy_path),
+        sha,
+        False,
+    )
+    mismatches += set(report) != {"checkpoint", "sha256", "passed", "gates"}
+    mismatches += [g.get("name") for g in gates] != list(GATES)
+    mismatches += sum(set(g) != fields for g in gates)
+    by_name = {g.get("name"): g for g in gates}
+    roundtrip = by_name.get("tokenizer_roundtrip", {})
+    mismatches += (
+        roundtrip.get("status"),
+        roundtrip.get("value"),
+        roundtrip.get("bound"),
+        roundtrip.get("detail"),
+    ) != lossy_gate
+    throughput = by_name.get("throughput", {})
+    interval = tuple(throughput.get("interval") or ()) or None
+    produced_32 = len(_greedy(model, prompt, 32, eos))  # the command decodes qa's default 32 tokens
+    reported = SimpleNamespace(**{**throughput, "interval": interval})
+    mismatches += _throughput_mismatches(reported, 1e-6, produced_32, THROUGHPUT_REPEATS) if throughput else 1
+    return out | {"report_mismatches": mismatches}
