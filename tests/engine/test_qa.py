@@ -189,6 +189,26 @@ def test_half_precision_checkpoints_pass_golden_and_a_drifting_cache_still_fails
         assert run_qa(path, QAOptions(gates=("golden",))).gate("golden").status == "fail"
 
 
+def test_logits_after_the_decodes_part_are_not_drift(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.qa as qa
+
+    real = qa._decode
+
+    def parted(loaded, prompt, n, use_cache=True):  # type: ignore[no-untyped-def]
+        ids, scores = real(loaded, prompt, n, use_cache)
+        if use_cache:  # the cached run took the runner-up at a dead heat at step 3, then read other tokens
+            ids = list(ids)
+            ids[3] = int(scores[3].topk(2).indices[1])
+            scores = scores.clone()
+            scores[4:] += 100.0
+        return ids, scores
+
+    monkeypatch.setattr(qa, "_decode", parted)
+    monkeypatch.setattr(qa, "_margin", lambda logits: 0.0)
+    gate = run_qa(ckpt, QAOptions(gates=("golden",))).gate("golden")
+    assert gate.status == "pass" and "near tie at step 3" in gate.detail, gate.detail
+
+
 def test_tokens_may_part_only_at_a_near_tie(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.qa as qa
 
