@@ -36,6 +36,7 @@ import torch.distributed as dist
 from torch import nn
 
 from engine.errors import EngineError
+from engine.faults import FAULTS
 
 ENV_KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
@@ -174,6 +175,8 @@ class DistContext:
         if total_tokens <= 0:
             raise DistributedError("no rank has a token to learn from in this batch")
         scaled = loss * (tokens * self.world_size / total_tokens)
+        if FAULTS.active("ddp_loss_unweighted"):
+            scaled = loss  # the defect: DDP then averages the ranks' means  # pragma: no mutate
         return scaled, float(stats[0].item()) / total_tokens, total_tokens
 
 

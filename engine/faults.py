@@ -119,4 +119,7 @@ FAULTS.register(
 FAULTS.register(
     "qa_throughput_counts_requested_tokens", "the throughput gate credits the tokens asked for, not those decoded"
 )
+FAULTS.register(
+    "ddp_loss_unweighted", "data-parallel training averages the ranks' mean losses, whatever tokens each holds"
+)
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")
