@@ -29,13 +29,13 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
 
 from engine.atomic import atomic_file
 from engine.config import ARCHITECTURE_KEYS, BOOL_KEYS, FLOAT_KEYS, INT_KEYS, SPECIAL_ID_KEYS, ModelConfig
 from engine.errors import CheckpointError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM, build_model
+from engine.safetensors_io import save_tensors
 from engine.tokenizer import EngineTokenizer
 
 FORMAT = "pv-engine-checkpoint"
@@ -153,7 +153,7 @@ def save_checkpoint(
 
 
 def _write_tensors(tensors: dict[str, torch.Tensor], path: Path, meta: dict[str, str]) -> None:
-    save_file(tensors, str(path), metadata=meta)
+    save_tensors(tensors, str(path), metadata=meta)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from engine.atomic import write_atomic
 from engine.corpus import CorpusFile, as_corpus_files, default_corpus_files, read_corpus
 from engine.faults import FAULTS
+from engine.safetensors_io import save_tensors
 from engine.tokenizer import EngineTokenizer
 
 SHARD_FORMAT = "pv-engine-token-shards"
@@ -132,7 +133,7 @@ def write_shards(data: TokenData, out_dir: str | os.PathLike[str], shard_tokens:
         for i, start in enumerate(range(0, end, shard_tokens)):
             name = f"{split}-{i:05d}.safetensors"
             chunk = stream[start : start + shard_tokens].to(torch.int32).contiguous()
-            save_file({"tokens": chunk}, str(out / name), metadata={"format": SHARD_FORMAT, "split": split})
+            save_tensors({"tokens": chunk}, str(out / name), metadata={"format": SHARD_FORMAT, "split": split})
             names.append(name)
         files[split] = names
     manifest = {

@@ -21,7 +21,6 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
 
 from engine.atomic import atomic_file, write_atomic
 from engine.checkpoint import (
@@ -39,6 +38,7 @@ from engine.config import ModelConfig
 from engine.errors import ExportError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM
+from engine.safetensors_io import save_tensors
 from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
 
 HF_FILES = (
@@ -265,7 +265,7 @@ def export_hf(
     tensors = hf_state_dict(model, dtype)
     weight_dtype = next(iter(tensors.values())).dtype
     with atomic_file(out / "model.safetensors") as tmp:
-        save_file(tensors, str(tmp), metadata={"format": "pt"})
+        save_tensors(tensors, str(tmp), metadata={"format": "pt"})
     bos = None if _bos_is_stand_in(tokenizer) else tokenizer.bos_token
     special = {"bos_token": bos, "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token}
     generation = {

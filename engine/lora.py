@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from engine.atomic import atomic_dir
@@ -30,6 +30,7 @@ from engine.config import DEFAULT_TARGETS as DEFAULT_TARGETS
 from engine.config import MLP_PROJECTIONS as MLP_PROJECTIONS
 from engine.faults import FAULTS
 from engine.quant import NF4Config, dequantize_model, dequantize_weight, import_bnb, is_nf4_linear, quantize_model
+from engine.safetensors_io import save_tensors
 
 if TYPE_CHECKING:
     from peft import LoraConfig, PeftModel
@@ -155,7 +156,7 @@ def save_adapter(model: PeftModel, path: str | os.PathLike[str], adapter_name: s
     final = Path(path)
     with atomic_dir(final) as tmp:
         state = peft_module().get_peft_model_state_dict(model, adapter_name=adapter_name)
-        save_file(
+        save_tensors(
             {k: v.detach().contiguous().cpu() for k, v in state.items()},
             str(tmp / ADAPTER_WEIGHTS),
             metadata={"format": "pt", "adapter_name": adapter_name},

@@ -21,13 +21,13 @@ from typing import Any, Literal
 
 import torch
 from peft import PeftModel
-from safetensors.torch import save_file
 from torch import nn
 
 from engine.atomic import atomic_dir
 from engine.faults import FAULTS
 from engine.lora import LoraSettings, apply_lora, prepare_qlora, save_adapter
 from engine.quant import NF4Config
+from engine.safetensors_io import save_tensors
 from engine.train import (
     LATEST_NAME,
     LOG_NAME,
@@ -154,7 +154,7 @@ def _save(model: PeftModel, state: AdapterState, cfg: TrainConfig) -> Path:
     with atomic_dir(final) as tmp:
         save_adapter(model, tmp / "adapter", state.job.name)
         tensors, meta = state_to_files(state.optimizer, state.scheduler, state.names)
-        save_file(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
+        save_tensors(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
         meta.update(
             {
                 "step": state.step,

@@ -52,14 +52,19 @@ def stream_digest(train: torch.Tensor, val: torch.Tensor) -> str:
         "manifest_mismatches",
         "round_trip_equal",
         "tampered_refused",
+        "rewrite_identical",
+        "refusals_naming",
     ],
     ids=["FALSIFY-DATA-001"],
 )
 def shards_round_trip(tmp_path: Path, shard_tokens: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Write 4,321 train and 777 val tokens (vocab 50,000: beyond int16) as shards of
     ``shard_tokens``; read every shard with safe_open and the manifest with json, compare every
-    field with the streams and the digest computed here, load them back, and change one token of
-    one shard: loading must then refuse."""
+    field with the streams and the digest computed here (the manifest's bytes: indented, sorted
+    JSON), load them back with their digest, write them again over the same folder (the same
+    bytes), and change one token of one shard: loading must then refuse.  A folder with no
+    manifest and one whose manifest names another format are refused naming the folder and what
+    it found."""
     from safetensors import safe_open
     from safetensors.torch import save_file
 
@@ -70,8 +75,10 @@ def shards_round_trip(tmp_path: Path, shard_tokens: int = 1000, seed: int = 0) -
     train = torch.randint(0, vocab, (4321,), generator=gen)
     val = torch.randint(0, vocab, (777,), generator=gen)
     data = TokenData(train, val, vocab, stream_digest(train, val))
-    folder = write_shards(data, fresh_dir(tmp_path, "shards-") / "out", shard_tokens=shard_tokens)
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    # two folder levels that do not exist yet: the writer makes both
+    folder = write_shards(data, fresh_dir(tmp_path, "shards-") / "corpus" / "out", shard_tokens=shard_tokens)
+    raw = (folder / "manifest.json").read_text(encoding="utf-8")
+    manifest = json.loads(raw)
     out: dict[str, Any] = {"shards": 0, "shard_mismatches": 0}
     expected_files: dict[str, list[str]] = {}
     for split, stream in (("train", train), ("val", val)):
@@ -98,15 +105,25 @@ def shards_round_trip(tmp_path: Path, shard_tokens: int = 1000, seed: int = 0) -
         "files": expected_files,
     }
     out["manifest_mismatches"] = sum(manifest.get(k) != v for k, v in want.items()) + len(set(manifest) - set(want))
+    out["manifest_mismatches"] += raw != json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     extra = {p.name for p in folder.iterdir()} - {"manifest.json", *expected_files["train"], *expected_files["val"]}
     out["manifest_mismatches"] += len(extra)
     try:
         back = load_shards(folder)
         out["round_trip_equal"] = int(
-            torch.equal(back.train, train) and torch.equal(back.val, val) and back.vocab_size == vocab
+            torch.equal(back.train, train)
+            and torch.equal(back.val, val)
+            and back.vocab_size == vocab
+            and back.digest == stream_digest(train, val)
         )
     except ValueError:  # the untouched shards refused: they are not what was written
         out["round_trip_equal"] = 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    try:
+        write_shards(data, folder, shard_tokens=shard_tokens)
+        out["rewrite_identical"] = int({p.name: p.read_bytes() for p in folder.iterdir()} == before)
+    except OSError:
+        out["rewrite_identical"] = 0
     target = folder / expected_files["train"][0]
     with safe_open(str(target), "pt") as f:
         tokens, meta = f.get_tensor("tokens").clone(), f.metadata()
@@ -117,6 +134,14 @@ def shards_round_trip(tmp_path: Path, shard_tokens: int = 1000, seed: int = 0) -
         out["tampered_refused"] = 0
     except ValueError as exc:
         out["tampered_refused"] = int("digest" in str(exc))
+    empty, other = fresh_dir(tmp_path, "no-manifest-"), fresh_dir(tmp_path, "other-format-")
+    (other / "manifest.json").write_text(json.dumps({**manifest, "format": "pv-other-shards"}), encoding="utf-8")
+    out["refusals_naming"] = 0
+    for bad, named in ((empty, "manifest.json"), (other, "'pv-other-shards'")):
+        try:
+            load_shards(bad)
+        except ValueError as exc:
+            out["refusals_naming"] += str(bad) in str(exc) and named in str(exc)
     return out
 
 
@@ -200,13 +225,15 @@ def examples_read_as_written(tmp_path: Path) -> dict[str, Any]:
 
     work = fresh_dir(tmp_path, "examples-")
     pairs = [InstructionPair(*p) for p in PAIRS]
-    path = write_jsonl(pairs, work / "sub" / "pairs.jsonl")
+    path = write_jsonl(pairs, work / "sub" / "dir" / "pairs.jsonl")  # two folders that do not exist yet
     expected_text = "".join(
         json.dumps({"prompt": p, "response": r, "source": s}, sort_keys=True, ensure_ascii=False) + "\n"
         for p, r, s in PAIRS
     )
     out: dict[str, Any] = {"rows_written": len(path.read_text(encoding="utf-8").splitlines())}
     out["file_mismatches"] = int(path.read_bytes() != expected_text.encode("utf-8"))
+    again = write_jsonl(pairs[:1], path.with_name("again.jsonl"))  # into the folder now there
+    out["file_mismatches"] += again.read_bytes() != expected_text.splitlines(keepends=True)[0].encode("utf-8")
     mismatches = sum(
         (got.prompt, got.response, got.source) != want for got, want in zip(read_jsonl(path), PAIRS, strict=False)
     ) + abs(len(read_jsonl(path)) - len(PAIRS))

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from engine import distributed
 from engine.atomic import atomic_dir
 from engine.errors import NonFiniteLossError
 from engine.faults import FAULTS
+from engine.safetensors_io import save_tensors
 from engine.train.state import (
     LATEST_NAME,
     LOG_NAME,
@@ -301,7 +302,7 @@ def save_training_checkpoint(
         info = {**dict(manifest or {}), "step": step, "seed": cfg.seed, "train_config": cfg.to_dict()}
         task.save(tmp, info)
         tensors, meta = state_to_files(optimizer, scheduler, names)
-        save_file(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
+        save_tensors(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
         meta.update(
             {
                 "step": step,
