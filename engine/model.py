@@ -108,11 +108,6 @@ class RotaryEmbedding(nn.Module):
         return self.cos, self.sin_folded
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
 @dataclass
 class KVCache:
     """Per-layer key/value tensors [batch, kv_heads, seq, head_dim] and the positions seen so far."""

@@ -19,9 +19,16 @@ from engine.gguf_export import (
     read_gguf,
     unpermute_qk,
 )
-from engine.model import rope_cos_sin, rotate_half
+from engine.model import rope_cos_sin
 from engine.tokenizer import EngineTokenizer
 from tests.engine.core_helpers import qwen2_tiny_config, tiny_config, tiny_model, tiny_tokenizer
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """The Hugging Face convention's RoPE helper, (x1, x2) -> (-x2, x1): the reference the engine's
+    folded-sine roll is compared with."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
 
 
 @pytest.fixture(scope="module")
