@@ -100,17 +100,16 @@ def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
     tensors, _ = read_header(path)
     dtypes = sorted({t.dtype for t in tensors.values()})
     tok = loaded.tokenizer
+    parameters = loaded.model.num_parameters()
+    if FAULTS.active("inspect_counts_tied_head_twice"):  # the defect: a tied head counted again
+        every = loaded.model.named_parameters(remove_duplicate=False)  # pragma: no mutate
+        parameters = sum(p.numel() for _, p in every)  # pragma: no mutate
     return {
         "path": str(path),
         "file_bytes": path.stat().st_size,
         "architecture": {k: v for k, v in cfg.to_dict().items()},
         "head_dim": cfg.head_dim,
-        "parameters": loaded.model.num_parameters(),
-        **(
-            {"parameters": sum(p.numel() for _, p in loaded.model.named_parameters(remove_duplicate=False))}
-            if FAULTS.active("inspect_counts_tied_head_twice")
-            else {}
-        ),
+        "parameters": parameters,
         "tensors": len(tensors),
         "dtype": dtypes[0] if len(dtypes) == 1 else dtypes,
         "tokenizer": {
