@@ -352,3 +352,45 @@ def seven_b_plan(rank: int = 16, measured_bytes: int = 123_456_789_012, small_ra
         "row_mismatches": row_mismatches,
         "table_rows_matching": matching,
     }
+
+
+# What a training step of each method keeps beside the weights, in parameter bytes of the model:
+# full fine-tuning a gradient and two AdamW moments per parameter; LoRA and QLoRA next to nothing.
+MEASURE_METHODS: tuple[tuple[Method, float], ...] = (("full", 3.0), ("lora", 0.0), ("qlora", 0.0))
+
+
+@checker(
+    observes=[
+        "methods",
+        "param_bytes",
+        "full_model_ratio",
+        "full_training_ratio",
+        "lora_model_ratio",
+        "lora_training_ratio",
+        "qlora_model_ratio",
+        "qlora_training_ratio",
+        "inconsistent_readings",
+    ],
+    ids=["FALSIFY-QMEM-006"],
+)
+def measured_training_memory(preset: str = "small", rank: int = 8) -> dict[str, Any]:
+    """engine.memory.measure_method in a fresh interpreter for a full, a LoRA and a QLoRA
+    fine-tune of ``preset`` (fp32 base): what it reports beside the parameter bytes written out
+    here (every distinct parameter of the shape built on meta, 4 bytes each).  Each reading must
+    also be consistent in itself: 2 steps, the CPU, and a peak above the growths it adds up."""
+    from engine.memory import measure_method
+
+    config = engine_preset(preset)
+    meta = build_model(config, device="meta")
+    param_bytes = 4 * sum(p.numel() for p in {id(p): p for p in meta.parameters()}.values())
+    out: dict[str, Any] = {"methods": 0, "param_bytes": param_bytes, "inconsistent_readings": 0}
+    for method, _ in MEASURE_METHODS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NF4AlignmentWarning)
+            m = measure_method(config, method, lora=LoraSettings(r=rank), base_dtype=torch.float32, fresh_process=True)
+        out["methods"] += 1
+        out[f"{method}_model_ratio"] = m.model_bytes / param_bytes
+        out[f"{method}_training_ratio"] = m.training_bytes / param_bytes
+        out["inconsistent_readings"] += (m.steps, m.device) != (2, "cpu")
+        out["inconsistent_readings"] += not m.peak_bytes > m.model_bytes + m.training_bytes
+    return out
