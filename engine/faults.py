@@ -123,4 +123,5 @@ FAULTS.register(
     "ddp_loss_unweighted", "data-parallel training averages the ranks' mean losses, whatever tokens each holds"
 )
 FAULTS.register("memory_training_counts_the_model", "measured training memory grows from before the model was built")
+FAULTS.register("chat_turn_check_skipped", "chat data is labelled even where the template does not split it by turn")
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

@@ -153,6 +153,46 @@ def render(messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
     return env.from_string(CHAT_TEMPLATE).render(messages=messages, add_generation_prompt=add_generation_prompt)
 
 
+# Templates no label split can trust: one that numbers the conversation first (each turn changes
+# the tokens before it) and one that drops the assistant's turns and opens none (a reply is empty).
+UNSPLITTABLE_TEMPLATES = {
+    "counting": "{{ messages | length }}\n" + CHAT_TEMPLATE,
+    "silent": "{% for m in messages %}{% if m['role'] != 'assistant' %}<|im_start|>{{ m['role'] }}\n"
+    "{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}",
+}
+
+
+@checker(observes=["requests", "refused_naming"], ids=["FALSIFY-DATA-004"])
+def chat_refuses_what_it_cannot_split(engine_tokenizer: EngineTokenizer) -> dict[str, Any]:
+    """engine.data.chat_tokens on conversations its template cannot split into turns (see
+    UNSPLITTABLE_TEMPLATES) and on one that opens with the assistant: each is a ValueError that
+    says why, never labels guessed at."""
+    from engine.data import chat_tokens
+
+    def with_template(template: str) -> EngineTokenizer:
+        tok = EngineTokenizer.from_json(engine_tokenizer.to_json())
+        tok.chat_template = template
+        return tok
+
+    conversation = [dict(m) for m in CONVERSATIONS[1]]  # user, assistant, user, assistant
+    requests = [
+        (conversation, with_template(UNSPLITTABLE_TEMPLATES["counting"]), "turn by turn"),
+        (conversation, with_template(UNSPLITTABLE_TEMPLATES["silent"]), "turn by turn"),
+        (
+            conversation[1:],
+            with_template(CHAT_TEMPLATE),
+            "start with the assistant",
+        ),
+    ]
+    refused = 0
+    for messages, tok, reason in requests:
+        try:
+            chat_tokens(messages, tok)
+        except ValueError as exc:
+            refused += reason in str(exc)
+    return {"requests": len(requests), "refused_naming": refused}
+
+
 @checker(
     observes=["conversations", "id_mismatches", "learned_turns", "learned_mismatches", "lengths_differing"],
     ids=["FALSIFY-DATA-002"],
