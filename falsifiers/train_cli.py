@@ -98,6 +98,18 @@ def _summary_mismatches(entry: dict[str, Any], folder: Path, steps: int) -> int:
     return sum(entry.get(k, "<missing>") != v for k, v in want.items()) + len(set(entry) - set(want))
 
 
+def _differing(mine: dict[str, torch.Tensor], theirs: dict[str, torch.Tensor]) -> int:
+    """Tensors of ``theirs`` that ``mine`` lacks or holds other values for, and tensors only ``mine`` has."""
+    return sum(k not in mine or not torch.equal(mine[k], t) for k, t in theirs.items()) + len(set(mine) - set(theirs))
+
+
+def _stopped_after_step_2(run: Path, copy: Path, steps: int) -> None:
+    """``copy``: the run folder as a run stopped after its step-2 checkpoint leaves it (no later
+    checkpoint, latest.json at step 2; its log is not needed to resume)."""
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns(f"step-{steps:06d}", "log.jsonl"))
+    (copy / "latest.json").write_text(json.dumps({"folder": "step-000002", "step": 2}), encoding="utf-8")
+
+
 def _pairs(path: Path, rows: list[tuple[str, str]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps({"prompt": p, "response": r}) for p, r in rows]
@@ -211,8 +223,7 @@ def adapters_from_the_command_line(
         mine = _tensors(step / "adapter" / "adapter_model.safetensors")
         theirs = _tensors(ref_root / name / f"step-{steps:06d}" / "adapter" / "adapter_model.safetensors")
         out["tensors_compared"] += len(theirs)
-        out["tensors_differing"] += sum(k not in mine or not torch.equal(mine[k], t) for k, t in theirs.items())
-        out["tensors_differing"] += len(set(mine) - set(theirs))
+        out["tensors_differing"] += _differing(mine, theirs)
         b = [t for k, t in mine.items() if "lora_B" in k]
         out["b_trained"] += bool(b) and all(bool(t.abs().sum() > 0) for t in b)
     out["state_mismatches"] += len(set(digests.values())) != len(digests)
@@ -335,14 +346,13 @@ def distill_from_the_command_line(
 
     # Stopped after the step-2 checkpoint (step 3 never written, latest.json at 2), then resumed.
     resumed = root / "resumed"
-    shutil.copytree(folder, resumed, ignore=shutil.ignore_patterns(f"step-{steps:06d}", "log.jsonl"))
-    (resumed / "latest.json").write_text(json.dumps({"folder": "step-000002", "step": 2}), encoding="utf-8")
+    _stopped_after_step_2(folder, resumed, steps)
     again = run("distill", teacher, resumed, "--student-preset", "tiny", *settings, "--resume")
     if again.exit_code == 0:
         mine = _tensors(resumed / f"step-{steps:06d}" / "model.safetensors")
         theirs = _tensors(student)
         out["resumed_tensors_compared"] = len(theirs)
-        out["resumed_tensors_differing"] = sum(k not in mine or not torch.equal(mine[k], t) for k, t in theirs.items())
+        out["resumed_tensors_differing"] = _differing(mine, theirs)
     else:
         out["resumed_tensors_differing"] = -1
 
@@ -388,16 +398,14 @@ def finetune_resumes_where_it_stopped(
         if first.exit_code != 0:
             out["summary_mismatches"] += 1
             continue
-        shutil.copytree(straight, stopped, ignore=shutil.ignore_patterns(last, "log.jsonl"))
-        (stopped / "latest.json").write_text(json.dumps({"folder": "step-000002", "step": 2}), encoding="utf-8")
+        _stopped_after_step_2(straight, stopped, steps)
         again = run("finetune", base, stopped, *settings, "--resume")
         if again.exit_code != 0:
             continue
         out["resumed"] += 1
         mine, theirs = _tensors(stopped / last / weights), _tensors(straight / last / weights)
         out["tensors_compared"] += len(theirs)
-        out["tensors_differing"] += sum(k not in mine or not torch.equal(mine[k], t) for k, t in theirs.items())
-        out["tensors_differing"] += len(set(mine) - set(theirs))
+        out["tensors_differing"] += _differing(mine, theirs)
         a, b = _summary(first.stdout), _summary(again.stdout)
         want = {"start_step": 2, "steps_run": steps - 2, "step0_loss": None, "final_loss": a.get("final_loss")}
         want |= {"checkpoint": str(stopped / last), "method": method}
