@@ -110,6 +110,34 @@ def _stopped_after_step_2(run: Path, copy: Path, steps: int) -> None:
     (copy / "latest.json").write_text(json.dumps({"folder": "step-000002", "step": 2}), encoding="utf-8")
 
 
+def _inspect_mismatches(run: Any, folder: Path, base: Path, base_sha256: str) -> int:
+    """Fields of ``inspect --json`` on a one-step QLoRA run folder (default LoRA settings, no double
+    quantization) that differ from its step's files read here, plus fields it should not have."""
+    adapter = folder / "step-000001" / "adapter"
+    weights = adapter / "adapter_model.safetensors"
+    tensors = _tensors(weights)
+    want = {
+        "path": str(adapter),
+        "kind": "adapter",
+        "method": "qlora",
+        "base": str(base),
+        "base_weights_sha256": base_sha256,
+        "step": 1,
+        "nf4": {"blocksize": 64, "double_quant": False},
+        "peft_type": "LORA",
+        "r": 8,
+        "lora_alpha": 16.0,
+        "lora_dropout": 0.0,
+        "target_modules": ["q_proj", "v_proj"],
+        "tensors": len(tensors),
+        "parameters": sum(t.numel() for t in tensors.values()),
+        "sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
+    }
+    result = run("inspect", folder, "--json")
+    got = _summary(result.stdout) if result.exit_code == 0 else {}
+    return sum(got.get(k, "<missing>") != v for k, v in want.items()) + len(set(got) - set(want))
+
+
 def _pairs(path: Path, rows: list[tuple[str, str]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps({"prompt": p, "response": r}) for p, r in rows]
@@ -130,6 +158,7 @@ ADAPTERS_OBSERVED = (
     "tensors_differing",
     "b_trained",
     "qlora_manifest_matching",
+    "qlora_inspect_mismatches",
     "refusals",
     "refused_cleanly",
 )
@@ -237,6 +266,9 @@ def adapters_from_the_command_line(
         want_q = manifest_base | {"method": "qlora", "adapter": "sums", "step": 1}
         want_q["nf4"] = {"blocksize": 64, "double_quant": False}
         out["qlora_manifest_matching"] = int(q_manifest == want_q)
+        out["qlora_inspect_mismatches"] = _inspect_mismatches(run, qlora, base, manifest_base["base_weights_sha256"])
+    else:
+        out["qlora_inspect_mismatches"] = -1
 
     bad = root / "bad"
     missing = root / "data:v1" / "missing.jsonl"
