@@ -84,6 +84,8 @@ def to_hf_config(config: ModelConfig, dtype: torch.dtype = torch.float32) -> dic
         "use_cache": True,
         "torch_dtype": _DTYPE_NAMES.get(dtype, "float32"),
     }
+    if FAULTS.active("hf_config_rope_theta_v5_only"):  # the defect: transformers 4.x reads theta 10000
+        del out["rope_theta"]  # pragma: no mutate
     if model_type == "llama":
         out.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
     else:

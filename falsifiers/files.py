@@ -565,3 +565,146 @@ def package_gguf_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_
     finally:
         sys.path.remove(str(site))
     return out
+
+
+# config.json as Hugging Face's own Llama and Qwen2 checkpoints lay it out, for transformers 4.x
+# (rope_theta at the top) and 5.x (rope_parameters) alike; the architecture's own keys follow.
+HF_ARCHITECTURE_KEYS: dict[str, tuple[str, dict[str, Any]]] = {
+    "llama": ("LlamaForCausalLM", {"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1}),
+    "qwen2": ("Qwen2ForCausalLM", {"use_sliding_window": False, "sliding_window": None}),
+}
+HF_DTYPES = {"llama": torch.float32, "qwen2": torch.float16}
+# A Jinja comment with non-ASCII text: it renders nothing, and the JSON files must keep it as UTF-8.
+TEMPLATE_NOTE = "{# ChatML — à la Qwen #}"
+
+
+def _published_config(name: str, config: Any, tok: EngineTokenizer) -> dict[str, Any]:
+    cls, extra = HF_ARCHITECTURE_KEYS[name]
+    if name == "qwen2":
+        extra = {**extra, "max_window_layers": config.num_hidden_layers}
+    return {
+        "architectures": [cls],
+        "model_type": name,
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "intermediate_size": config.intermediate_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "num_key_value_heads": config.num_key_value_heads,
+        "head_dim": config.hidden_size // config.num_attention_heads,
+        "max_position_embeddings": config.max_position_embeddings,
+        "rms_norm_eps": config.rms_norm_eps,
+        "rope_theta": config.rope_theta,
+        "rope_parameters": {"rope_type": "default", "rope_theta": config.rope_theta},
+        "rope_scaling": None,
+        "hidden_act": "silu",
+        "tie_word_embeddings": config.tie_word_embeddings,
+        "bos_token_id": tok.bos_id,
+        "eos_token_id": tok.eos_id,
+        "pad_token_id": tok.pad_id,
+        "initializer_range": 0.02,
+        "use_cache": True,
+        "torch_dtype": str(HF_DTYPES[name]).removeprefix("torch."),
+        **extra,
+    }
+
+
+def _differing(got: dict[str, Any], want: dict[str, Any]) -> int:
+    return sum(got.get(k, "<missing>") != v for k, v in want.items()) + len(set(got) - set(want))
+
+
+def _transformers_rope_theta(config: Any) -> Any:
+    """The RoPE base as transformers exposes it: rope_parameters (5.x) or rope_theta (4.x)."""
+    params = getattr(config, "rope_parameters", None) or {}
+    return params.get("rope_theta", getattr(config, "rope_theta", None))
+
+
+@checker(
+    observes=["folders", "files_compared", "field_mismatches", "not_canonical", "transformers_mismatches"],
+    ids=["FALSIFY-IO-008"],
+)
+def hf_folder_as_published(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
+) -> dict[str, Any]:
+    """export_hf of a realistic llama (fp32) and a tied qwen2 (fp16), a ChatML template with a
+    non-ASCII comment: config.json, generation_config.json, tokenizer_config.json and
+    special_tokens_map.json each hold exactly the fields Hugging Face's own checkpoints lay out,
+    with the model's and tokenizer's values, as indented, sorted UTF-8 JSON; transformers'
+    AutoConfig, GenerationConfig and AutoTokenizer read the same values back."""
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    from engine.hf_interop import export_hf
+
+    tok = _with_template(engine_tokenizer)
+    tok.chat_template = CHAT_TEMPLATE + TEMPLATE_NOTE
+    out = dict.fromkeys(("folders", "files_compared", "field_mismatches", "not_canonical"), 0)
+    out["transformers_mismatches"] = 0
+    for name in VARIANTS:
+        model = realistic_model(tiny_model_factory, 0, name)
+        folder = export_hf(model, tok, fresh_dir(tmp_path, f"hf-{name}-") / "hf", HF_DTYPES[name])
+        out["folders"] += 1
+        c = model.config
+        published = {
+            "config.json": _published_config(name, c, tok),
+            "generation_config.json": {
+                "bos_token_id": tok.bos_id,
+                "eos_token_id": tok.eos_id,
+                "pad_token_id": tok.pad_id,
+                "do_sample": False,
+            },
+            "tokenizer_config.json": {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "bos_token": tok.bos_token,
+                "eos_token": tok.eos_token,
+                "pad_token": tok.pad_token,
+                "add_bos_token": tok.add_bos_token,
+                "add_eos_token": False,
+                "clean_up_tokenization_spaces": False,
+                "model_max_length": c.max_position_embeddings,
+                "chat_template": tok.chat_template,
+            },
+            "special_tokens_map.json": {
+                "bos_token": tok.bos_token,
+                "eos_token": tok.eos_token,
+                "pad_token": tok.pad_token,
+            },
+        }
+        for file, want in published.items():
+            raw = (folder / file).read_text(encoding="utf-8")
+            got = json.loads(raw)
+            out["files_compared"] += 1
+            out["field_mismatches"] += _differing(got, want)
+            out["not_canonical"] += raw != json.dumps(got, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        config = AutoConfig.from_pretrained(folder)
+        semantic = {
+            "model_type": name,
+            "max_position_embeddings": c.max_position_embeddings,
+            "rms_norm_eps": c.rms_norm_eps,
+            "num_key_value_heads": c.num_key_value_heads,
+            "head_dim": c.hidden_size // c.num_attention_heads,
+            "tie_word_embeddings": c.tie_word_embeddings,
+            "bos_token_id": tok.bos_id,
+            "eos_token_id": tok.eos_id,
+            "pad_token_id": tok.pad_id,
+        }
+        out["transformers_mismatches"] += sum(getattr(config, k, "<missing>") != v for k, v in semantic.items())
+        out["transformers_mismatches"] += _transformers_rope_theta(config) != c.rope_theta
+        generation = GenerationConfig.from_pretrained(folder)
+        got_generation = (
+            generation.bos_token_id,
+            generation.eos_token_id,
+            generation.pad_token_id,
+            generation.do_sample,
+        )
+        out["transformers_mismatches"] += got_generation != (tok.bos_id, tok.eos_id, tok.pad_id, False)
+        theirs = AutoTokenizer.from_pretrained(folder)
+        got_tokenizer = (
+            theirs.model_max_length,
+            theirs.chat_template,
+            theirs.bos_token,
+            theirs.eos_token,
+            theirs.pad_token,
+        )
+        want_tokenizer = (c.max_position_embeddings, tok.chat_template, tok.bos_token, tok.eos_token, tok.pad_token)
+        out["transformers_mismatches"] += got_tokenizer != want_tokenizer
+    return out
