@@ -159,6 +159,8 @@ ADAPTERS_OBSERVED = (
     "b_trained",
     "qlora_manifest_matching",
     "qlora_inspect_mismatches",
+    "qlora_tensors_compared",
+    "qlora_tensors_differing",
     "refusals",
     "refused_cleanly",
 )
@@ -179,6 +181,7 @@ def adapters_from_the_command_line(
     from engine.data import read_examples, tokenize_pairs
     from engine.lora import LoraSettings
     from engine.multi_adapter import AdapterJob, train_adapters
+    from engine.quant import NF4Config
     from engine.train import TrainConfig
 
     run = cli_runner()
@@ -257,16 +260,30 @@ def adapters_from_the_command_line(
         out["b_trained"] += bool(b) and all(bool(t.abs().sum() > 0) for t in b)
     out["state_mismatches"] += len(set(digests.values())) != len(digests)
 
-    # QLoRA: one adapter on an NF4 base without double quantization; its manifest says so.
+    # QLoRA: one adapter on an NF4 base without double quantization; its manifest says so, and it
+    # is the adapter the in-process API trains on that NF4 base.
     qlora = root / "qlora" / "sums"
     q = run("finetune", base, "--adapters", f"{data['sums']}:{qlora}", "--method", "qlora", "--no-double-quant",
-            "--steps", 1, "--batch-size", 2, "--seq-len", 32)  # fmt: skip
+            "--steps", 1, "--batch-size", 2, "--seq-len", 32, "--lr", 0.01, "--warmup", 1, "--eval-every", 0,
+            "--save-every", 0, "--seed", 7)  # fmt: skip
     if q.exit_code == 0:
         q_manifest = json.loads((qlora / "step-000001" / "manifest.json").read_text(encoding="utf-8"))
         want_q = manifest_base | {"method": "qlora", "adapter": "sums", "step": 1}
         want_q["nf4"] = {"blocksize": 64, "double_quant": False}
         out["qlora_manifest_matching"] = int(q_manifest == want_q)
         out["qlora_inspect_mismatches"] = _inspect_mismatches(run, qlora, base, manifest_base["base_weights_sha256"])
+        one = TrainConfig(
+            steps=1, batch_size=2, seq_len=32, lr=0.01, warmup_steps=1, eval_every=0, save_every=0, seed=7
+        )
+        nf4_base = load_checkpoint(base)
+        job = AdapterJob(
+            "sums", tokenize_pairs(read_examples(data["sums"]), nf4_base.tokenizer, 32), ref_root / "q", LoraSettings()
+        )
+        train_adapters(nf4_base.model, [job], one, quantize=True, nf4=NF4Config(double_quant=False))
+        weights = Path("step-000001") / "adapter" / "adapter_model.safetensors"
+        theirs = _tensors(ref_root / "q" / weights)
+        out["qlora_tensors_compared"] = len(theirs)
+        out["qlora_tensors_differing"] = _differing(_tensors(qlora / weights), theirs)
     else:
         out["qlora_inspect_mismatches"] = -1
 
@@ -279,6 +296,8 @@ def adapters_from_the_command_line(
         ((base, "--method", "full", "--adapters", f"{data['sums']}:{bad / 'a'}"), ("lora",), (bad,)),
         ((base, "--schedule", "fastest", "--adapters", f"{data['sums']}:{bad / 'a'}"), ("fastest",), (bad,)),
         ((base, "--adapters", str(data["sums"].name)), ("DATA:OUT",), (bad,)),
+        ((base, "--adapters", f"{data['sums']}:"), ("DATA:OUT",), (bad,)),
+        ((base, "--adapters", f":{bad / 'a'}"), ("DATA:OUT",), (bad,)),
         (
             (base, "--adapters", f"{data['sums']}:{bad / 'x' / 'a'}", "--adapters", f"{data['words']}:{bad / 'a'}"),
             ("share a name",),
