@@ -278,6 +278,17 @@ def harvest(mutants: Path, chunk: Chunk) -> list[Record]:
     return found
 
 
+def function_hashes(mutants: Path) -> dict[str, str]:
+    """mutmut's hash of every function it generated mutants for, keyed as its stats key them
+    (``engine.train.loop.x_lr_factor``), read from the ``.meta`` files under ``mutants``."""
+    hashes: dict[str, str] = {}
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        module = meta.relative_to(mutants).as_posix().removesuffix(".py.meta").replace("/", ".")
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        hashes |= {f"{module}.{name}": digest for name, digest in data.get("hash_by_function_name", {}).items()}
+    return hashes
+
+
 def current_function_digests(mutants: Path) -> dict[str, tuple[str, str]]:
     """mutant -> (module, digest of its function now), for every mutant mutmut generated."""
     names: dict[str, tuple[str, str]] = {}

@@ -227,3 +227,18 @@ def test_lines_of_the_whole_contract_scheme_are_restated_while_they_hold(mutants
     a.write_text(a.read_text().replace("version: 1.0.0", "version: 1.1.0"))  # the old digest no longer holds
     changed = cache.SuiteDigests.measure(mutants)
     assert cache.migrate(old_style, changed) == old_style and not changed.current(old_style)
+
+
+def test_function_hashes_are_keyed_as_mutmut_keys_its_stats(tmp_path: Path) -> None:
+    # mutmut's stats step drops the test lists of modules whose hashes it has not seen; the stats
+    # child gives it these, one key per generated function, module path dotted
+    (tmp_path / "engine" / "train").mkdir(parents=True)
+    (tmp_path / "engine" / "qa.py.meta").write_text(json.dumps({"hash_by_function_name": {"x_greedy": "aa"}}))
+    (tmp_path / "engine" / "train" / "loop.py.meta").write_text(
+        json.dumps({"hash_by_function_name": {"x_lr_factor": "bb", "xǁTrainConfigǁto_dict": "cc"}})
+    )
+    assert cache.function_hashes(tmp_path) == {
+        "engine.qa.x_greedy": "aa",
+        "engine.train.loop.x_lr_factor": "bb",
+        "engine.train.loop.xǁTrainConfigǁto_dict": "cc",
+    }
