@@ -19,9 +19,9 @@ import torch
 
 from engine.config import ModelConfig, preset
 from engine.tokenizer import EngineTokenizer
+from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
 from falsifiers.export import variant_config
-from falsifiers.files import _cli
 from pv.checkers import checker
 
 GIB = 2**30
@@ -139,7 +139,7 @@ def bench_reports_what_ran(
     planned memory against the settings and formulas, the printed table against the JSON."""
     out = fresh_dir(tmp_path, "bench-")
     threads_before = torch.get_num_threads()
-    result = _cli()(
+    result = cli_runner()(
         "bench", "--brick", "all", "--preset", "tiny", "--batch-size", batch_size, "--seq-len", seq_len,
         "--new-tokens", new_tokens, "--reps", reps, "--warmup", warmup, "--min-rep-ms", 1, "--threads", 1,
         "--device", "cpu", "--json", out / "bench.json",
@@ -264,7 +264,7 @@ def bench_plans_memory(
     new_tokens = 16  # the command's default
     for label, cfg, source in (("tiny", preset("tiny"), []), ("checkpoint", qwen2, [out / "qwen2.safetensors"])):
         path = out / f"{label}.json"
-        result = _cli()(
+        result = cli_runner()(
             "bench", *source, "--brick", "all", "--batch-size", batch_size, "--seq-len", seq_len,
             "--max-memory-gib", 0, "--device", "cpu", "--json", path,
         )  # fmt: skip

@@ -23,6 +23,7 @@ import torch
 from engine.checkpoint import make_manifest, save_checkpoint
 from engine.gguf_export import export_gguf
 from engine.tokenizer import EngineTokenizer
+from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
 from falsifiers.export import (
     REALISTIC,
@@ -205,20 +206,6 @@ def gguf_quantized_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, tin
     return out
 
 
-def _cli() -> Any:
-    import importlib
-
-    from typer.testing import CliRunner
-
-    from engine.__main__ import COMMAND_MODULES
-    from engine.app import app
-
-    for module in COMMAND_MODULES:
-        importlib.import_module(module)
-    runner = CliRunner()
-    return lambda *args: runner.invoke(app, [str(a) for a in args])
-
-
 # what `inspect --json` reports of a checkpoint, no more and no less
 CHECKPOINT_REPORT_KEYS = (
     "path", "file_bytes", "architecture", "head_dim", "parameters", "tensors", "dtype", "tokenizer", "manifest",
@@ -250,7 +237,7 @@ def inspect_reports_the_file(
 
     from engine.lora import LoraSettings, apply_lora, save_adapter
 
-    run = _cli()
+    run = cli_runner()
     out: dict[str, Any] = dict.fromkeys(("checkpoints", "fields_compared", "field_mismatches"), 0)
     out |= {"adapters": 0, "adapter_mismatches": 0}
 
@@ -301,19 +288,23 @@ def inspect_reports_the_file(
     if result.exit_code != 0:
         raise RuntimeError(f"inspect exited {result.exit_code}: {result.output}")
     report = json.loads(result.stdout)
+    out["adapters"] += 1
+    # a bare adapter folder has no run manifest: the run's facts are reported as unknown (null)
+    unknown = dict.fromkeys(("method", "base", "base_weights_sha256", "step", "nf4"))
+    out["adapter_mismatches"] += fields_differing(report, adapter_report(folder, **unknown))
+    return out
+
+
+def adapter_report(folder: Path, **run: Any) -> dict[str, Any]:
+    """Every field ``inspect --json`` reports for the adapter in ``folder``, written out from its
+    files (adapter_config.json, the weights' header read by safetensors, hashlib's sha256) and
+    ``run``: the facts of the run that trained it (method, base, base_weights_sha256, step, nf4)."""
     config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
     _, shapes, _ = _header(folder / "adapter_model.safetensors")
-    out["adapters"] += 1
-    # every field inspect reports, written out: a bare adapter folder has no run manifest, so the
-    # run's method, base, base digest, step and NF4 settings are reported as unknown (null)
-    expected = {
+    return {
         "path": str(folder),
         "kind": "adapter",
-        "method": None,
-        "base": None,
-        "base_weights_sha256": None,
-        "step": None,
-        "nf4": None,
+        **run,
         "peft_type": config["peft_type"],
         "r": config["r"],
         "lora_alpha": config["lora_alpha"],
@@ -323,9 +314,6 @@ def inspect_reports_the_file(
         "parameters": sum(int(np.prod(s)) for s in shapes.values()),
         "sha256": _sha256(folder / "adapter_model.safetensors"),
     }
-    out["adapter_mismatches"] += sum(report.get(k, "<missing>") != v for k, v in expected.items())
-    out["adapter_mismatches"] += len(set(report) - set(expected))
-    return out
 
 
 @contextmanager
@@ -373,7 +361,7 @@ def cli_refusals(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_f
     """Bad requests to ``inspect``, ``generate``, ``export``, ``merge``, ``import`` and ``qa``: each exits
     with code 2 and an error naming the file or option at fault, never a traceback.  The adapter is
     a one-step ``finetune`` run's, which records the base it was trained on."""
-    run = _cli()
+    run = cli_runner()
     base = fresh_dir(tmp_path, "refusals-")
     ckpt = save_checkpoint(base / "model.safetensors", tiny_model_factory(0), engine_tokenizer, make_manifest(step=0))
     other = save_checkpoint(base / "other.safetensors", tiny_model_factory(1), engine_tokenizer, make_manifest(step=0))
@@ -397,6 +385,7 @@ def cli_refusals(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_f
     unclean: list[str] = []
     for args, culprit in requests:
         result = run(*args)
+        # Typer's own usage errors print "Error" in a box, without refused_cleanly's "error:"
         clean = (
             result.exit_code == 2
             and isinstance(result.exception, SystemExit)
@@ -453,7 +442,7 @@ def generate_prints_the_greedy_continuation(
     eos = {tok.eos_id, first[stop_step - 1]}
     model.config = model.config.replace(eos_token_id=(tok.eos_id, first[stop_step - 1]))
     ckpt = save_checkpoint(fresh_dir(tmp_path, "generate-") / "model.safetensors", model, tok, make_manifest(step=0))
-    cli = _cli()
+    cli = cli_runner()
     system = "Answer in one line."
     requests: list[tuple[list[str], list[list[int]]]] = [
         ([], [ids_of(p, tok.add_bos_token) for p in GENERATE_PROMPTS]),
@@ -533,7 +522,7 @@ def package_gguf_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_
     _fake_distribution(site, "pv-fake-one", {"weights/model.Q.gguf": one})
     _fake_distribution(site, "pv-fake-two", {"a.gguf": one, "b/c.gguf": two.read_bytes()})
     _fake_distribution(site, "pv-fake-none", {})
-    cli = _cli()
+    cli = cli_runner()
     out = {"requests": 0, "imported": 0, "same_as_the_file": 0, "refused_cleanly": 0, "errors_naming": 0}
     sys.path.insert(0, str(site))
     try:
@@ -609,7 +598,8 @@ def _published_config(name: str, config: Any, tok: EngineTokenizer) -> dict[str,
     }
 
 
-def _differing(got: dict[str, Any], want: dict[str, Any]) -> int:
+def fields_differing(got: dict[str, Any], want: dict[str, Any]) -> int:
+    """Fields of ``want`` that ``got`` lacks or holds another value for, plus fields only ``got`` has."""
     return sum(got.get(k, "<missing>") != v for k, v in want.items()) + len(set(got) - set(want))
 
 
@@ -673,7 +663,7 @@ def hf_folder_as_published(
             raw = (folder / file).read_text(encoding="utf-8")
             got = json.loads(raw)
             out["files_compared"] += 1
-            out["field_mismatches"] += _differing(got, want)
+            out["field_mismatches"] += fields_differing(got, want)
             out["not_canonical"] += raw != json.dumps(got, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         config = AutoConfig.from_pretrained(folder)
         semantic = {

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
+from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
-from falsifiers.files import _cli
 from pv.checkers import checker
 
 TEXTS = ("The quick brown fox", "def f(x):\n    return x  # 42", "naïve café, 1234 ünïcode")
@@ -190,7 +190,7 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
     from engine.checkpoint import load_checkpoint
 
     work = fresh_dir(tmp_path, "hf-import-")
-    cli = _cli()
+    cli = cli_runner()
     out: dict[str, Any] = {"folders": 0, "sharded": 0, "exit_codes_nonzero": 0, "logits_matching": 0}
     for key in ("config_fields", "config_mismatches", "tensors", "tensor_mismatches", "tied_heads_shared"):
         out[key] = 0
@@ -278,7 +278,7 @@ def unsupported_folders_refused(tmp_path: Path, engine_tokenizer: EngineTokenize
     work = fresh_dir(tmp_path, "hf-refuse-")
     llama = write_folder(work / "llama", engine_tokenizer, "llama", seed)
     qwen2 = write_folder(work / "qwen2", engine_tokenizer, "qwen2", seed + 1)
-    cli = _cli()
+    cli = cli_runner()
     out = {"requests": 0, "refused_cleanly": 0, "not_refused": 0, "unnamed": 0}
     log = []
     for n, (what, base, breaks, named) in enumerate(_refusals(llama, qwen2)):

@@ -21,6 +21,7 @@ from engine.checkpoint import make_manifest, save_checkpoint
 from engine.tokenizer import EngineTokenizer
 from falsifiers._cli import cli_runner, refused_cleanly
 from falsifiers._workdir import fresh_dir
+from falsifiers.files import adapter_report, fields_differing
 from pv.checkers import checker
 
 # Header keys that are not the architecture (ModelConfig fields are the rest).
@@ -95,10 +96,10 @@ def _summary_mismatches(entry: dict[str, Any], folder: Path, steps: int) -> int:
         "final_loss": train[-1]["loss"] if train else None,
         "val_losses": vals,
     }
-    return sum(entry.get(k, "<missing>") != v for k, v in want.items()) + len(set(entry) - set(want))
+    return fields_differing(entry, want)
 
 
-def _differing(mine: dict[str, torch.Tensor], theirs: dict[str, torch.Tensor]) -> int:
+def _tensors_differing(mine: dict[str, torch.Tensor], theirs: dict[str, torch.Tensor]) -> int:
     """Tensors of ``theirs`` that ``mine`` lacks or holds other values for, and tensors only ``mine`` has."""
     return sum(k not in mine or not torch.equal(mine[k], t) for k, t in theirs.items()) + len(set(mine) - set(theirs))
 
@@ -113,29 +114,12 @@ def _stopped_after_step_2(run: Path, copy: Path, steps: int) -> None:
 def _inspect_mismatches(run: Any, folder: Path, base: Path, base_sha256: str) -> int:
     """Fields of ``inspect --json`` on a one-step QLoRA run folder (default LoRA settings, no double
     quantization) that differ from its step's files read here, plus fields it should not have."""
-    adapter = folder / "step-000001" / "adapter"
-    weights = adapter / "adapter_model.safetensors"
-    tensors = _tensors(weights)
-    want = {
-        "path": str(adapter),
-        "kind": "adapter",
-        "method": "qlora",
-        "base": str(base),
-        "base_weights_sha256": base_sha256,
-        "step": 1,
-        "nf4": {"blocksize": 64, "double_quant": False},
-        "peft_type": "LORA",
-        "r": 8,
-        "lora_alpha": 16.0,
-        "lora_dropout": 0.0,
-        "target_modules": ["q_proj", "v_proj"],
-        "tensors": len(tensors),
-        "parameters": sum(t.numel() for t in tensors.values()),
-        "sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
-    }
+    run_facts = {"method": "qlora", "base": str(base), "base_weights_sha256": base_sha256, "step": 1}
+    want = adapter_report(folder / "step-000001" / "adapter", **run_facts, nf4={"blocksize": 64, "double_quant": False})
+    # the command's LoRA defaults, stated here rather than read back from the file they are about
+    want |= {"r": 8, "lora_alpha": 16.0, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
     result = run("inspect", folder, "--json")
-    got = _summary(result.stdout) if result.exit_code == 0 else {}
-    return sum(got.get(k, "<missing>") != v for k, v in want.items()) + len(set(got) - set(want))
+    return fields_differing(_summary(result.stdout) if result.exit_code == 0 else {}, want)
 
 
 def _pairs(path: Path, rows: list[tuple[str, str]]) -> Path:
@@ -243,8 +227,7 @@ def adapters_from_the_command_line(
         manifest = json.loads((step / "manifest.json").read_text(encoding="utf-8"))
         want = manifest_base | {"adapter": name}
         out["manifest_fields_compared"] += len(want) + len(manifest_base["base_architecture"]) - 1
-        out["manifest_mismatches"] += sum(manifest.get(k) != v for k, v in want.items())
-        out["manifest_mismatches"] += len(set(manifest) - set(want))
+        out["manifest_mismatches"] += fields_differing(manifest, want)
         state = json.loads((step / "train_state.json").read_text(encoding="utf-8"))
         out["state_mismatches"] += (state.get("adapter"), state.get("step")) != (name, steps)
         out["state_mismatches"] += state.get("data_digest") != digests[name]
@@ -255,7 +238,7 @@ def adapters_from_the_command_line(
         mine = _tensors(step / "adapter" / "adapter_model.safetensors")
         theirs = _tensors(ref_root / name / f"step-{steps:06d}" / "adapter" / "adapter_model.safetensors")
         out["tensors_compared"] += len(theirs)
-        out["tensors_differing"] += _differing(mine, theirs)
+        out["tensors_differing"] += _tensors_differing(mine, theirs)
         b = [t for k, t in mine.items() if "lora_B" in k]
         out["b_trained"] += bool(b) and all(bool(t.abs().sum() > 0) for t in b)
     out["state_mismatches"] += len(set(digests.values())) != len(digests)
@@ -283,7 +266,7 @@ def adapters_from_the_command_line(
         weights = Path("step-000001") / "adapter" / "adapter_model.safetensors"
         theirs = _tensors(ref_root / "q" / weights)
         out["qlora_tensors_compared"] = len(theirs)
-        out["qlora_tensors_differing"] = _differing(_tensors(qlora / weights), theirs)
+        out["qlora_tensors_differing"] = _tensors_differing(_tensors(qlora / weights), theirs)
     else:
         out["qlora_inspect_mismatches"] = -1
 
@@ -403,7 +386,7 @@ def distill_from_the_command_line(
         mine = _tensors(resumed / f"step-{steps:06d}" / "model.safetensors")
         theirs = _tensors(student)
         out["resumed_tensors_compared"] = len(theirs)
-        out["resumed_tensors_differing"] = _differing(mine, theirs)
+        out["resumed_tensors_differing"] = _tensors_differing(mine, theirs)
     else:
         out["resumed_tensors_differing"] = -1
 
@@ -456,7 +439,7 @@ def finetune_resumes_where_it_stopped(
         out["resumed"] += 1
         mine, theirs = _tensors(stopped / last / weights), _tensors(straight / last / weights)
         out["tensors_compared"] += len(theirs)
-        out["tensors_differing"] += _differing(mine, theirs)
+        out["tensors_differing"] += _tensors_differing(mine, theirs)
         a, b = _summary(first.stdout), _summary(again.stdout)
         want = {"start_step": 2, "steps_run": steps - 2, "step0_loss": None, "final_loss": a.get("final_loss")}
         want |= {"checkpoint": str(stopped / last), "method": method}
