@@ -20,6 +20,10 @@ FAULTS.register("padding_attended", "a prompt's tokens attend to its left paddin
 FAULTS.register("gguf_vocab_unpadded", "GGUF token list not padded to vocab_size")
 FAULTS.register("gguf_gate_up_swapped", "GGUF export writes ffn_gate and ffn_up under each other's names")
 FAULTS.register("hf_import_rope_theta_dropped", "HF import ignores the checkpoint's rope_theta (default 10000)")
+FAULTS.register(
+    "hf_import_qwen2_context_default_2048",
+    "HF import gives a Qwen2 config without max_position_embeddings Llama's 2048",
+)
 FAULTS.register("hf_export_transposed_qk", "HF export writes q_proj and k_proj swapped")
 FAULTS.register("greedy_sampling_noise", "greedy decoding adds random noise to logits")
 FAULTS.register("top_k_off_by_one", "top-k sampling keeps k + 1 tokens")

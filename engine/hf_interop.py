@@ -106,6 +106,13 @@ def _rope_theta(hf: Mapping[str, Any]) -> float:
     return float(hf.get("rope_theta", 10000.0))
 
 
+def _default_context(model_type: str) -> int:
+    """transformers' default ``max_position_embeddings`` of the family, for a config.json without it."""
+    if FAULTS.active("hf_import_qwen2_context_default_2048"):  # the defect: Llama's default for every family
+        return 2048  # pragma: no mutate
+    return 32768 if model_type == "qwen2" else 2048  # Qwen2Config's and LlamaConfig's defaults
+
+
 def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
     """A :class:`ModelConfig` from a Llama/Qwen2 ``config.json`` dict; unsupported features are errors."""
     model_type = hf.get("model_type")
@@ -121,7 +128,7 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
             "num_attention_heads": heads,
             "num_key_value_heads": int(hf.get("num_key_value_heads") or heads),
             "intermediate_size": int(hf["intermediate_size"]),
-            "max_position_embeddings": int(hf.get("max_position_embeddings", 2048)),
+            "max_position_embeddings": int(hf.get("max_position_embeddings", _default_context(model_type))),
             "rope_theta": _rope_theta(hf),
             "rms_norm_eps": float(hf.get("rms_norm_eps", 1e-6)),
             "attention_bias": model_type == "qwen2",

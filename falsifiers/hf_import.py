@@ -119,31 +119,76 @@ def _reference_theta(cfg: Any) -> float:
     return float(params["rope_theta"] if isinstance(params, dict) else cfg.rope_theta)
 
 
-def _compare(folder: Path, imported: Any) -> dict[str, int]:
-    """Every field, tensor, token and id of ``imported`` against transformers' reading of ``folder``."""
+def _reference_ids(folder: Path, ref_cfg: Any, ref_tok: Any) -> dict[str, tuple[int, ...] | int | None]:
+    """The special ids the engine documents for an imported folder, written out: EOS from
+    generation_config.json (what transformers' generate stops on), else config.json; any id neither
+    file sets comes from the tokenizer's special tokens (a missing BOS stands in as the EOS), not from
+    transformers' config defaults (Llama's 1 and 2 are other tokens here)."""
+    import transformers
+
+    raw = json.loads((folder / "config.json").read_text())
+    eos: Any = raw.get("eos_token_id")
+    if (folder / "generation_config.json").is_file():
+        eos = transformers.GenerationConfig.from_pretrained(folder).eos_token_id
+    eos_ids = tuple(eos) if isinstance(eos, list) else (eos if isinstance(eos, int) else ref_tok.eos_token_id,)
+
+    def single(key: str, from_tokenizer: int | None) -> int | None:
+        return getattr(ref_cfg, key) if isinstance(raw.get(key), int) else from_tokenizer
+
+    bos_stand_in = ref_tok.bos_token_id if ref_tok.bos_token_id is not None else ref_tok.eos_token_id
+    return {
+        "eos_token_id": eos_ids,
+        "bos_token_id": single("bos_token_id", bos_stand_in),
+        "pad_token_id": single("pad_token_id", ref_tok.pad_token_id),
+    }
+
+
+def _config_mismatches(folder: Path, cfg: Any, ref_tok: Any) -> tuple[int, int]:
+    """(fields compared, fields differing) between an imported config and transformers' reading."""
     import transformers
 
     ref_cfg = transformers.AutoConfig.from_pretrained(folder)
-    ref_gen = transformers.GenerationConfig.from_pretrained(folder)
-    ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
-    ref_model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    cfg, tok, model = imported.config, imported.tokenizer, imported.model
-    eos = ref_gen.eos_token_id
+    ids = _reference_ids(folder, ref_cfg, ref_tok)
     fields: dict[str, tuple[Any, Any]] = {
         "architecture": (cfg.architecture, ref_cfg.model_type),
         "rope_theta": (cfg.rope_theta, _reference_theta(ref_cfg)),
         "attention_bias": (cfg.attention_bias, ref_cfg.model_type == "qwen2"),
-        "eos_token_id": (cfg.eos_ids, tuple(eos) if isinstance(eos, list) else (eos,)),
-        "pad_token_id": (cfg.pad_token_id, ref_cfg.pad_token_id),
-        # a family without a BOS (Qwen2) gets the EOS as its stand-in, as the engine documents
-        "bos_token_id": (cfg.bos_token_id, ref_cfg.bos_token_id if ref_cfg.bos_token_id is not None else tok.eos_id),
+        "eos_token_id": (cfg.eos_ids, ids["eos_token_id"]),
+        "pad_token_id": (cfg.pad_token_id, ids["pad_token_id"]),
+        "bos_token_id": (cfg.bos_token_id, ids["bos_token_id"]),
     }
     for key in (
         "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
         "intermediate_size", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings",
     ):  # fmt: skip
         fields[key] = (getattr(cfg, key), getattr(ref_cfg, key))
-    out = {"config_fields": len(fields), "config_mismatches": sum(a != b for a, b in fields.values())}
+    return len(fields), sum(a != b for a, b in fields.values())
+
+
+def _token_mismatches(tok: EngineTokenizer, ref_tok: Any) -> int:
+    """Ids and decodings of TEXTS, the chat rendering's ids and the special tokens that differ."""
+    mismatches = 0
+    for text in TEXTS:
+        ref_ids = ref_tok(text)["input_ids"]
+        mismatches += tok.encode_prompt(text) != ref_ids
+        mismatches += tok.decode(ref_ids, skip_special_tokens=True) != ref_tok.decode(ref_ids, skip_special_tokens=True)
+    rendered = ref_tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
+    mismatches += tok.apply_chat_template(MESSAGES) != ref_tok(rendered, add_special_tokens=False)["input_ids"]
+    specials = [(tok.eos_token, ref_tok.eos_token), (tok.eos_id, ref_tok.eos_token_id)]
+    specials += [(tok.pad_token, ref_tok.pad_token), (tok.pad_id, ref_tok.pad_token_id)]
+    if ref_tok.bos_token is not None:
+        specials += [(tok.bos_token, ref_tok.bos_token), (tok.bos_id, ref_tok.bos_token_id)]
+    return mismatches + sum(a != b for a, b in specials)
+
+
+def _compare(folder: Path, imported: Any) -> dict[str, int]:
+    """Every field, tensor, token and id of ``imported`` against transformers' reading of ``folder``."""
+    import transformers
+
+    ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
+    ref_model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    cfg, tok, model = imported.config, imported.tokenizer, imported.model
+    out = dict(zip(("config_fields", "config_mismatches"), _config_mismatches(folder, cfg, ref_tok), strict=True))
     ref_state = ref_model.state_dict()
     mine = model.state_dict()
     out["tensors"] = len(ref_state)
@@ -159,20 +204,7 @@ def _compare(folder: Path, imported: Any) -> dict[str, int]:
     with torch.no_grad():
         diff = (model(ids).logits - ref_model(ids).logits).abs().max().item()
     out["logits_within_1e-4"] = int(diff <= 1e-4)
-    token_mismatches = 0
-    for text in TEXTS:
-        ref_ids = ref_tok(text)["input_ids"]
-        token_mismatches += tok.encode_prompt(text) != ref_ids
-        token_mismatches += tok.decode(ref_ids, skip_special_tokens=True) != ref_tok.decode(
-            ref_ids, skip_special_tokens=True
-        )
-    rendered = ref_tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
-    token_mismatches += tok.apply_chat_template(MESSAGES) != ref_tok(rendered, add_special_tokens=False)["input_ids"]
-    specials = [(tok.eos_token, ref_tok.eos_token), (tok.eos_id, ref_tok.eos_token_id)]
-    specials += [(tok.pad_token, ref_tok.pad_token), (tok.pad_id, ref_tok.pad_token_id)]
-    if ref_tok.bos_token is not None:
-        specials += [(tok.bos_token, ref_tok.bos_token), (tok.bos_id, ref_tok.bos_token_id)]
-    out["token_mismatches"] = token_mismatches + sum(a != b for a, b in specials)
+    out["token_mismatches"] = _token_mismatches(tok, ref_tok)
     return out
 
 
@@ -298,4 +330,112 @@ def unsupported_folders_refused(tmp_path: Path, engine_tokenizer: EngineTokenize
         out["unnamed"] += not named_ok
         out["refused_cleanly"] += clean and named_ok
     (work / "refusals.log").write_text("\n".join(log))
+    return out
+
+
+def _older_layouts(llama: Path, qwen2: Path) -> list[tuple[str, Path, Any]]:
+    """(what the folder has, the folder it starts from, how to rewrite a copy of it): config.json and
+    tokenizer files as older transformers versions and hand-written checkpoints have them."""
+
+    def v4(f: Path, **changes: Any) -> None:  # transformers 4.x: rope_theta at the top level, no head_dim
+        doc = json.loads((f / "config.json").read_text())
+        theta = doc.pop("rope_parameters")["rope_theta"]
+        doc.pop("head_dim", None), doc.pop("layer_types", None)
+        doc.update(rope_theta=theta, torch_dtype=doc.pop("dtype"), rope_scaling=None)
+        (f / "config.json").write_text(json.dumps(doc))
+        _edit_json(f / "config.json", **changes)
+
+    def config(**changes: Any) -> Any:
+        return lambda f: _edit_json(f / "config.json", **changes)
+
+    def ids_in_config_only(f: Path, **changes: Any) -> None:
+        (f / "generation_config.json").unlink()
+        _edit_json(f / "config.json", **changes)
+
+    def added_token(content: str) -> dict[str, Any]:  # how transformers < 4.40 wrote special tokens
+        return {"__type": "AddedToken", "content": content, "lstrip": False, "normalized": False,
+                "rstrip": False, "single_word": False}  # fmt: skip
+
+    def tokens_as_added_tokens(f: Path) -> None:
+        doc = json.loads((f / "tokenizer_config.json").read_text())
+        changes = {f"{r}_token": added_token(doc[f"{r}_token"]) for r in ("bos", "eos", "pad") if f"{r}_token" in doc}
+        _edit_json(f / "tokenizer_config.json", **changes)
+
+    def tokens_in_special_tokens_map(f: Path) -> None:
+        doc = json.loads((f / "tokenizer_config.json").read_text())
+        roles = {f"{r}_token": doc[f"{r}_token"] for r in ("bos", "eos", "pad") if f"{r}_token" in doc}
+        _edit_json(f / "tokenizer_config.json", **dict.fromkeys(roles, _DELETE))
+        roles["eos_token"] = added_token(roles["eos_token"])
+        (f / "special_tokens_map.json").write_text(json.dumps(roles))
+
+    def template_in_config(f: Path, named: bool) -> None:  # transformers < 4.43 kept it in tokenizer_config
+        template = (f / "chat_template.jinja").read_text()
+        (f / "chat_template.jinja").unlink()
+        value: Any = template
+        if named:
+            other = {"name": "tool_use", "template": "{{ messages[0]['content'] }}"}
+            value = [other, {"name": "default", "template": template}]
+        _edit_json(f / "tokenizer_config.json", chat_template=value)
+
+    return [
+        ("a transformers 4.x Llama config", llama, v4),
+        ("a transformers 4.x Qwen2 config", qwen2, v4),
+        ("no rope_theta at all", llama, lambda f: v4(f, rope_theta=_DELETE)),
+        ("legacy rope_scaling of type default", qwen2, lambda f: v4(f, rope_scaling={"type": "default"})),
+        ("a Llama without max_position_embeddings", llama, config(max_position_embeddings=_DELETE)),
+        ("a Qwen2 without max_position_embeddings", qwen2, config(max_position_embeddings=_DELETE)),
+        ("no rms_norm_eps", qwen2, config(rms_norm_eps=_DELETE)),
+        ("no tie_word_embeddings (untied)", llama, config(tie_word_embeddings=_DELETE)),
+        ("no hidden_act, biases or head_dim", llama,
+         config(hidden_act=_DELETE, attention_bias=_DELETE, mlp_bias=_DELETE, head_dim=None)),
+        ("EOS ids as a list in config.json only", llama, lambda f: ids_in_config_only(f, eos_token_id=[1, 7])),
+        ("no special ids in config.json", llama,
+         lambda f: ids_in_config_only(f, bos_token_id=_DELETE, eos_token_id=_DELETE, pad_token_id=_DELETE)),
+        ("special tokens as AddedToken objects", llama, tokens_as_added_tokens),
+        ("special tokens in special_tokens_map.json", llama, tokens_in_special_tokens_map),
+        ("Qwen2 special tokens in special_tokens_map.json", qwen2, tokens_in_special_tokens_map),
+        ("the chat template in tokenizer_config.json", qwen2, lambda f: template_in_config(f, named=False)),
+        ("named chat templates", llama, lambda f: template_in_config(f, named=True)),
+        ("chat_template.jinja beside another template in tokenizer_config.json", qwen2,
+         lambda f: _edit_json(f / "tokenizer_config.json", chat_template="{{ messages[0]['content'] }}")),
+    ]  # fmt: skip
+
+
+@checker(
+    observes=["folders", "refused", "config_fields", "config_mismatches", "token_mismatches"],
+    ids=["FALSIFY-HFI-003"],
+)
+def older_layouts_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, seed: int = 0) -> dict[str, Any]:
+    """The Llama and Qwen2 folders rewritten as older transformers versions and hand-written
+    checkpoints have them (keys left out, older places for rope_theta, special tokens and the chat
+    template), imported, and compared with what transformers reads from each rewritten folder."""
+    import transformers
+
+    from engine.errors import ExportError
+    from engine.hf_interop import import_hf
+
+    work = fresh_dir(tmp_path, "hf-layouts-")
+    llama = write_folder(work / "llama", engine_tokenizer, "llama", seed)
+    qwen2 = write_folder(work / "qwen2", engine_tokenizer, "qwen2", seed + 1)
+    out = {"folders": 0, "refused": 0, "config_fields": 0, "config_mismatches": 0, "token_mismatches": 0}
+    log = []
+    for n, (what, base, rewrite) in enumerate(_older_layouts(llama, qwen2)):
+        folder = work / f"case-{n}"
+        shutil.copytree(base, folder)
+        rewrite(folder)
+        out["folders"] += 1
+        try:
+            imported = import_hf(folder)
+        except ExportError as exc:
+            log.append(f"--- {what}: refused: {exc}")
+            out["refused"] += 1
+            continue
+        ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
+        fields, differing = _config_mismatches(folder, imported.config, ref_tok)
+        tokens = _token_mismatches(imported.tokenizer, ref_tok)
+        log.append(f"--- {what}: {differing} of {fields} config fields and {tokens} token checks differ")
+        out["config_fields"] += fields
+        out["config_mismatches"] += differing
+        out["token_mismatches"] += tokens
+    (work / "layouts.log").write_text("\n".join(log))
     return out

@@ -124,6 +124,13 @@ def test_hf_config_dict_roundtrip() -> None:
         assert back == expected
 
 
+@pytest.mark.parametrize(("model_type", "context"), [("llama", 2048), ("qwen2", 32768)])
+def test_a_missing_context_length_is_the_family_default(model_type: str, context: int) -> None:
+    hf = to_hf_config(CONFIGS["llama" if model_type == "llama" else "qwen2-bias"])
+    del hf["max_position_embeddings"]
+    assert from_hf_config(hf).max_position_embeddings == context
+
+
 def test_reads_transformers_own_config(tmp_path: Path) -> None:
     hf = transformers.Qwen2Config(
         vocab_size=300,
