@@ -93,6 +93,8 @@ def defaults_for(recipe: Recipe, command: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in recipe.values.items():
         name = names.get(_key(key))
+        if FAULTS.active("recipe_dashed_keys_unknown"):  # the defect: the key looked up as written
+            name = names.get(key)  # pragma: no mutate
         if name is None:
             close = difflib.get_close_matches(_key(key), list(names), n=1, cutoff=0.75)
             hint = f"; did you mean `{close[0]}`?" if close else f"; {command.name} takes {', '.join(sorted(names))}"
