@@ -146,7 +146,9 @@ EvalEvery = Annotated[int, typer.Option("--eval-every", help="Validation loss ev
 SaveEvery = Annotated[int, typer.Option("--save-every", help="Checkpoint every N steps (0: at the end).")]
 Seed = Annotated[int, typer.Option()]
 GradClip = Annotated[float, typer.Option("--grad-clip", help="Max gradient norm (0: off).")]
-Resume = Annotated[bool, typer.Option("--resume", help="Continue from OUT's latest checkpoint.")]
+Resume = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue from OUT's latest checkpoint.")]
+NF4Teacher = Annotated[bool, typer.Option("--nf4-teacher/--no-nf4-teacher", help="Keep the teacher in NF4.")]
+AllowSame = Annotated[bool, typer.Option("--allow-same/--no-allow-same", help="Allow identical teacher/student.")]
 Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N (default: $PV_DEVICE, else auto).")]
 Config = Annotated[
     Path | None,
@@ -403,8 +405,8 @@ def distill(
     student_init: Annotated[Path | None, typer.Option("--student-init", help="Student checkpoint.")] = None,
     temperature: Annotated[float, typer.Option(help="Softmax temperature T (KL scaled by T^2).")] = 2.0,
     alpha: Annotated[float, typer.Option(help="Weight of the KL term; 1-alpha weighs the CE.")] = 0.5,
-    nf4_teacher: Annotated[bool, typer.Option("--nf4-teacher", help="Keep the teacher in NF4.")] = False,
-    allow_same: Annotated[bool, typer.Option("--allow-same", help="Allow identical teacher/student.")] = False,
+    nf4_teacher: NF4Teacher = False,
+    allow_same: AllowSame = False,
     steps: Steps = 100,
     batch_size: BatchSize = 8,
     seq_len: SeqLen = 64,

@@ -47,12 +47,10 @@ FLAG_VALUES: dict[str, Any] = {
     "preset_name": "tiny", "student_preset": "small", "init": "runs/other-init.safetensors", "method": "full",
     "student_init": "runs/other-init.safetensors", "adapters": ["c.jsonl:c"], "schedule": "round_robin",
     "rank": 16, "alpha": 0.75, "dropout": 0.0, "targets": "q_proj", "double_quant": True, "data": "other.jsonl",
-    "template": "auto", "temperature": 1.5, "nf4_teacher": True, "allow_same": True, "steps": 2, "batch_size": 1,
+    "template": "auto", "temperature": 1.5, "nf4_teacher": False, "allow_same": False, "steps": 2, "batch_size": 1,
     "seq_len": 16, "lr": 0.01, "warmup": 0, "eval_every": 0, "save_every": 1, "seed": 1, "grad_clip": 0.1,
-    "resume": True, "device": "auto",
+    "resume": False, "device": "auto",
 }  # fmt: skip
-# (--resume, --nf4-teacher and --allow-same have no --no- form: a recipe that sets them cannot be
-# overridden from the command line, so they are set here as in RECIPE_VALUES.)
 
 
 def _command(name: str) -> Any:
@@ -75,8 +73,8 @@ def _argv(command: Any, values: Mapping[str, Any]) -> list[str]:
         if p.param_type_name == "argument" or p.name not in values:
             continue
         value = values[p.name]
-        if p.is_flag:  # a flag with no --no- form is left out to mean False
-            args += [p.opts[0]] if value else p.secondary_opts[:1]
+        if p.is_flag:
+            args.append(p.opts[0] if value else p.secondary_opts[0])
         elif p.multiple:
             args += [a for v in value for a in (p.opts[0], str(v))]
         else:
