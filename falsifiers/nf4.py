@@ -24,6 +24,9 @@ from engine.quant import (
 )
 from pv.checkers import checker
 
+# PEFT and the engine read these to treat a model as 4-bit; a dequantized model must not carry them.
+QUANTIZED_FLAGS = ("is_loaded_in_4bit", "quantization_method", "nf4_kept_full_precision")
+
 
 def _gaussian_linear(numel: int, blocksize: int, seed: int) -> tuple[nn.Linear, torch.Tensor]:
     """A bias-free linear layer holding ``numel`` N(0, 1) weights, rows a multiple of the blocksize wide."""
@@ -136,6 +139,8 @@ def codes_match_bitsandbytes(tiny_model_factory: Any, preset: str, seed: int = 0
         "nf4_params_trainable",
         "nf4_biases_not_fp32",
         "dequantized_params_trainable",
+        "dequantized_differing",
+        "quantized_flags_left",
     ],
     ids=["FALSIFY-NF4-004"],
 )
@@ -157,12 +162,28 @@ def biased_base_frozen(blocksize: int, seed: int = 0) -> dict[str, Any]:
     honoured = sum(int(layer.weight.quant_state.blocksize) == blocksize for layer in layers.values())
     trainable = sum(p.requires_grad for layer in layers.values() for p in layer.parameters())
     not_fp32 = sum(layer.bias.dtype != torch.float32 for layer in layers.values() if layer.bias is not None)
+    # what each layer holds, read before dequantize_model replaces it
+    expected = {name: (dequantize_weight(layer), layer.bias) for name, layer in layers.items()}
     dequantize_model(model)
-    restored = [dict(model.named_modules())[name] for name in layers]
+    restored = {name: dict(model.named_modules())[name] for name in layers}
+    differing = 0
+    for name, (weight, bias) in expected.items():
+        linear = restored[name]
+        differing += type(linear) is not nn.Linear or not torch.equal(
+            linear.weight, weight.reshape(linear.weight.shape)
+        )
+        differing += (bias is None) != (linear.bias is None) or (
+            bias is not None and not torch.equal(linear.bias, bias.float())
+        )
     return {
         "nf4_layers": len(layers),
         "blocksize_honoured": honoured,
         "nf4_params_trainable": trainable,
         "nf4_biases_not_fp32": not_fp32,
-        "dequantized_params_trainable": sum(p.requires_grad for m in restored for p in m.parameters()),
+        "dequantized_params_trainable": sum(p.requires_grad for m in restored.values() for p in m.parameters()),
+        "dequantized_differing": differing,
+        # PEFT and the engine read these to treat a model as 4-bit; a dequantized model must not carry them
+        "quantized_flags_left": sum(
+            a in model.__dict__ for a in ("is_loaded_in_4bit", "quantization_method", "nf4_kept_full_precision")
+        ),
     }
