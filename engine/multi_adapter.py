@@ -90,11 +90,11 @@ def _adapter_params(model: nn.Module, name: str) -> list[tuple[str, nn.Parameter
 def _share_with_first(model: PeftModel, first: str, name: str) -> None:
     # The fault's defect: the new adapter's matrices are views of the first adapter's storage
     # (distinct Parameter objects, so both optimizers still see them, writing the same memory).
-    for module in model.modules():
-        for attr in ("lora_A", "lora_B"):
-            table = getattr(module, attr, None)
-            if isinstance(table, nn.ModuleDict) and first in table and name in table:
-                table[name].weight.data = table[first].weight.data
+    for module in model.modules():  # pragma: no mutate
+        for attr in ("lora_A", "lora_B"):  # pragma: no mutate
+            table = getattr(module, attr, None)  # pragma: no mutate
+            if isinstance(table, nn.ModuleDict) and first in table and name in table:  # pragma: no mutate
+                table[name].weight.data = table[first].weight.data  # pragma: no mutate
 
 
 def build_multi_adapter_model(
