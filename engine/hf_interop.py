@@ -30,7 +30,6 @@ from engine.checkpoint import (
     LoadedCheckpoint,
     _fmt_shape,
     expected_tensors,
-    load_checkpoint,
     model_from_state,
     read_header,
 )
@@ -289,11 +288,6 @@ def export_hf(
     write_atomic(out / "special_tokens_map.json", _json_bytes(special))
     write_atomic(out / "generation_config.json", _json_bytes(generation))
     return out
-
-
-def export_checkpoint_hf(checkpoint: str | Path, out_dir: str | Path, dtype: torch.dtype | None = None) -> Path:
-    loaded = load_checkpoint(checkpoint)
-    return export_hf(loaded.model, loaded.tokenizer, out_dir, dtype)
 
 
 # --- import ----------------------------------------------------------------------------------

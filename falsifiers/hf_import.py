@@ -119,6 +119,17 @@ def _reference_theta(cfg: Any) -> float:
     return float(params["rope_theta"] if isinstance(params, dict) else cfg.rope_theta)
 
 
+def _folder_sha256(folder: Path) -> str:
+    """The digest the import records of its source, as documented: sha256 over every file's
+    path relative to the folder, a NUL byte and its bytes, in path order."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def _reference_ids(folder: Path, ref_cfg: Any, ref_tok: Any) -> dict[str, tuple[int, ...] | int | None]:
     """The special ids the engine documents for an imported folder, written out: EOS from
     generation_config.json (what transformers' generate stops on), else config.json; any id neither
@@ -211,7 +222,7 @@ def _compare(folder: Path, imported: Any) -> dict[str, int]:
 @checker(
     observes=[
         "folders", "sharded", "exit_codes_nonzero", "config_fields", "config_mismatches", "tensors",
-        "tensor_mismatches", "tied_heads_shared", "logits_matching", "token_mismatches",
+        "tensor_mismatches", "tied_heads_shared", "logits_matching", "token_mismatches", "source_digest_mismatches",
     ],
     ids=["FALSIFY-HFI-001"],
 )  # fmt: skip
@@ -226,7 +237,7 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
     out: dict[str, Any] = {"folders": 0, "sharded": 0, "exit_codes_nonzero": 0, "logits_matching": 0}
     for key in ("config_fields", "config_mismatches", "tensors", "tensor_mismatches", "tied_heads_shared"):
         out[key] = 0
-    out["token_mismatches"] = 0
+    out["token_mismatches"] = out["source_digest_mismatches"] = 0
     for i, family in enumerate(("llama", "qwen2")):
         folder = write_folder(work / family, engine_tokenizer, family, seed + i)
         out["folders"] += 1
@@ -238,7 +249,14 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
         if result.exit_code != 0:
             out["exit_codes_nonzero"] += 1
             continue
-        compared = _compare(folder, load_checkpoint(work / f"{family}.safetensors"))
+        imported = load_checkpoint(work / f"{family}.safetensors")
+        digest = _folder_sha256(folder)
+        summary = json.loads(result.stdout)
+        out["source_digest_mismatches"] += (summary.get("source_sha256"), imported.manifest.get("source_sha256")) != (
+            digest,
+            digest,
+        )
+        compared = _compare(folder, imported)
         out["logits_matching"] += compared.pop("logits_within_1e-4")
         for key, value in compared.items():
             out[key] += value

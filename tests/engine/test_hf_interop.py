@@ -7,13 +7,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.checkpoint import make_manifest, save_checkpoint
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
 from engine.config import ModelConfig
 from engine.errors import ExportError
 from engine.faults import FAULTS
 from engine.hf_interop import (
     HF_FILES,
-    export_checkpoint_hf,
     export_hf,
     from_hf_config,
     import_hf,
@@ -110,7 +109,8 @@ def test_qwen2_label_without_bias_exports_as_llama(tmp_path: Path, tok: EngineTo
 def test_export_from_checkpoint_and_fp16(tmp_path: Path, tok: EngineTokenizer) -> None:
     model = tiny_model(std=0.2)
     ckpt = save_checkpoint(tmp_path / "m.safetensors", model, tok, make_manifest(step=1))
-    out = export_checkpoint_hf(ckpt, tmp_path / "hf", dtype=torch.float16)
+    loaded = load_checkpoint(ckpt)
+    out = export_hf(loaded.model, loaded.tokenizer, tmp_path / "hf", dtype=torch.float16)
     weights = load_file(str(out / "model.safetensors"))
     assert {t.dtype for t in weights.values()} == {torch.float16}
     assert json.loads((out / "config.json").read_text())["torch_dtype"] == "float16"
@@ -303,7 +303,6 @@ def test_a_list_of_eos_ids_is_kept_and_generation_config_governs(tmp_path: Path,
     loaded = import_hf(tmp_path)
     assert loaded.config.eos_token_id == (tok.eos_id, 7, 9)
     ckpt = save_checkpoint(tmp_path / "m.safetensors", loaded.model, loaded.tokenizer, make_manifest(step=0))
-    from engine.checkpoint import load_checkpoint
 
     assert load_checkpoint(ckpt).config.eos_ids == (tok.eos_id, 7, 9)
     with FAULTS.enabled("hf_import_eos_list_dropped"):
