@@ -207,11 +207,14 @@ def merge_to_checkpoint(
     """Write the merged model as a full checkpoint whose manifest names the base (path and weights
     digest) and the adapter, and any override of the base check."""
     model, loaded = merged(base, adapter, "cpu", quantize, allow_other_base)
+    digest = adapter.sha256
+    if FAULTS.active("merge_digest_of_adapter_config"):  # the defect: the config's digest, not the weights'
+        digest = hashlib.sha256((adapter.path / "adapter_config.json").read_bytes()).hexdigest()  # pragma: no mutate
     manifest = {
         "kind": "merged",
         "base": str(base),
         "adapter": str(adapter.path),
-        "adapter_sha256": adapter.sha256,
+        "adapter_sha256": digest,
         "method": adapter.method,
         "base_weights_sha256": loaded.manifest["base_weights_sha256"],
         **({"base_override": loaded.manifest["base_override"]} if "base_override" in loaded.manifest else {}),
