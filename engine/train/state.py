@@ -103,6 +103,8 @@ class JsonlLog:
     def __init__(self, path: Path, *, append: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        if FAULTS.active("resumed_log_truncated"):  # the defect: a resume starts the log afresh
+            append = False  # pragma: no mutate
         self._fh = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
 
     def write(self, record: dict[str, Any]) -> None:
