@@ -28,6 +28,9 @@ FAULTS.register("hf_export_transposed_qk", "HF export writes q_proj and k_proj s
 FAULTS.register("greedy_sampling_noise", "greedy decoding adds random noise to logits")
 FAULTS.register("top_k_off_by_one", "top-k sampling keeps k + 1 tokens")
 FAULTS.register("temperature_after_filter", "top-k / top-p sets chosen before the temperature is applied")
+FAULTS.register(
+    "rope_table_growth_restarts_positions", "rows a growing RoPE table adds count their positions from 0 again"
+)
 FAULTS.register("rope_theta_ignored", "RoPE uses theta 10000 whatever the config's rope_theta says")
 FAULTS.register("norm_weight_ignored", "RMSNorm normalises but does not apply its learned weight")
 # --- training paths ---

@@ -100,6 +100,10 @@ class RotaryEmbedding(nn.Module):
             half = self.head_dim // 2
             with torch.inference_mode(False):  # usable later outside inference mode too
                 positions = torch.arange(size, device=device)[None]
+                # the defect: the rows added by growing count their positions from 0 again
+                if FAULTS.active("rope_table_growth_restarts_positions") and have and not stale:  # pragma: no mutate
+                    restarted = positions[:, : size - have]  # pragma: no mutate
+                    positions = torch.cat((positions[:, :have], restarted), dim=1)  # pragma: no mutate
                 cos, sin = rope_cos_sin(positions, self.head_dim, self.theta, dtype)
                 cos, sin = cos[0, 0], sin[0, 0]
                 # rotate_half(x) * sin == roll(x, half) * sin_folded: one kernel instead of three.
