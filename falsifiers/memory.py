@@ -290,8 +290,32 @@ def planned_rows(cfg: ModelConfig, rank: int, double_quant: bool) -> tuple[int, 
     )
 
 
+def _misaligned(lines: list[str]) -> int:
+    """Lines of a table whose cells do not start at the columns of its dashed separator line (two
+    spaces apart), plus columns not exactly as wide as their widest cell; every line if there is
+    no separator of dashes."""
+    dashes = lines[1].split("  ") if len(lines) > 1 else []
+    if not dashes or any(set(d) != {"-"} for d in dashes):
+        return len(lines)
+    widths = [len(d) for d in dashes]
+    offsets = [sum(w + 2 for w in widths[:i]) for i in range(len(widths))]
+    columns: list[list[str]] = [[] for _ in widths]
+    bad = 0
+    for line in lines[:1] + lines[2:]:
+        cells = [line[o : o + w] for o, w in zip(offsets, widths, strict=True)]
+        bad += (
+            any(line[o - 2 : o] != "  " for o in offsets[1:])
+            or any(c[:1] == " " for c in cells)
+            or len(line.rstrip()) > offsets[-1] + widths[-1]
+        )
+        for column, cell in zip(columns, cells, strict=True):
+            column.append(cell.rstrip())
+    return bad + sum(w != max(map(len, column)) for w, column in zip(widths, columns, strict=True))
+
+
 def _table_rows_matching(text: str, rows: list[dict[str, Any]], measured: dict[str, int]) -> int:
-    """Rows of ``memory_table``'s text that print ``rows`` as written out here; -1 for a wrong header."""
+    """Rows of ``memory_table``'s text that print ``rows`` as written out here; -1 for a wrong header,
+    and -1 for each line out of its columns."""
 
     lines = text.splitlines()
     matching = 0
@@ -304,7 +328,9 @@ def _table_rows_matching(text: str, rows: list[dict[str, Any]], measured: dict[s
         ]  # fmt: skip
         matching += table_cells(line) == cells
     header = ["setup", "base weights", "trainable", "grads", "AdamW state", "total", "measured"]
-    return matching - (not lines or table_cells(lines[0]) != header) - (len(lines) != len(rows) + 2)
+    return (
+        matching - (not lines or table_cells(lines[0]) != header) - (len(lines) != len(rows) + 2) - _misaligned(lines)
+    )
 
 
 @checker(
@@ -341,7 +367,10 @@ def seven_b_plan(rank: int = 16, measured_bytes: int = 123_456_789_012, small_ra
             rows_compared += len(want)
             row_mismatches += sum(got.get(k) != v for k, v in want.items()) + (set(got) != set(want))
     matching = 0
-    for table_rows, measured in ((rows, {"LoRA, fp16 base": measured_bytes}), (tiny_rows, {"QLoRA, NF4 base": 999})):
+    # the units' edges: 1023 B, exactly 1 KiB, and 2 TiB, which the table prints in GiB
+    edges = {"LoRA, fp16 base": 1024, "QLoRA, NF4 base": 2 * 1024**4}
+    tables = ((rows, {"LoRA, fp16 base": measured_bytes}), (tiny_rows, {"QLoRA, NF4 base": 1023}), (tiny_rows, edges))
+    for table_rows, measured in tables:
         estimates = [MemoryEstimate(**{k: v for k, v in r.items() if k != "total_bytes"}) for r in table_rows]
         matching += _table_rows_matching(memory_table(estimates, measured=measured), table_rows, measured)
     return {
