@@ -301,6 +301,8 @@ def export(
             import torch
 
             torch_dtype = torch.float16 if dtype is WeightDtype.f16 else None
+            if FAULTS.active("export_command_drops_dtype"):  # the defect: --dtype f16 writes f32
+                torch_dtype = None  # pragma: no mutate
             target = _guarded(lambda: export_hf(model, loaded.tokenizer, output, torch_dtype))
         else:
             from engine.gguf_export import export_gguf
