@@ -244,6 +244,8 @@ def generate(
             if FAULTS.active("generate_bos_flag_ignored"):  # the defect: --bos/--no-bos accepted, never applied
                 add_bos = tok.add_bos_token  # pragma: no mutate
             ids_list = [tok.encode(p, add_bos=add_bos) for p in prompt]
+        if FAULTS.active("generate_command_drops_top_p"):  # the defect: --top-p accepted, never applied
+            top_p = None  # pragma: no mutate
         out = _guarded(
             lambda: run_generate(
                 model,
