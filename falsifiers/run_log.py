@@ -1,4 +1,5 @@
-"""What a fine-tune's run folder tells a user about the run: ``log.jsonl`` and each step's manifest.
+"""What a fine-tune's run folder tells a user about the run: ``log.jsonl``, each step's manifest and
+its adapter's files.
 
 ``python -m engine finetune`` (one LoRA adapter) runs straight through, and again from a copy of
 its folder as a run stopped after its step-2 checkpoint leaves it, with ``--resume``.  The log is
@@ -6,7 +7,8 @@ read record by record against what was asked for and what was written: the setti
 give them (the defaults of the rest written out here), the step each record belongs to, the
 checkpoints on disk, the adapter's parameter count from ``adapter_model.safetensors``, and each
 step's learned tokens from the tokenized data's labels (every row is in every batch, so the count
-does not depend on the order of rows).
+does not depend on the order of rows).  Each step's ``adapter_config.json`` must be, field for field,
+what PEFT itself writes for the command's LoRA settings.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ def _records_differing(got: list[dict[str, Any]], want: list[dict[str, Any]]) ->
 @checker(
     observes=[
         "runs", "exit_codes_nonzero", "records", "records_differing", "manifests", "manifest_fields_differing",
+        "adapter_config_fields", "adapter_config_differing",
     ],
     ids=["FALSIFY-TCLI-005"],
 )  # fmt: skip
@@ -86,6 +89,7 @@ def run_folder_tells_the_run(
 ) -> dict[str, Any]:
     """A LoRA ``finetune`` of 4 steps with every row in every batch, straight and resumed after
     its step-2 checkpoint: every record of both logs, and both step manifests of each run."""
+    from safetensors import safe_open
     from safetensors.torch import load_file
 
     from engine.data import read_examples, tokenize_pairs
@@ -117,6 +121,8 @@ def run_folder_tells_the_run(
         return out | {"exit_codes_nonzero": 1}
     trainable = sum(t.numel() for t in load_file(straight / "step-000002/adapter/adapter_model.safetensors").values())
     config = FLAG_CONFIG | DEFAULTS | {"batch_size": train_rows}
+    peft_config = _peft_adapter_config(fresh_dir(tmp_path, "peft-config-"))
+    out["adapter_config_fields"] = out["adapter_config_differing"] = 0
     wants = {
         straight: _expected_records(straight, 0, config, trainable, learned),
         # the stopped run's own records (as it wrote them, naming its folder), then the resumed segment
@@ -132,4 +138,20 @@ def run_folder_tells_the_run(
             expected = {"seed": 5, "step": step, "data_digest": tokenized.digest, "train_config": config}
             out["manifests"] += 1
             out["manifest_fields_differing"] += fields_differing({k: manifest.get(k) for k in expected}, expected)
+            adapter = folder / f"step-{step:06d}" / "adapter"
+            written = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
+            out["adapter_config_fields"] += len(peft_config)
+            out["adapter_config_differing"] += fields_differing(written, peft_config)
+            with safe_open(str(adapter / "adapter_model.safetensors"), framework="pt") as fh:
+                out["adapter_config_differing"] += fh.metadata() != {"format": "pt", "adapter_name": "default"}
     return out
+
+
+def _peft_adapter_config(root: Path) -> dict[str, Any]:
+    """adapter_config.json as PEFT itself writes it for the command's LoRA defaults (r 8, alpha 16,
+    no dropout, q_proj and v_proj)."""
+    from peft import LoraConfig
+
+    LoraConfig(r=8, lora_alpha=16.0, lora_dropout=0.0, target_modules=["q_proj", "v_proj"]).save_pretrained(str(root))
+    doc: dict[str, Any] = json.loads((root / "adapter_config.json").read_text(encoding="utf-8"))
+    return doc
