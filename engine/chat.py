@@ -57,6 +57,9 @@ def check_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
     return out
 
 
+_FIRST_COMPILED: dict[str, Any] = {}  # used by fault chat_template_compiled_once only
+
+
 def render_chat(
     template: str,
     messages: Sequence[Mapping[str, Any]],
@@ -70,9 +73,12 @@ def render_chat(
     from jinja2 import TemplateError
 
     checked = check_messages(messages)
+    compiled = _compiled(template)
+    if FAULTS.active("chat_template_compiled_once"):  # the defect: the first template compiled serves every one
+        compiled = _FIRST_COMPILED.setdefault("template", compiled)  # pragma: no mutate
     try:
         return str(
-            _compiled(template).render(
+            compiled.render(
                 messages=checked,
                 # the fault: the assistant's opening is never written, so the model goes on with the user's turn
                 add_generation_prompt=add_generation_prompt and not FAULTS.active("chat_generation_prompt_dropped"),
