@@ -23,6 +23,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from engine.faults import FAULTS
 from engine.tokenizer import cache_dir
 from pv.faults import ENV_VAR as FAULTS_ENV_VAR
 
@@ -42,7 +43,10 @@ def engine_source_digest() -> str:
 def artefact_key(key: Mapping[str, Any]) -> str:
     """The digest an artefact is stored under: the caller's ``key``, the engine's source, the faults."""
     faults = os.environ.get(FAULTS_ENV_VAR, "")
-    blob = json.dumps({"key": key, "engine": engine_source_digest(), "faults": faults}, sort_keys=True, default=str)
+    engine = engine_source_digest()
+    if FAULTS.active("build_cache_ignores_engine_source"):  # the defect: an engine change reuses old artefacts
+        engine = ""  # pragma: no mutate
+    blob = json.dumps({"key": key, "engine": engine, "faults": faults}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
