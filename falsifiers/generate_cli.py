@@ -38,6 +38,7 @@ def _reference(checkpoint: Path, adapter: Path | None, settings: tuple[Any, ...]
     from engine.generate import generate
 
     temperature, top_k, top_p, seed, _ = settings
+    model: Any
     if adapter is not None:
         model, loaded = load_adapted(checkpoint, find_adapter(adapter))
     else:

@@ -152,6 +152,6 @@ def _peft_adapter_config(root: Path) -> dict[str, Any]:
     no dropout, q_proj and v_proj)."""
     from peft import LoraConfig
 
-    LoraConfig(r=8, lora_alpha=16.0, lora_dropout=0.0, target_modules=["q_proj", "v_proj"]).save_pretrained(str(root))
+    LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"]).save_pretrained(str(root))
     doc: dict[str, Any] = json.loads((root / "adapter_config.json").read_text(encoding="utf-8"))
     return doc
