@@ -220,6 +220,8 @@ def _decode(
 def golden_record(loaded: LoadedCheckpoint, prompt: str = GOLDEN_PROMPT, tokens: int = GOLDEN_TOKENS) -> dict[str, Any]:
     """What ``--write-golden`` stores: the prompt, the greedy new token ids and their text."""
     new = greedy(loaded, prompt, tokens)
+    if FAULTS.active("golden_prompt_stripped"):  # the defect: the file's prompt loses its trailing newline
+        prompt = prompt.strip()  # pragma: no mutate
     return {"prompt": prompt, "max_new_tokens": tokens, "new_ids": new, "text": loaded.tokenizer.decode(new)}
 
 
