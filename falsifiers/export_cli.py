@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.data import InstructionData
-from engine.train import TrainConfig
 from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
+from falsifiers.merge_cli import trained_adapter
 from pv.checkers import checker
 
 # (format, --dtype, with the adapter): the tensor types each request must write for 2-D weights
@@ -87,12 +87,9 @@ def export_command_writes_the_api_files(
     """Seven exports of the session's init through ``python -m engine export`` (Hugging Face f32
     and f16, GGUF f32, f16, q8_0 and q4_0; two of them with a LoRA adapter merged) against the
     export functions' own files for the same model."""
-    from engine.train.tasks import finetune
-
     cli = cli_runner()
     work = fresh_dir(tmp_path, "export-cli-")
-    cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)
-    adapter = finetune(pretrained_init, work / "adapter-run", cfg, method="lora", data=instruction_data).out_dir
+    adapter = trained_adapter(pretrained_init, instruction_data, work / "adapter-run", seed=seed)
     out = dict.fromkeys(("requests", "exit_codes_nonzero", "announced", "files_compared", "files_differing"), 0)
     out["dtype_mismatches"] = 0
     for n, (fmt, dtype, with_adapter) in enumerate(REQUESTS):

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 
 from engine.data import InstructionData
-from engine.train import TrainConfig
 from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
+from falsifiers.merge_cli import trained_adapter
 from pv.checkers import checker
 
 PROMPTS = ("The quick brown", "def f(x):", "Once")
@@ -76,12 +76,9 @@ def generate_command_samples_as_the_function(
     """Five sampled requests of three prompts through ``python -m engine generate`` (temperature
     alone, with top-k, with top-p, with both, and with a LoRA adapter), each with ``--json`` and as
     plain text, against ``generate`` on the same model with the same settings."""
-    from engine.train.tasks import finetune
-
     cli = cli_runner()
     work = fresh_dir(tmp_path, "generate-cli-")
-    cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)
-    adapter = finetune(pretrained_init, work / "adapter-run", cfg, method="lora", data=instruction_data).out_dir
+    adapter = trained_adapter(pretrained_init, instruction_data, work / "adapter-run", seed=seed)
     out = dict.fromkeys(("requests", "exit_codes_nonzero", "rows", "rows_differing", "text_differs"), 0)
     out["repeats_differing"] = 0
     for settings in SETTINGS:

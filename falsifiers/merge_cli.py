@@ -27,6 +27,17 @@ MERGE_TOLERANCE = 1e-6  # W + B·A·scale in fp32, summed in another order than 
 PEFT_PREFIX = "base_model.model."
 
 
+def trained_adapter(
+    pretrained_init: Path, data: InstructionData, out: Path, method: str = "lora", seed: int = 0
+) -> Path:
+    """The run folder of an adapter fine-tuned for 2 steps on the session's init (the engine's
+    ``finetune``): something other than a fresh, all-zero B for the commands that read adapters."""
+    from engine.train.tasks import finetune
+
+    cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)
+    return Path(finetune(pretrained_init, out, cfg, method=method, data=data).out_dir)
+
+
 def _tensors(path: Path) -> dict[str, torch.Tensor]:
     from safetensors import safe_open
 
@@ -118,21 +129,18 @@ def merge_command_writes_w_plus_ba(
     """A LoRA and a QLoRA adapter (2 steps each, the engine's ``finetune``) on the session's init,
     each merged with ``python -m engine merge`` given the adapter's run folder, and every tensor and
     manifest field of the merged checkpoint read back."""
-    from engine.train.tasks import finetune
-
     cli = cli_runner()
-    cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)
     totals: dict[str, Any] = {"merges": 0, "exit_codes_nonzero": 0, "announced": 0}
     for method in ("lora", "qlora"):
-        run = finetune(pretrained_init, fresh_dir(tmp_path, f"{method}-"), cfg, method=method, data=instruction_data)
+        run = trained_adapter(pretrained_init, instruction_data, fresh_dir(tmp_path, f"{method}-"), method, seed)
         target = fresh_dir(tmp_path, f"merged-{method}-") / "merged.safetensors"
-        result = cli("merge", pretrained_init, run.out_dir, target)
+        result = cli("merge", pretrained_init, run, target)
         totals["merges"] += 1
         if result.exit_code != 0:
             totals["exit_codes_nonzero"] += 1
             continue
         totals["announced"] += f"wrote merged checkpoint {target}" in " ".join(result.stderr.split())
-        step = max((p for p in Path(run.out_dir).glob("step-*") if p.is_dir()), key=lambda p: p.name)
+        step = max((p for p in run.glob("step-*") if p.is_dir()), key=lambda p: p.name)
         for key, value in _merge_observations(Path(pretrained_init), step, target, method).items():
             totals[key] = (
                 max(totals.get(key, 0.0), value) if key == "adapted_max_abs_diff" else totals.get(key, 0) + value
