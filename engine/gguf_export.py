@@ -23,6 +23,7 @@ Reading back (:func:`read_gguf`) dequantizes, so a quantized export round-trips 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +42,12 @@ from engine.pretokenizers import PRE_TOKENIZERS, llama_cpp_name
 from engine.tokenizer import EngineTokenizer
 
 GgufDtype = Literal["f32", "f16", "q8_0", "q4_0"]
+
+
+class GgufEosWarning(UserWarning):
+    """A model stops on more end-of-generation ids than a GGUF file can name (eos, eot, eom)."""
+
+
 GGUF_DTYPES: tuple[str, ...] = ("f32", "f16", "q8_0", "q4_0")
 _QUANT = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0}
 _FILE_TYPE = {
@@ -173,8 +180,17 @@ def _write_metadata(writer: gguf.GGUFWriter, cfg: ModelConfig, tok: EngineTokeni
     writer.add_bos_token_id(tok.bos_id)
     eos = cfg.eos_ids or (tok.eos_id,)
     writer.add_eos_token_id(eos[0])
-    if len(eos) > 1:  # llama.cpp stops on the end-of-turn id as well as on EOS
+    if len(eos) > 1:  # llama.cpp stops on the end-of-turn and end-of-message ids as well as on EOS
         writer.add_eot_token_id(eos[1])
+    if len(eos) > 2 and not FAULTS.active("gguf_eom_dropped"):
+        writer.add_eom_token_id(eos[2])
+    if len(eos) > 3:
+        warnings.warn(
+            f"GGUF has three end-of-generation keys (eos, eot, eom): {list(eos[3:])} of the model's EOS ids "
+            f"{list(eos)} are not written, and llama.cpp will not stop on them",
+            GgufEosWarning,
+            stacklevel=3,
+        )
     writer.add_pad_token_id(tok.pad_id)
     writer.add_add_bos_token(tok.add_bos_token and not FAULTS.active("gguf_add_bos_dropped"))
     writer.add_add_eos_token(False)

@@ -87,11 +87,13 @@ def gguf_config(contents: GgufContents) -> ModelConfig:
     rope_dim = _field(f, f"{arch}.rope.dimension_count", int, hidden // heads)
     if rope_dim != hidden // heads:
         raise ExportError(f"partial rotary embeddings ({rope_dim} of {hidden // heads} dims) are not supported")
-    eos_id = int(_field(f, "tokenizer.ggml.eos_token_id", int))
-    eot = _field(f, "tokenizer.ggml.eot_token_id", int, None)
-    eos: int | tuple[int, ...] = eos_id
-    if eot is not None and eot != eos_id:
-        eos = (eos_id, int(eot))  # an instruct file's end of turn also ends generation in llama.cpp
+    ends = [int(_field(f, "tokenizer.ggml.eos_token_id", int))]
+    # an instruct file's end of turn and end of message also end generation in llama.cpp
+    for key in ("tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"):
+        extra = _field(f, key, int, None)
+        if extra is not None and int(extra) not in ends:
+            ends.append(int(extra))
+    eos: int | tuple[int, ...] = ends[0] if len(ends) == 1 else tuple(ends)
     values: dict[str, Any] = {
         "architecture": arch,
         "vocab_size": int(_field(f, f"{arch}.vocab_size", int, len(tokens))),

@@ -11,6 +11,7 @@ from engine.checkpoint import save_checkpoint
 from engine.errors import ExportError
 from engine.faults import FAULTS
 from engine.gguf_export import (
+    GgufEosWarning,
     engine_state_from_gguf,
     export_checkpoint_gguf,
     export_gguf,
@@ -184,6 +185,20 @@ def test_export_from_checkpoint_is_atomic(tmp_path: Path, tok: EngineTokenizer, 
         export_checkpoint_gguf(ckpt, out)
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.gguf", "m.safetensors"]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4])
+def test_eos_ids_become_eos_eot_and_eom(tmp_path: Path, tok: EngineTokenizer, count: int) -> None:
+    from engine.gguf_import import import_gguf
+
+    ids = (tok.eos_id, 7, 9, 11)[:count]
+    model = tiny_model(tiny_config(eos_token_id=ids if count > 1 else ids[0]))
+    if count == 4:
+        with pytest.warns(GgufEosWarning, match="11"):
+            path = export_gguf(model, tok, tmp_path / "m.gguf")
+    else:
+        path = export_gguf(model, tok, tmp_path / "m.gguf")
+    assert import_gguf(path).config.eos_ids == ids[:3]
 
 
 def test_bad_targets(tmp_path: Path, tok: EngineTokenizer) -> None:
