@@ -61,9 +61,12 @@ def runtime_versions() -> dict[str, str]:
     import safetensors
     import tokenizers
 
+    torch_version = str(torch.__version__)
+    if FAULTS.active("manifest_torch_build_dropped"):  # the defect: 2.13.0+cpu and 2.13.0+cu128 look alike
+        torch_version = torch_version.split("+")[0]  # pragma: no mutate
     return {
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": torch_version,
         "safetensors": safetensors.__version__,
         "tokenizers": tokenizers.__version__,
     }
