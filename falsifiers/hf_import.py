@@ -223,6 +223,7 @@ def _compare(folder: Path, imported: Any) -> dict[str, int]:
     observes=[
         "folders", "sharded", "exit_codes_nonzero", "config_fields", "config_mismatches", "tensors",
         "tensor_mismatches", "tied_heads_shared", "logits_matching", "token_mismatches", "source_digest_mismatches",
+        "reexport_mismatches",
     ],
     ids=["FALSIFY-HFI-001"],
 )  # fmt: skip
@@ -237,7 +238,7 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
     out: dict[str, Any] = {"folders": 0, "sharded": 0, "exit_codes_nonzero": 0, "logits_matching": 0}
     for key in ("config_fields", "config_mismatches", "tensors", "tensor_mismatches", "tied_heads_shared"):
         out[key] = 0
-    out["token_mismatches"] = out["source_digest_mismatches"] = 0
+    out["token_mismatches"] = out["source_digest_mismatches"] = out["reexport_mismatches"] = 0
     for i, family in enumerate(("llama", "qwen2")):
         folder = write_folder(work / family, engine_tokenizer, family, seed + i)
         out["folders"] += 1
@@ -260,7 +261,38 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
         out["logits_matching"] += compared.pop("logits_within_1e-4")
         for key, value in compared.items():
             out[key] += value
+        again = work / f"{family}-exported"
+        exported = cli("export", work / f"{family}.safetensors", "-f", "hf", "-o", again)
+        out["reexport_mismatches"] += 1 if exported.exit_code != 0 else _reexport_mismatches(folder, again)
     return out
+
+
+def _reexport_mismatches(source: Path, again: Path) -> int:
+    """What transformers reads differently from the folder the import's checkpoint exports again
+    than from the folder it was imported from: config fields, generation ids, special tokens, ids
+    of TEXTS and the chat rendering, and the weights file's metadata."""
+    import transformers
+    from safetensors import safe_open
+
+    configs = [transformers.AutoConfig.from_pretrained(f) for f in (source, again)]
+    # config.json's eos_token_id is left out: the engine keeps one list of EOS ids, the one
+    # generation stops on (generation_config.json's), and writes it to both files
+    keys = ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads", "intermediate_size", "max_position_embeddings", "rms_norm_eps",
+            "tie_word_embeddings", "bos_token_id", "pad_token_id")  # fmt: skip
+    bad = sum(getattr(configs[0], k) != getattr(configs[1], k) for k in keys)
+    bad += _reference_theta(configs[0]) != _reference_theta(configs[1])
+    gens = [transformers.GenerationConfig.from_pretrained(f) for f in (source, again)]
+    bad += sum(getattr(gens[0], k) != getattr(gens[1], k) for k in ("bos_token_id", "eos_token_id"))
+    toks = [transformers.AutoTokenizer.from_pretrained(f) for f in (source, again)]
+    for attr in ("bos_token", "eos_token", "pad_token", "bos_token_id", "eos_token_id", "pad_token_id"):
+        bad += getattr(toks[0], attr) != getattr(toks[1], attr)
+    bad += sum(toks[0](t)["input_ids"] != toks[1](t)["input_ids"] for t in TEXTS)
+    chats = [t.apply_chat_template(MESSAGES, tokenize=False) for t in toks]
+    bad += chats[0] != chats[1]
+    with safe_open(str(again / "model.safetensors"), framework="pt") as fh:
+        bad += fh.metadata() != {"format": "pt"}  # what transformers' save_pretrained writes
+    return int(bad)
 
 
 def _edit_json(path: Path, **changes: Any) -> None:
