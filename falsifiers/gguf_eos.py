@@ -5,7 +5,8 @@ A GGUF file names up to three ids generation ends on: ``tokenizer.ggml.eos_token
 three.  Models with one to four EOS ids are exported, the keys read back with gguf-py, the file
 imported again, and the imported model decoded: it must stop where greedy decoding written out
 here, with the same ids, stops.  A fourth id, which the format cannot hold, must be named in a
-warning rather than dropped in silence.
+warning rather than dropped in silence.  ``add_eos_token`` must be the tokenizer's own rule, as the
+``tokenizers`` library applies it.
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
 from pv.checkers import checker
 
-KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
+KEYS = (
+    "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
+    "tokenizer.ggml.add_eos_token",
+)  # fmt: skip
 STEPS = 16
 
 
-def _keys(path: Path) -> list[int | None]:
+def _keys(path: Path) -> list[Any]:
     from gguf import GGUFReader
 
     fields = GGUFReader(str(path)).fields
-    return [int(fields[k].contents()) if k in fields else None for k in KEYS]
+    return [fields[k].contents() if k in fields else None for k in KEYS]
 
 
 @checker(
@@ -37,6 +41,7 @@ def eos_ids_survive_gguf(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny
     """A tiny Llama whose EOS ids are the tokenizer's EOS and then the tokens greedy decoding gives
     at steps 12, 8 and 4 (one to four ids), exported to GGUF, read with gguf-py, imported, decoded."""
     import torch
+    from tokenizers import Tokenizer
 
     from engine.generate import generate
     from engine.gguf_export import GgufEosWarning, export_gguf
@@ -45,6 +50,7 @@ def eos_ids_survive_gguf(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny
     from falsifiers.files import _greedy
 
     work = fresh_dir(tmp_path, "gguf-eos-")
+    backend = Tokenizer.from_str(engine_tokenizer.hf_json())
     model = realistic_model(tiny_model_factory, 0, "llama").eval()
     prompt = engine_tokenizer.encode_prompt("def main():")
     free = _greedy(model, prompt, STEPS, set())
@@ -65,7 +71,10 @@ def eos_ids_survive_gguf(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny
             out["key_mismatches"] += bool(warned)  # a warning where nothing was dropped
         kept = ids[:3]
         out["models"] += 1
-        out["key_mismatches"] += _keys(path) != [*kept, *[None] * (3 - len(kept))]
+        # add_eos_token is the tokenizer's own rule: its encode (tokenizers' post-processor included) ends
+        # a text with EOS or not, and llama.cpp appends one exactly when the key says so
+        appends_eos = backend.encode("def main():").ids[-1:] == [engine_tokenizer.eos_id]
+        out["key_mismatches"] += _keys(path) != [*kept, *[None] * (3 - len(kept)), appends_eos]
         imported = import_gguf(path)
         out["imported_eos_mismatches"] += imported.config.eos_ids != kept
         want = _greedy(model, prompt, STEPS, set(kept))
