@@ -294,7 +294,7 @@ def _misaligned(lines: list[str]) -> int:
     """Lines of a table whose cells do not start at the columns of its dashed separator line (two
     spaces apart), plus columns not exactly as wide as their widest cell; every line if there is
     no separator of dashes."""
-    dashes = lines[1].split("  ") if len(lines) > 1 else []
+    dashes = lines[1].rstrip().split("  ") if len(lines) > 1 else []
     if not dashes or any(set(d) != {"-"} for d in dashes):
         return len(lines)
     widths = [len(d) for d in dashes]
