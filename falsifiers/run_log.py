@@ -1,11 +1,11 @@
 """What a fine-tune's run folder tells a user about the run: ``log.jsonl``, each step's manifest and
 its adapter's files.
 
-``python -m engine finetune`` (one LoRA adapter) runs straight through, and again from a copy of
-its folder as a run stopped after its step-2 checkpoint leaves it, with ``--resume``.  The log is
+``python -m engine finetune`` (one LoRA adapter, and full weights) runs straight through, and again
+from a copy of its folder as a run stopped after its step-2 checkpoint leaves it, with ``--resume``.  The log is
 read record by record against what was asked for and what was written: the settings as the flags
 give them (the defaults of the rest written out here), the step each record belongs to, the
-checkpoints on disk, the adapter's parameter count from ``adapter_model.safetensors``, and each
+checkpoints on disk, the trained parameter count from the step's weights file, and each
 step's learned tokens from the tokenized data's labels (every row is in every batch, so the count
 does not depend on the order of rows).  Each step's ``adapter_config.json`` must be, field for field,
 what PEFT itself writes for the command's LoRA settings.
@@ -87,8 +87,9 @@ def _records_differing(got: list[dict[str, Any]], want: list[dict[str, Any]]) ->
 def run_folder_tells_the_run(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
 ) -> dict[str, Any]:
-    """A LoRA ``finetune`` of 4 steps with every row in every batch, straight and resumed after
-    its step-2 checkpoint: every record of both logs, and both step manifests of each run."""
+    """A LoRA and a full-weights ``finetune`` of 4 steps with every row in every batch, each straight
+    and resumed after its step-2 checkpoint: every record of the logs, and both step manifests of
+    each run (with the LoRA adapter's files)."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
@@ -104,47 +105,64 @@ def run_folder_tells_the_run(
     tokenized = tokenize_pairs(read_examples(data), engine_tokenizer, SEQ_LEN)
     train_rows = tokenized.input_ids.size(0)  # the rest are held out for validation
     learned = int((tokenized.labels != -100).sum())  # the response tokens of every training row
-    settings: list[Any] = ["--method", "lora", "--data", data, "--steps", STEPS, "--batch-size", train_rows]
-    settings += ["--seq-len", SEQ_LEN, "--lr", 0.01, "--warmup", 1, "--seed", 5, "--eval-every", 0]
-    settings += ["--save-every", 2, "--grad-clip", 0.5]
-    straight, resumed = root / "straight", root / "resumed"
-    out = dict.fromkeys(("runs", "exit_codes_nonzero", "records", "records_differing", "manifests"), 0)
-    out["manifest_fields_differing"] = 0
-    first = run("finetune", base, straight, *settings)
-    out["runs"] += 1
-    if first.exit_code != 0:
-        return out | {"exit_codes_nonzero": 1}
-    _stopped_copy(straight, resumed)
-    again = run("finetune", base, resumed, *settings, "--resume")
-    out["runs"] += 1
-    if again.exit_code != 0:
-        return out | {"exit_codes_nonzero": 1}
-    trainable = sum(t.numel() for t in load_file(straight / "step-000002/adapter/adapter_model.safetensors").values())
+    settings: list[Any] = ["--data", data, "--steps", STEPS, "--batch-size", train_rows, "--seq-len", SEQ_LEN]
+    settings += ["--lr", 0.01, "--warmup", 1, "--seed", 5, "--eval-every", 0, "--save-every", 2, "--grad-clip", 0.5]
     config = FLAG_CONFIG | DEFAULTS | {"batch_size": train_rows}
     peft_config = _peft_adapter_config(fresh_dir(tmp_path, "peft-config-"))
-    out["adapter_config_fields"] = out["adapter_config_differing"] = 0
-    wants = {
-        straight: _expected_records(straight, 0, config, trainable, learned),
-        # the stopped run's own records (as it wrote them, naming its folder), then the resumed segment
-        resumed: _until_checkpoint_2(_expected_records(straight, 0, config, trainable, learned))
-        + _expected_records(resumed, 2, config, trainable, learned),
-    }
-    for folder, want in wants.items():
-        got = _read_log(folder)
-        out["records"] += len(got)
-        out["records_differing"] += _records_differing(got, want)
-        for step in (2, STEPS):
-            manifest = json.loads((folder / f"step-{step:06d}" / "manifest.json").read_text(encoding="utf-8"))
-            expected = {"seed": 5, "step": step, "data_digest": tokenized.digest, "train_config": config}
-            out["manifests"] += 1
-            out["manifest_fields_differing"] += fields_differing({k: manifest.get(k) for k in expected}, expected)
-            adapter = folder / f"step-{step:06d}" / "adapter"
-            written = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
-            out["adapter_config_fields"] += len(peft_config)
-            out["adapter_config_differing"] += fields_differing(written, peft_config)
-            with safe_open(str(adapter / "adapter_model.safetensors"), framework="pt") as fh:
-                out["adapter_config_differing"] += fh.metadata() != {"format": "pt", "adapter_name": "default"}
+    out = dict.fromkeys(("runs", "exit_codes_nonzero", "records", "records_differing", "manifests"), 0)
+    out |= dict.fromkeys(("manifest_fields_differing", "adapter_config_fields", "adapter_config_differing"), 0)
+    for method in ("lora", "full"):
+        straight, resumed = root / f"{method}-straight", root / f"{method}-resumed"
+        first = run("finetune", base, straight, "--method", method, *settings)
+        out["runs"] += 1
+        if first.exit_code != 0:
+            out["exit_codes_nonzero"] += 1
+            continue
+        _stopped_copy(straight, resumed)
+        again = run("finetune", base, resumed, "--method", method, *settings, "--resume")
+        out["runs"] += 1
+        if again.exit_code != 0:
+            out["exit_codes_nonzero"] += 1
+            continue
+        weights = "adapter/adapter_model.safetensors" if method == "lora" else "model.safetensors"
+        # what trains: the adapter's matrices, or every tensor of the (untied) model
+        trainable = sum(t.numel() for t in load_file(straight / "step-000002" / weights).values())
+        wants = {
+            straight: _expected_records(straight, 0, config, trainable, learned),
+            # the stopped run's own records (as it wrote them, naming its folder), then the resumed segment
+            resumed: _until_checkpoint_2(_expected_records(straight, 0, config, trainable, learned))
+            + _expected_records(resumed, 2, config, trainable, learned),
+        }
+        for folder, want in wants.items():
+            got = _read_log(folder)
+            out["records"] += len(got)
+            out["records_differing"] += _records_differing(got, want)
+            for step in (2, STEPS):
+                expected = {"seed": 5, "step": step, "data_digest": tokenized.digest, "train_config": config}
+                manifest = _step_manifest(folder / f"step-{step:06d}", method)
+                out["manifests"] += 1
+                out["manifest_fields_differing"] += fields_differing({k: manifest.get(k) for k in expected}, expected)
+                if method != "lora":
+                    continue
+                adapter = folder / f"step-{step:06d}" / "adapter"
+                written = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
+                out["adapter_config_fields"] += len(peft_config)
+                out["adapter_config_differing"] += fields_differing(written, peft_config)
+                with safe_open(str(adapter / "adapter_model.safetensors"), framework="pt") as fh:
+                    out["adapter_config_differing"] += fh.metadata() != {"format": "pt", "adapter_name": "default"}
     return out
+
+
+def _step_manifest(step: Path, method: str) -> dict[str, Any]:
+    """A step's manifest: ``manifest.json`` beside an adapter, or the checkpoint's own header."""
+    from safetensors import safe_open
+
+    if method == "lora":
+        doc: dict[str, Any] = json.loads((step / "manifest.json").read_text(encoding="utf-8"))
+        return doc
+    with safe_open(str(step / "model.safetensors"), framework="pt") as fh:
+        manifest: dict[str, Any] = json.loads(fh.metadata()["manifest"])
+    return manifest
 
 
 def _peft_adapter_config(root: Path) -> dict[str, Any]:
