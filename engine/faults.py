@@ -89,6 +89,7 @@ FAULTS.register("build_cache_ignores_engine_source", "the build cache reuses art
 FAULTS.register("golden_prompt_stripped", "qa --write-golden records the prompt without its trailing newline")
 FAULTS.register("gguf_eom_dropped", "GGUF export writes no end-of-message id for a model's third EOS id")
 FAULTS.register("manifest_torch_build_dropped", "a checkpoint records torch's version without its build (+cpu, +cu128)")
+FAULTS.register("top_p_drops_the_crossing_token", "top-p drops the token whose probability reaches p")
 FAULTS.register("recipe_dashed_keys_unknown", "a recipe key spelled as its option (batch-size) is refused")
 FAULTS.register(
     "recipe_digest_not_recorded", "a run from a recipe leaves the recipe's path and digest out of its manifest"

@@ -112,6 +112,8 @@ def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) 
         probs = sorted_logits.softmax(-1)
         # Drop a token when the tokens ranked above it already reach top_p.
         drop_sorted = (probs.cumsum(-1) - probs) >= top_p
+        if FAULTS.active("top_p_drops_the_crossing_token"):  # pragma: no mutate
+            drop_sorted = probs.cumsum(-1) >= top_p  # pragma: no mutate  (the defect: p's own token dropped)
         drop_sorted[..., 0] = False
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         logits = logits.masked_fill(drop, float("-inf"))
