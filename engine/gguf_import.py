@@ -26,7 +26,7 @@ import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models
 
 from engine.atomic import file_sha256
-from engine.checkpoint import LoadedCheckpoint, model_from_state
+from engine.checkpoint import LoadedCheckpoint, make_manifest, model_from_state
 from engine.config import ModelConfig
 from engine.errors import CheckpointError, ExportError, TokenizerError
 from engine.faults import FAULTS
@@ -194,11 +194,9 @@ def import_gguf(
         file_type_name = gguf.LlamaFileType(file_type).name if isinstance(file_type, int) else None
     except ValueError:
         file_type_name = None
+    # the runtime that converts the file is the one that writes the engine checkpoint: make_manifest's
     manifest: dict[str, Any] = {
-        "step": 0,
-        "seed": None,
-        "data_digest": None,
-        "versions": {},
+        **make_manifest(step=0),
         "imported_from": str(path),
         "source_format": "gguf",
         "source_sha256": file_sha256(path),

@@ -30,6 +30,7 @@ from engine.checkpoint import (
     LoadedCheckpoint,
     _fmt_shape,
     expected_tensors,
+    make_manifest,
     model_from_state,
     read_header,
 )
@@ -487,11 +488,9 @@ def import_hf(
         model = model_from_state(config, state, device=device, dtype=dtype)
     except CheckpointError as exc:
         raise ExportError(str(exc)) from None
+    # the runtime that converts the file is the one that writes the engine checkpoint: make_manifest's
     manifest: dict[str, Any] = {
-        "step": 0,
-        "seed": None,
-        "data_digest": None,
-        "versions": {},
+        **make_manifest(step=0),
         "imported_from": str(folder),
     }
     return LoadedCheckpoint(model, tokenizer, config, manifest, {}, folder)

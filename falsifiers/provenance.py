@@ -21,8 +21,9 @@ PACKAGES = ("torch", "safetensors", "tokenizers")
 
 @checker(observes=["checkpoints", "exit_codes_nonzero", "versions_differing"], ids=["FALSIFY-CKPT-007"])
 def checkpoints_name_their_runtime(tmp_path: Path) -> dict[str, Any]:
-    """``pretrain`` (tiny preset, 2 steps) and a full ``finetune`` of its checkpoint (1 step), both
-    through ``python -m engine``: each checkpoint's manifest names the runtime running them."""
+    """``pretrain`` (tiny preset, 2 steps), a full ``finetune`` of its checkpoint (2 steps), and an
+    ``import`` of its Hugging Face export, all through ``python -m engine``: each checkpoint's
+    manifest names the runtime running them."""
     import json
 
     from safetensors import safe_open
@@ -33,18 +34,23 @@ def checkpoints_name_their_runtime(tmp_path: Path) -> dict[str, Any]:
     pairs = work / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"prompt": f"Say {i}.", "response": str(i)}) + "\n" for i in range(8)))
     common = ["--steps", 2, "--batch-size", 2, "--seq-len", 32, "--eval-every", 0, "--save-every", 2, "--device", "cpu"]
+    trained = work / "pretrain" / "step-000002" / "model.safetensors"
     requests = [
         ("pretrain", work / "pretrain", "--preset", "tiny", *common),
-        ("finetune", work / "pretrain" / "step-000002" / "model.safetensors", work / "full", "--method", "full"),
+        ("finetune", trained, work / "full", "--method", "full"),
+        ("import", work / "exported", work / "imported.safetensors"),  # an HF folder the engine wrote
     ]
     out = {"checkpoints": 0, "exit_codes_nonzero": 0, "versions_differing": 0}
     for args in requests:
         extra = ["--data", pairs, *common] if args[0] == "finetune" else []
+        if args[0] == "import":
+            cli("export", trained, "-f", "hf", "-o", work / "exported")
         result = cli(*args, *extra)
         if result.exit_code != 0:
             out["exit_codes_nonzero"] += 1
             continue
-        checkpoint = Path(json.loads(result.stdout)["checkpoint"]) / "model.safetensors"
+        checkpoint = Path(json.loads(result.stdout)["checkpoint"])
+        checkpoint = checkpoint if checkpoint.suffix == ".safetensors" else checkpoint / "model.safetensors"
         with safe_open(str(checkpoint), framework="pt") as fh:
             manifest = json.loads(fh.metadata()["manifest"])
         out["checkpoints"] += 1
