@@ -223,7 +223,7 @@ def _compare(folder: Path, imported: Any) -> dict[str, int]:
     observes=[
         "folders", "sharded", "exit_codes_nonzero", "config_fields", "config_mismatches", "tensors",
         "tensor_mismatches", "tied_heads_shared", "logits_matching", "token_mismatches", "source_digest_mismatches",
-        "reexport_mismatches",
+        "reexport_mismatches", "manifest_mismatches",
     ],
     ids=["FALSIFY-HFI-001"],
 )  # fmt: skip
@@ -239,6 +239,7 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
     for key in ("config_fields", "config_mismatches", "tensors", "tensor_mismatches", "tied_heads_shared"):
         out[key] = 0
     out["token_mismatches"] = out["source_digest_mismatches"] = out["reexport_mismatches"] = 0
+    out["manifest_mismatches"] = 0
     for i, family in enumerate(("llama", "qwen2")):
         folder = write_folder(work / family, engine_tokenizer, family, seed + i)
         out["folders"] += 1
@@ -257,6 +258,11 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
             digest,
             digest,
         )
+        # what the checkpoint says it is: an import of this folder, step 0, no training seed or data
+        manifest = {k: imported.manifest.get(k, "<missing>") for k in ("kind", "imported_from", "step", "seed")}
+        manifest["data_digest"] = imported.manifest.get("data_digest", "<missing>")
+        want = {"kind": "import", "imported_from": str(folder), "step": 0, "seed": None, "data_digest": None}
+        out["manifest_mismatches"] += sum(manifest[k] != v for k, v in want.items())
         compared = _compare(folder, imported)
         out["logits_matching"] += compared.pop("logits_within_1e-4")
         for key, value in compared.items():
@@ -306,6 +312,8 @@ def _edit_json(path: Path, **changes: Any) -> None:
 
 
 _DELETE = object()
+Q_PROJ = "model.layers.0.self_attn.q_proj.weight"
+EXTRA = "model.layers.0.self_attn.extra.weight"
 LINEAR_ROPE = {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}
 
 
@@ -324,6 +332,21 @@ def _refusals(llama: Path, qwen2: Path) -> list[tuple[str, Path, Any, str]]:
     def drop_shard(f: Path) -> None:
         index = json.loads((f / "model.safetensors.index.json").read_text())
         (f / sorted(set(index["weight_map"].values()))[-1]).unlink()
+
+    def edit_weights(f: Path, edit: Any) -> None:
+        """Rewrite the shard holding the first layer's q_proj with ``edit(tensors)`` applied."""
+        from safetensors.torch import load_file, save_file
+
+        index_path = f / "model.safetensors.index.json"
+        index = json.loads(index_path.read_text())
+        shard = index["weight_map"][Q_PROJ]
+        tensors = load_file(str(f / shard))
+        edit(tensors)
+        save_file(tensors, str(f / shard), metadata={"format": "pt"})
+        index["weight_map"] = {k: v for k, v in index["weight_map"].items() if v != shard} | dict.fromkeys(
+            tensors, shard
+        )
+        index_path.write_text(json.dumps(index))
 
     def pickle_only(f: Path) -> None:
         for p in [*f.glob("*.safetensors"), f / "model.safetensors.index.json"]:
@@ -349,6 +372,13 @@ def _refusals(llama: Path, qwen2: Path) -> list[tuple[str, Path, Any, str]]:
         ("a missing weight shard", llama, drop_shard, "shard missing"),
         ("pickle weights only", qwen2, pickle_only, "safetensors"),
         ("no tokenizer.json", qwen2, lambda f: (f / "tokenizer.json").unlink(), "tokenizer.json"),
+        ("an EOS id equal to vocab_size", llama, generation(eos_token_id=[1, 517]), "outside the vocabulary"),
+        ("a tied config whose head differs", llama, config(tie_word_embeddings=True), "lm_head.weight differs"),
+        ("a missing tensor", llama, lambda f: edit_weights(f, lambda t: t.pop(Q_PROJ)), f"missing tensor `{Q_PROJ}`"),
+        ("an unexpected tensor", llama, lambda f: edit_weights(f, lambda t: t.update({EXTRA: t[Q_PROJ] + 0})),
+         f"unexpected tensor `{EXTRA}`"),
+        ("a tensor of another shape", llama, lambda f: edit_weights(f, lambda t: t.update({Q_PROJ: t[Q_PROJ][:8] + 0})),
+         f"tensor `{Q_PROJ}` has shape [8, 64], expected [64, 64]"),
     ]  # fmt: skip
 
 
