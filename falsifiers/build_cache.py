@@ -55,9 +55,11 @@ def _spawn(engine_parent: Path, root: Path, key: dict[str, Any], mode: str, faul
 
     # the faults on in this process reach the child (a planted fault), and any the case adds
     env[ENV_VAR] = ",".join([*FAULTS.active_names(), *([faults] if faults else [])])
-    args = [sys.executable, "-c", CHILD, str(root), json.dumps(key), mode]
-    # run from the cache root, so that `python -c`'s first path entry (the working directory) is no engine
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root)
+    # -P: the working directory (this repository, or mutmut's copy of it) is not put before PYTHONPATH,
+    # so the engine the child imports is the one PYTHONPATH names; the working directory stays, as
+    # mutmut's instrumented engine reads its configuration from there
+    args = [sys.executable, "-P", "-c", CHILD, str(root), json.dumps(key), mode]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
@@ -106,7 +108,8 @@ def built_once_rebuilds_what_changed(tmp_path: Path) -> dict[str, Any]:
     out["other_key_built"] = _builds(root) == 2 and other.get("folder") not in (None, a.get("folder"))
     bad_key = {"artefact": "probe", "n": 3}
     failed = _result(_spawn(here, root, bad_key, "fail"))
-    leftovers = sorted(p.name for p in (root / "probe").iterdir() if not p.name.endswith(".lock"))
+    probe = root / "probe"
+    leftovers = sorted(p.name for p in probe.iterdir() if not p.name.endswith(".lock")) if probe.is_dir() else []
     out["failed_left_nothing"] = failed.get("error") == "the build failed" and len(leftovers) == 2
     again = _result(_spawn(here, root, bad_key, "build"))
     out["rebuilt_after_failure"] = _builds(root) == 4 and again.get("artefact") == json.dumps(bad_key)
