@@ -10,13 +10,13 @@ Hugging Face folder, gguf-py's tensor types for a GGUF file.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from engine.data import InstructionData
 from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
+from falsifiers.files import _sha256
 from falsifiers.merge_cli import trained_adapter
 from pv.checkers import checker
 
@@ -32,10 +32,6 @@ def _digests(target: Path) -> dict[str, str]:
     """sha256 of each file of an export (a folder's files by relative path, or the one file)."""
     files = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
     return {p.relative_to(target).as_posix() if target.is_dir() else p.name: _sha256(p) for p in files}
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _reference(fmt: str, dtype: str, checkpoint: Path, adapter: Path | None, target: Path) -> Path:

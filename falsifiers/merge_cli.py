@@ -10,7 +10,6 @@ base's weights digest recorded when the adapter was trained.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from engine.data import InstructionData
 from engine.train import TrainConfig
 from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
+from falsifiers.files import _sha256
+from falsifiers.train_cli import _tensors
 from pv.checkers import checker
 
 MERGE_TOLERANCE = 1e-6  # W + B·A·scale in fp32, summed in another order than PEFT's kernels may
@@ -36,13 +37,6 @@ def trained_adapter(
 
     cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)
     return Path(finetune(pretrained_init, out, cfg, method=method, data=data).out_dir)
-
-
-def _tensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt", device="cpu") as fh:
-        return {name: fh.get_tensor(name) for name in fh.keys()}  # noqa: SIM118 (safe_open has no __iter__)
 
 
 def _deltas(adapter: Path) -> dict[str, torch.Tensor]:
@@ -106,7 +100,7 @@ def _merge_observations(base: Path, step: Path, merged: Path, method: str) -> di
         "kind": "merged",
         "base": str(base),
         "adapter": str(adapter),
-        "adapter_sha256": hashlib.sha256((adapter / "adapter_model.safetensors").read_bytes()).hexdigest(),
+        "adapter_sha256": _sha256(adapter / "adapter_model.safetensors"),
         "method": method,
         "base_weights_sha256": step_manifest["base_weights_sha256"],
     }
