@@ -96,6 +96,12 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
 INT_KEYS, FLOAT_KEYS, BOOL_KEYS = _keys_of(int), _keys_of(float), _keys_of(bool)
 
 
+def default_context(architecture: str) -> int:
+    """transformers' default ``max_position_embeddings`` of the family (LlamaConfig's, Qwen2Config's):
+    the context of a config.json or GGUF file that does not state one."""
+    return 32768 if architecture == "qwen2" else 2048
+
+
 PRESETS: dict[str, ModelConfig] = {
     # CPU unit tests: a few hundred thousand parameters.
     "tiny": ModelConfig(

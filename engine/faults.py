@@ -119,6 +119,12 @@ FAULTS.register(
     "adapter_config_alpha_dropped", "a saved adapter's config leaves out lora_alpha, so readers use a default"
 )
 FAULTS.register("gguf_import_eps_default", "GGUF import ignores the file's RMSNorm epsilon and uses 1e-6")
+FAULTS.register(
+    "gguf_import_context_default_2048", "GGUF import gives a qwen2 file without context_length Llama's 2048"
+)
+FAULTS.register(
+    "gguf_token_type_length_padded", "GGUF import pads a token_type list shorter than the tokens with normal tokens"
+)
 FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")
 FAULTS.register("inspect_counts_tied_head_twice", "inspect counts a tied head's parameters again beside the embedding")
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")

@@ -27,7 +27,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models
 
 from engine.atomic import file_sha256
 from engine.checkpoint import LoadedCheckpoint, make_manifest, model_from_state
-from engine.config import ModelConfig
+from engine.config import ModelConfig, default_context
 from engine.errors import CheckpointError, ExportError, TokenizerError
 from engine.faults import FAULTS
 from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf
@@ -76,6 +76,12 @@ def _f32(value: float) -> float:
     return float(str(np.float32(value)))
 
 
+def _default_context(arch: str) -> int:
+    if FAULTS.active("gguf_import_context_default_2048"):  # the defect: Llama's default for every family
+        return 2048  # pragma: no mutate
+    return default_context(arch)
+
+
 def gguf_config(contents: GgufContents) -> ModelConfig:
     """The architecture a GGUF file describes (llama or qwen2), special ids included."""
     arch, f = contents.arch, contents.fields
@@ -102,7 +108,7 @@ def gguf_config(contents: GgufContents) -> ModelConfig:
         "num_attention_heads": heads,
         "num_key_value_heads": int(_field(f, f"{arch}.attention.head_count_kv", int, heads)),
         "intermediate_size": int(_field(f, f"{arch}.feed_forward_length", int)),
-        "max_position_embeddings": int(_field(f, f"{arch}.context_length", int, 2048)),
+        "max_position_embeddings": int(_field(f, f"{arch}.context_length", int, _default_context(arch))),
         "rope_theta": _f32(_field(f, f"{arch}.rope.freq_base", (int, float), 10000.0)),
         "rms_norm_eps": _f32(_field(f, f"{arch}.attention.layer_norm_rms_epsilon", (int, float))),
         **({"rms_norm_eps": 1e-6} if FAULTS.active("gguf_import_eps_default") else {}),
@@ -112,8 +118,9 @@ def gguf_config(contents: GgufContents) -> ModelConfig:
         "eos_token_id": eos,
         "pad_token_id": _field(f, "tokenizer.ggml.padding_token_id", int, None),
     }
-    if _field(f, f"{arch}.rope.scaling.type", str, "none") not in ("none", ""):
-        raise ExportError("rope scaling is not supported by the engine (plain RoPE only)")
+    scaling = _field(f, f"{arch}.rope.scaling.type", str, "none")
+    if scaling not in ("none", ""):
+        raise ExportError(f"rope scaling `{scaling}` is not supported by the engine (plain RoPE only)")
     try:
         return ModelConfig.from_dict(values)
     except ValueError as exc:
@@ -132,6 +139,8 @@ def gguf_tokenizer(fields: Mapping[str, Any]) -> EngineTokenizer:
     tokens: list[str] = _field(fields, "tokenizer.ggml.tokens", list)
     merges: list[str] = _field(fields, "tokenizer.ggml.merges", list)
     types: list[int] = _field(fields, "tokenizer.ggml.token_type", list, [1] * len(tokens))
+    if FAULTS.active("gguf_token_type_length_padded"):  # the defect: a short type list padded as normal tokens
+        types = [*types, *[1] * (len(tokens) - len(types))]  # pragma: no mutate
     if len(types) != len(tokens):
         raise ExportError(f"tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
     vocab = {tok: i for i, tok in enumerate(tokens)}

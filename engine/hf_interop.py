@@ -34,7 +34,7 @@ from engine.checkpoint import (
     model_from_state,
     read_header,
 )
-from engine.config import ModelConfig
+from engine.config import ModelConfig, default_context
 from engine.errors import ExportError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM
@@ -110,7 +110,7 @@ def _default_context(model_type: str) -> int:
     """transformers' default ``max_position_embeddings`` of the family, for a config.json without it."""
     if FAULTS.active("hf_import_qwen2_context_default_2048"):  # the defect: Llama's default for every family
         return 2048  # pragma: no mutate
-    return 32768 if model_type == "qwen2" else 2048  # Qwen2Config's and LlamaConfig's defaults
+    return default_context(model_type)
 
 
 def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:

@@ -174,6 +174,33 @@ def test_malformed_metadata_is_named(small_gguf: Path, tmp_path: Path, drop: set
         import_gguf(bad)
 
 
+def test_rope_scaling_is_refused_by_its_type(small_gguf: Path, tmp_path: Path) -> None:
+    from falsifiers.gguf_reading import rewrite_gguf
+
+    yarn = {"llama.rope.scaling.type": ("yarn", gguf.GGUFValueType.STRING)}
+    bad = rewrite_gguf(small_gguf, tmp_path / "yarn.gguf", typed=yarn)
+    with pytest.raises(ExportError, match="rope scaling `yarn`"):
+        import_gguf(bad)
+
+
+@pytest.mark.parametrize(("config", "context"), [(tiny_config(), 2048), (qwen2_tiny_config(), 32768)])
+def test_a_file_without_context_length_gets_the_familys_default(tmp_path: Path, config, context: int) -> None:  # type: ignore[no-untyped-def]
+    path = export_gguf(tiny_model(config), tiny_tokenizer(), tmp_path / "m.gguf")
+    bare = _rewrite(path, tmp_path / "bare.gguf", {f"{config.architecture}.context_length"})
+    assert import_gguf(bare).config.max_position_embeddings == context
+    with FAULTS.enabled("gguf_import_context_default_2048"):
+        assert import_gguf(bare).config.max_position_embeddings == 2048
+
+
+def test_a_short_token_type_list_is_refused(small_gguf: Path, tmp_path: Path) -> None:
+    types = read_gguf(small_gguf).fields["tokenizer.ggml.token_type"]
+    bad = _rewrite(small_gguf, tmp_path / "short.gguf", set_={"tokenizer.ggml.token_type": types[:-1]})
+    with pytest.raises(ExportError, match=f"{len(types) - 1} entries for {len(types)} tokens"):
+        import_gguf(bad)
+    with FAULTS.enabled("gguf_token_type_length_padded"):
+        assert import_gguf(bad).tokenizer.vocab_size == len(types)
+
+
 def test_not_a_gguf_and_missing_file(tmp_path: Path) -> None:
     junk = tmp_path / "x.gguf"
     junk.write_bytes(b"not gguf at all")
