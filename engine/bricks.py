@@ -121,7 +121,9 @@ def reference_workload(device: torch.device | None = None) -> Callable[[], objec
     """A fixed piece of work that depends on nothing the engine does: a chain of four fp32 matmuls
     of :data:`REFERENCE_SIZE` squares, renormalised.  Timed between a brick's repetitions, its
     dispersion is the machine's own noise at those moments (pv.noise.dispersion)."""
-    g = torch.Generator().manual_seed(0)
+    g: torch.Generator | None = torch.Generator().manual_seed(0)
+    if FAULTS.active("reference_workload_unseeded"):  # the defect: other matrices in every process
+        g = None  # pragma: no mutate
     a = torch.randn(REFERENCE_SIZE, REFERENCE_SIZE, generator=g).to(device or "cpu")
     b = torch.randn(REFERENCE_SIZE, REFERENCE_SIZE, generator=g).to(device or "cpu") / REFERENCE_SIZE**0.5
 

@@ -217,3 +217,17 @@ def test_bricks_sized_by_a_checkpoint_read_its_architecture(tmp_path: Path) -> N
     assert small.exit_code == 0 and small.output.count("not run: needs about") == 2
     missing = CliRunner().invoke(app, ["bench", "--brick", "ttft", str(tmp_path / "none.safetensors")])
     assert missing.exit_code == 2
+
+
+def test_reference_workload_is_the_same_work_in_every_process() -> None:
+    from engine.bricks import REFERENCE_SIZE, reference_workload
+
+    torch.manual_seed(123)
+    first = reference_workload()()
+    torch.manual_seed(456)
+    again = reference_workload()()
+    assert isinstance(first, torch.Tensor) and first.shape == (REFERENCE_SIZE, REFERENCE_SIZE)
+    assert torch.equal(first, again)
+    with FAULTS.enabled("reference_workload_unseeded"):
+        torch.manual_seed(456)
+        assert not torch.equal(reference_workload()(), first)
