@@ -14,7 +14,6 @@ import json
 import os
 import types
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,8 +252,3 @@ def merge_adapter(model: PeftModel, adapter_name: str = "default", *, dequantize
 def lora_param_count(model: nn.Module, adapter_name: str | None = None) -> int:
     params = dict(model.named_parameters())
     return sum(params[n].numel() for n in lora_parameter_names(model, adapter_name))
-
-
-def target_layers(model: nn.Module) -> Sequence[str]:
-    layer = peft_module().tuners.lora.LoraLayer
-    return sorted(n for n, m in model.named_modules() if isinstance(m, layer))

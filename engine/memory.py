@@ -34,7 +34,6 @@ from engine.lora import LoraSettings, apply_lora, prepare_qlora
 from engine.model import build_model
 from engine.quant import NF4_BLOCKSIZE
 
-Storage = Literal["fp32", "fp16", "bf16", "nf4"]
 Method = Literal["full", "lora", "qlora"]
 
 BYTES_PER_VALUE: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -60,12 +59,6 @@ def nf4_bytes(numel: int, blocksize: int = NF4_BLOCKSIZE, double_quant: bool = F
     if not double_quant:
         return codes + blocks * 4 + levels
     return codes + blocks + math.ceil(blocks / DQ_BLOCKSIZE) * 4 + DQ_CODE_ENTRIES * 4 + 4 + levels
-
-
-def tensor_bytes(numel: int, storage: Storage, *, blocksize: int = NF4_BLOCKSIZE, double_quant: bool = False) -> int:
-    if storage == "nf4":
-        return nf4_bytes(numel, blocksize, double_quant)
-    return numel * BYTES_PER_VALUE[storage]
 
 
 @dataclass(frozen=True)
