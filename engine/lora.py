@@ -129,13 +129,9 @@ def trainable_parameter_names(model: nn.Module) -> list[str]:
     return sorted(n for n, p in model.named_parameters() if p.requires_grad)
 
 
-def lora_parameter_names(model: nn.Module, adapter_name: str | None = None) -> list[str]:
-    """Names of the LoRA A/B matrices (of one adapter, or all)."""
-    names = []
-    for n, _ in model.named_parameters():
-        if (".lora_A." in n or ".lora_B." in n) and (adapter_name is None or f".{adapter_name}." in n):
-            names.append(n)
-    return sorted(names)
+def lora_parameter_names(model: nn.Module) -> list[str]:
+    """Names of the LoRA A/B matrices of every adapter."""
+    return sorted(n for n, _ in model.named_parameters() if ".lora_A." in n or ".lora_B." in n)
 
 
 def base_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -249,6 +245,7 @@ def merge_adapter(model: PeftModel, adapter_name: str = "default", *, dequantize
     return dequantize_model(base)
 
 
-def lora_param_count(model: nn.Module, adapter_name: str | None = None) -> int:
+def lora_param_count(model: nn.Module) -> int:
+    """Values in the LoRA A/B matrices of every adapter, as PEFT's wrapped model holds them."""
     params = dict(model.named_parameters())
-    return sum(params[n].numel() for n in lora_parameter_names(model, adapter_name))
+    return sum(params[n].numel() for n in lora_parameter_names(model))
