@@ -2,8 +2,8 @@
 
 Training is deterministic: the same corpus and vocabulary size give byte-identical tokenizer JSON.
 The special tokens always take ids 0 (bos), 1 (eos) and 2 (pad); the 256 byte symbols follow, then
-the merges.  Byte-level pre-tokenization means every UTF-8 string encodes and decodes back to
-itself, with no unknown token.
+the merges, of pairs that occur at least twice (``MIN_PAIR_FREQUENCY``).  Byte-level
+pre-tokenization means every UTF-8 string encodes and decodes back to itself, with no unknown token.
 
 Trained tokenizers are cached in ``$PV_ENGINE_CACHE`` (default ``~/.cache/pv-engine``) under
 ``tokenizers/bpe-v<vocab>-<corpus digest>.json``, so tests and runs reuse one instead of retraining.
@@ -33,6 +33,7 @@ SPECIAL_TOKENS: tuple[str, str, str] = (BOS_TOKEN, EOS_TOKEN, PAD_TOKEN)
 JSON_FORMAT = "pv-engine-tokenizer"
 JSON_VERSION = 1
 MIN_VOCAB_SIZE = 256 + len(SPECIAL_TOKENS)
+MIN_PAIR_FREQUENCY = 2  # training merges a pair only when it occurs at least this often
 CACHE_ENV = "PV_ENGINE_CACHE"
 
 
@@ -260,16 +261,19 @@ def train_tokenizer_from_texts(texts: Sequence[str], vocab_size: int) -> EngineT
     backend = _new_backend()
     specials = list(SPECIAL_TOKENS)
     late = FAULTS.active("tokenizer_specials_appended")  # the defect: specials added after training
+    min_frequency = MIN_PAIR_FREQUENCY
+    if FAULTS.active("tokenizer_merges_singletons"):  # the defect: a pair seen once is merged too
+        min_frequency = 1  # pragma: no mutate
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        min_frequency=2,
-        special_tokens=[] if late else specials,
+        min_frequency=min_frequency,
+        special_tokens=[] if late else specials,  # pragma: no mutate
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     backend.train_from_iterator(list(texts), trainer=trainer)
-    if late:
-        backend.add_special_tokens(specials)
+    if late:  # pragma: no mutate
+        backend.add_special_tokens(specials)  # pragma: no mutate
     return EngineTokenizer(backend)
 
 

@@ -166,3 +166,16 @@ def test_damaged_cache_entry_is_retrained(tmp_path: Path, monkeypatch: pytest.Mo
     entry.write_text("{broken")
     assert cached_tokenizer(280, [corpus]) == good
     assert EngineTokenizer.from_json(entry.read_text()) == good
+
+
+def test_training_merges_only_pairs_seen_twice() -> None:
+    from engine.faults import FAULTS
+    from engine.tokenizer import train_tokenizer_from_texts
+
+    texts = ["qz", "qz", "vk"]
+    merges = json.loads(train_tokenizer_from_texts(texts, 300).hf_json())["model"]["merges"]
+    joined = {m if isinstance(m, str) else " ".join(m) for m in merges}
+    assert "q z" in joined and "v k" not in joined
+    with FAULTS.enabled("tokenizer_merges_singletons"):
+        merges = json.loads(train_tokenizer_from_texts(texts, 300).hf_json())["model"]["merges"]
+    assert "v k" in {m if isinstance(m, str) else " ".join(m) for m in merges}
