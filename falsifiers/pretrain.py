@@ -96,12 +96,16 @@ def cli_exit(pretrained_init: Path, tmp_path: Path, pv_artifacts: Path, steps: i
 
 
 @checker(
-    observes=["exit_code", "steps_run", "recipe_sha256", "manifest_recipe_sha256", "summary_recipe_sha256"],
+    observes=[
+        "exit_code", "steps_run", "recipe_sha256", "manifest_recipe_sha256", "summary_recipe_sha256", "recipe_path",
+        "manifest_recipe_keys", "manifest_recipe_path", "summary_recipe_same",
+    ],
     ids=["FALSIFY-PINIT-012"],
-)
+)  # fmt: skip
 def recipe_run(tmp_path: Path, pv_artifacts: Path, recipe: str, steps: int) -> dict[str, Any]:
     """Run ``python -m engine pretrain --config RECIPE`` in this process with the run folder and the
-    step count overridden by flags, and read the recipe's digest back from the checkpoint."""
+    step count overridden by flags, and read the recipe's path and digest back from the summary and
+    the checkpoint."""
     import hashlib
 
     from typer.testing import CliRunner
@@ -126,6 +130,10 @@ def recipe_run(tmp_path: Path, pv_artifacts: Path, recipe: str, steps: int) -> d
         "recipe_sha256": digest,
         "manifest_recipe_sha256": "",
         "summary_recipe_sha256": "",
+        "recipe_path": str(path),
+        "summary_recipe_same": False,
+        "manifest_recipe_keys": [],
+        "manifest_recipe_path": None,
     }
     if result.exit_code != 0:
         return obs
@@ -134,6 +142,10 @@ def recipe_run(tmp_path: Path, pv_artifacts: Path, recipe: str, steps: int) -> d
     obs["summary_recipe_sha256"] = (summary.get("recipe") or {}).get("sha256", "")
     manifest = load_checkpoint(Path(summary["checkpoint"]) / "model.safetensors").manifest
     obs["manifest_recipe_sha256"] = (manifest.get("recipe") or {}).get("sha256", "")
+    # the whole record, as a user reads it: the recipe's path as given and its digest, nothing else
+    obs["summary_recipe_same"] = summary.get("recipe") == manifest.get("recipe")
+    obs["manifest_recipe_keys"] = sorted(manifest.get("recipe") or {})
+    obs["manifest_recipe_path"] = (manifest.get("recipe") or {}).get("path")
     return obs
 
 
@@ -305,6 +317,7 @@ def full_finetune(
         "checkpoints_after_stop",
         "log_records_the_stop",
         "stop_without_checkpoint_says_so",
+        "stop_names_its_checkpoint",
     ],
     ids=["FALSIFY-PINIT-008"],
 )
@@ -364,6 +377,8 @@ def divergence_stops_cleanly(
             "checkpoints_after_stop": sum(s > exc.step for s in written),
             "log_records_the_stop": logged,
             "stop_without_checkpoint_says_so": says_so,
+            # the message a user reads names the folder to restart from
+            "stop_names_its_checkpoint": int(last is not None and f"last good checkpoint kept at {last}" in str(exc)),
         }
     return {
         "stopped": 0,
@@ -373,6 +388,7 @@ def divergence_stops_cleanly(
         "checkpoints_after_stop": 0,
         "log_records_the_stop": 0,
         "stop_without_checkpoint_says_so": says_so,
+        "stop_names_its_checkpoint": 0,
     }
 
 
