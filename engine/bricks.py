@@ -457,7 +457,10 @@ def _run_brick(name: str, s: BrickSettings) -> BrickResult:
 
     lm: Any = _model(s, cfg, lora=False).eval()
     if name == "ttft":
-        timing = timed(lambda: generate(lm, ids, max_new_tokens=1, eos_token_id=[]))
+        first = 1
+        if FAULTS.active("bricks_ttft_two_tokens"):  # the defect: the first token's time includes a second
+            first = 2  # pragma: no mutate
+        timing = timed(lambda: generate(lm, ids, max_new_tokens=first, eos_token_id=[]))
         return summarize_timing(name, timing, s.warmup, None, None, prompt_tokens=s.seq_len, **common)
     if name == "throughput":
         timing = timed(lambda: generate(lm, ids, max_new_tokens=s.new_tokens, eos_token_id=[]))

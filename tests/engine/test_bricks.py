@@ -231,3 +231,15 @@ def test_reference_workload_is_the_same_work_in_every_process() -> None:
     with FAULTS.enabled("reference_workload_unseeded"):
         torch.manual_seed(456)
         assert not torch.equal(reference_workload()(), first)
+
+
+def test_ttft_times_one_token_per_call() -> None:
+    from falsifiers.brick_work import watching
+
+    s = BrickSettings(batch_size=2, seq_len=8, warmup=1, reps=2, min_rep_s=0.0, max_memory_gib=64.0)
+    with watching() as w:
+        run_brick("ttft", s)
+    assert w.forwards == [(2, 8)] * 3
+    with FAULTS.enabled("bricks_ttft_two_tokens"), watching() as w:
+        run_brick("ttft", s)
+    assert w.forwards == [(2, 8), (2, 1)] * 3
