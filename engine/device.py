@@ -63,6 +63,8 @@ def resolve_device(requested: str | torch.device | None = None) -> torch.device:
     origin = "argument"
     if choice is None or choice == "" or choice == "auto":
         env = os.environ.get(DEVICE_ENV, "").strip()
+        if FAULTS.active("pv_device_env_ignored"):  # the defect: $PV_DEVICE is never read
+            env = ""  # pragma: no mutate
         choice, origin = (env, DEVICE_ENV) if env and env != "auto" else (None, "auto")
     if choice is None:
         if torch.cuda.is_available():

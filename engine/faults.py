@@ -126,6 +126,7 @@ FAULTS.register(
     "gguf_token_type_length_padded", "GGUF import pads a token_type list shorter than the tokens with normal tokens"
 )
 FAULTS.register("reference_workload_unseeded", "the bench's reference workload draws its matrices from the global RNG")
+FAULTS.register("pv_device_env_ignored", "device resolution ignores $PV_DEVICE")
 FAULTS.register("bricks_ttft_two_tokens", "the bench's time to first token decodes two tokens per call")
 FAULTS.register("tokenizer_merges_singletons", "tokenizer training merges pairs that occur only once")
 FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")

@@ -103,6 +103,8 @@ def test_resolve_device_auto_and_override(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv(DEVICE_ENV, "tpu-ish")
     with pytest.raises(DeviceError, match=DEVICE_ENV):
         resolve_device()
+    with FAULTS.enabled("pv_device_env_ignored"):
+        assert resolve_device().type == expected
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a CPU-only machine")
