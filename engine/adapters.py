@@ -206,6 +206,8 @@ def merge_to_checkpoint(
 ) -> Path:
     """Write the merged model as a full checkpoint whose manifest names the base (path and weights
     digest) and the adapter, and any override of the base check."""
+    if FAULTS.active("merge_nf4_option_ignored"):  # the defect: --nf4 / --no-nf4 never reaches the merge
+        quantize = None  # pragma: no mutate
     model, loaded = merged(base, adapter, "cpu", quantize, allow_other_base)
     digest = adapter.sha256
     if FAULTS.active("merge_digest_of_adapter_config"):  # the defect: the config's digest, not the weights'

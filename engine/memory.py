@@ -200,7 +200,7 @@ def compare_lora_qlora(
     ]
 
 
-def seven_b_report(r: int = 16) -> dict[str, Any]:
+def seven_b_report(r: int) -> dict[str, Any]:
     """The formulas on the Qwen2.5-7B shape: LoRA counts (assumed vs real) and the memory table."""
     config = preset("qwen2.5-7b")
     settings = LoraSettings(r=r, alpha=2 * r, targets=("q_proj", "v_proj"))

@@ -220,3 +220,18 @@ def test_weights_digest_sees_dtype_and_values_not_the_manifest(base: Path, tmp_p
     again = save_checkpoint(tmp_path / "same.safetensors", loaded.model, loaded.tokenizer, {"note": "other manifest"})
     assert weights_digest(load_checkpoint(again).model) == digest
     assert weights_digest(loaded.model.half()) != digest
+
+
+def test_merge_nf4_option_reaches_the_merge(base: Path, lora_run: Path, tmp_path: Path) -> None:
+    from engine.faults import FAULTS
+
+    def merged_weights(*flags: str) -> dict[str, torch.Tensor]:
+        out = tmp_path / f"m{len(list(tmp_path.iterdir()))}.safetensors"
+        _ok(["merge", str(base), str(lora_run), str(out), *flags])
+        return load_checkpoint(out).model.state_dict()
+
+    plain, nf4 = merged_weights(), merged_weights("--nf4")
+    assert any(not torch.equal(plain[k], nf4[k]) for k in plain)
+    with FAULTS.enabled("merge_nf4_option_ignored"):
+        ignored = merged_weights("--nf4")
+    assert all(torch.equal(plain[k], ignored[k]) for k in plain)
