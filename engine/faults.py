@@ -126,6 +126,7 @@ FAULTS.register(
     "gguf_token_type_length_padded", "GGUF import pads a token_type list shorter than the tokens with normal tokens"
 )
 FAULTS.register("reference_workload_unseeded", "the bench's reference workload draws its matrices from the global RNG")
+FAULTS.register("golden_ids_unchecked", "qa takes any list in a golden file's new_ids for token ids")
 FAULTS.register("merge_nf4_option_ignored", "merge takes the adapter's method for the base whatever --nf4 says")
 FAULTS.register("pv_device_env_ignored", "device resolution ignores $PV_DEVICE")
 FAULTS.register("bricks_ttft_two_tokens", "the bench's time to first token decodes two tokens per call")

@@ -235,6 +235,8 @@ def read_golden(path: Path) -> dict[str, Any]:
         raise QAError(
             f"golden file {path}: needs a `prompt` string and a `new_ids` list (write one with --write-golden)"
         )
+    if FAULTS.active("golden_ids_unchecked"):  # the defect: any list is taken for token ids
+        return data  # pragma: no mutate
     if not all(isinstance(i, int) for i in ids):
         raise QAError(f"golden file {path}: new_ids must be token ids")
     return data

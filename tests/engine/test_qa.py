@@ -229,3 +229,14 @@ def test_tokens_may_part_only_at_a_near_tie(ckpt: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(qa, "_margin", lambda logits: 0.0)  # the same step, now a dead heat
     gate = run_qa(ckpt, QAOptions(gates=("golden",))).gate("golden")
     assert gate.status == "pass" and "near tie at step 3" in gate.detail
+
+
+def test_golden_ids_must_be_token_ids(tmp_path: Path) -> None:
+    from engine.faults import FAULTS
+
+    path = tmp_path / "golden.json"
+    path.write_text('{"prompt": "def ", "new_ids": [1, 2.5]}', encoding="utf-8")
+    with pytest.raises(QAError, match="token ids"):
+        read_golden(path)
+    with FAULTS.enabled("golden_ids_unchecked"):
+        assert read_golden(path)["new_ids"] == [1, 2.5]
