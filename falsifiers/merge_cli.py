@@ -66,34 +66,38 @@ def _nf4_round_trip(weight: torch.Tensor, nf4: dict[str, Any]) -> torch.Tensor:
     return bnbf.dequantize_4bit(packed, state).float()
 
 
+def compare_merged(base: Path, adapter: Path, merged: Path, nf4: dict[str, Any] | None) -> dict[str, Any]:
+    """Every tensor of ``merged`` against the reference: an adapted layer within reach of
+    (W, or its NF4 round trip at ``nf4``'s settings) + B·A·alpha/r, every other tensor W bit for bit
+    or, on an NF4 base, W's exact round trip; and the base's tensors the merge lacks."""
+    want_all, got_all, deltas = _tensors(base), _tensors(merged), _deltas(adapter)
+    out = {"adapted_tensors": 0, "adapted_max_abs_diff": 0.0, "other_tensors_differing": 0, "round_tripped": 0}
+    for name, got in got_all.items():
+        want = want_all.get(name)
+        if want is None or want.shape != got.shape:
+            out["other_tensors_differing"] += 1
+            continue
+        if name in deltas:
+            w = _nf4_round_trip(want, nf4) if nf4 is not None else want.float()
+            out["adapted_tensors"] += 1
+            diff = float((got.float() - (w + deltas[name])).abs().max())
+            out["adapted_max_abs_diff"] = max(out["adapted_max_abs_diff"], diff)
+        elif not torch.equal(got, want):
+            # an NF4 base dequantizes every linear it quantized: those hold W's round trip exactly
+            tripped = nf4 is not None and want.ndim == 2 and torch.equal(got, _nf4_round_trip(want, nf4))
+            out["round_tripped"] += tripped
+            out["other_tensors_differing"] += not tripped
+    out["tensors_missing"] = len(set(want_all) - set(got_all))
+    return out
+
+
 def _merge_observations(base: Path, step: Path, merged: Path, method: str) -> dict[str, Any]:
     """Tensors of ``merged`` against the reference, and its manifest against what it must name."""
     from safetensors import safe_open
 
     adapter = step / "adapter"
     step_manifest = json.loads((step / "manifest.json").read_text())
-    base_tensors, merged_tensors = _tensors(base), _tensors(merged)
-    deltas = _deltas(adapter)
-    out = {"adapted_tensors": 0, "adapted_max_abs_diff": 0.0, "other_tensors_differing": 0, "round_tripped": 0}
-    for name, got in merged_tensors.items():
-        want = base_tensors.get(name)
-        if want is None or want.shape != got.shape:
-            out["other_tensors_differing"] += 1
-            continue
-        if method == "qlora" and name in deltas:
-            want = _nf4_round_trip(want, step_manifest["nf4"])
-        if name in deltas:
-            out["adapted_tensors"] += 1
-            diff = float((got.float() - (want.float() + deltas[name])).abs().max())
-            out["adapted_max_abs_diff"] = max(out["adapted_max_abs_diff"], diff)
-        elif not torch.equal(got, want):
-            # an NF4 base dequantizes every linear it quantized: those hold W's round trip exactly
-            tripped = (
-                method == "qlora" and want.ndim == 2 and torch.equal(got, _nf4_round_trip(want, step_manifest["nf4"]))
-            )
-            out["round_tripped"] += tripped
-            out["other_tensors_differing"] += not tripped
-    out["tensors_missing"] = len(set(base_tensors) - set(merged_tensors))
+    out = compare_merged(base, adapter, merged, step_manifest["nf4"] if method == "qlora" else None)
     with safe_open(str(merged), framework="pt") as fh:
         manifest = json.loads(fh.metadata()["manifest"])
     expected = {

@@ -23,33 +23,10 @@ import torch
 from engine.data import InstructionData
 from falsifiers._cli import cli_runner, refused_cleanly
 from falsifiers._workdir import fresh_dir
-from falsifiers.merge_cli import _deltas, _nf4_round_trip, trained_adapter
-from falsifiers.train_cli import _tensors
+from falsifiers.merge_cli import compare_merged, trained_adapter
 from pv.checkers import checker
 
 NF4_DEFAULTS = {"blocksize": 64, "double_quant": True}  # engine.quant.NF4Config's documented defaults
-
-
-def _compare(base: Path, adapter: Path, merged: Path, nf4: dict[str, Any] | None) -> dict[str, Any]:
-    """Adapted tensors against (W or its NF4 round trip) + delta; every other tensor W bit for bit,
-    or, on an NF4 base, W's exact round trip."""
-    want_all, got_all, deltas = _tensors(base), _tensors(merged), _deltas(adapter)
-    out = {"adapted": 0, "max_abs_diff": 0.0, "others_differing": 0, "round_tripped": 0}
-    for name, got in got_all.items():
-        want = want_all.get(name)
-        if want is None or want.shape != got.shape:
-            out["others_differing"] += 1
-            continue
-        if name in deltas:
-            w = _nf4_round_trip(want, nf4) if nf4 is not None else want.float()
-            out["adapted"] += 1
-            out["max_abs_diff"] = max(out["max_abs_diff"], float((got.float() - (w + deltas[name])).abs().max()))
-        elif not torch.equal(got, want):
-            tripped = nf4 is not None and want.ndim == 2 and torch.equal(got, _nf4_round_trip(want, nf4))
-            out["round_tripped"] += tripped
-            out["others_differing"] += not tripped
-    out["others_differing"] += len(set(want_all) - set(got_all))
-    return out
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -88,10 +65,10 @@ def merge_options_as_asked(
             out["exit_codes_nonzero"] += 1
             continue
         adapter = find_adapter(runs[method]).path
-        seen = _compare(Path(pretrained_init), adapter, target, nf4)
-        out["adapted_tensors"] += seen["adapted"]
-        out["adapted_max_abs_diff"] = max(out["adapted_max_abs_diff"], seen["max_abs_diff"])
-        out["others_differing"] += seen["others_differing"]
+        seen = compare_merged(Path(pretrained_init), adapter, target, nf4)
+        out["adapted_tensors"] += seen["adapted_tensors"]
+        out["adapted_max_abs_diff"] = max(out["adapted_max_abs_diff"], seen["adapted_max_abs_diff"])
+        out["others_differing"] += seen["other_tensors_differing"] + seen["tensors_missing"]
         out["nf4_round_tripped" if nf4 is not None else "plain_round_tripped"] += seen["round_tripped"]
 
     # another base: the init with one weight changed, so its weights digest differs
