@@ -126,6 +126,10 @@ FAULTS.register(
     "gguf_token_type_length_padded", "GGUF import pads a token_type list shorter than the tokens with normal tokens"
 )
 FAULTS.register("reference_workload_unseeded", "the bench's reference workload draws its matrices from the global RNG")
+FAULTS.register(
+    "multi_adapter_manifest_unrecorded",
+    "a multi-adapter run's step manifests leave out the data digest, seed and settings",
+)
 FAULTS.register("golden_ids_unchecked", "qa takes any list in a golden file's new_ids for token ids")
 FAULTS.register("merge_nf4_option_ignored", "merge takes the adapter's method for the base whatever --nf4 says")
 FAULTS.register("pv_device_env_ignored", "device resolution ignores $PV_DEVICE")

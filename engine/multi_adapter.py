@@ -1,7 +1,9 @@
 """Several LoRA adapters trained on one frozen base that is loaded (and optionally quantized) once.
 
 Every adapter is a named PEFT adapter on the same ``PeftModel`` with its own data, its own AdamW
-state and schedule, its own JSONL log and its own checkpoint folder.  Which adapter takes the
+state and schedule, its own JSONL log and its own checkpoint folder.  Each adapter is the one a
+one-adapter ``finetune`` of its data with the same settings and seed trains: the same
+initialisation, batches and steps, and the same files, with the adapter's name added.  Which adapter takes the
 next step is the scheduler's choice:
 
 * ``round_robin``: one step each, in turn;
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +73,7 @@ class AdapterState:
     losses: list[float] = field(default_factory=list)
     val_losses: dict[int, float] = field(default_factory=dict)
     checkpoint: Path | None = None
+    started: float = field(default_factory=time.perf_counter)  # the log's elapsed_s counts from here
 
     @property
     def latest_val(self) -> float:
@@ -126,9 +130,9 @@ def build_multi_adapter_model(
         if quantize
         else apply_lora(base, first.settings, first.name)
     )
-    for i, job in enumerate(jobs[1:], start=1):
-        if seeded:
-            torch.manual_seed(seed + i)
+    for job in jobs[1:]:
+        if seeded:  # each adapter starts where a one-adapter run with this seed starts
+            torch.manual_seed(seed)
         model.add_adapter(job.name, job.settings.peft_config())
         if FAULTS.active("adapter_shared_state"):
             _share_with_first(model, first.name, job.name)  # pragma: no mutate
@@ -159,13 +163,24 @@ def _save(model: PeftModel, state: AdapterState, cfg: TrainConfig) -> Path:
             {
                 "step": state.step,
                 "config": cfg.to_dict(),
+                "data_position": {"seed": cfg.seed, "step": state.step, "samples": state.step * cfg.batch_size},
                 "adapter": state.job.name,
                 "data_digest": state.job.data.digest,
             }
         )
         write_json_atomic(tmp / STATE_JSON, meta)
         if state.job.manifest:
-            write_json_atomic(tmp / "manifest.json", {**state.job.manifest, "step": state.step})
+            # what a one-adapter run's step manifest records, so each adapter says how it was trained
+            record = {
+                **state.job.manifest,
+                "step": state.step,
+                "seed": cfg.seed,
+                "train_config": cfg.to_dict(),
+                "data_digest": state.job.data.digest,
+            }
+            if FAULTS.active("multi_adapter_manifest_unrecorded"):  # the defect: data, seed and settings left out
+                record = {**state.job.manifest, "step": state.step}  # pragma: no mutate
+            write_json_atomic(tmp / "manifest.json", record)
     write_json_atomic(out / LATEST_NAME, {"folder": name, "step": state.step})
     return final
 
@@ -188,14 +203,28 @@ def _one_step(model: PeftModel, state: AdapterState, cfg: TrainConfig, device: t
         state.log.write({"kind": "nonfinite", "step": state.step, "what": "loss", "value": str(value)})
         raise NonFiniteLossError(state.step, f"adapter {state.job.name!r} loss", value, state.checkpoint)
     loss.backward()
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(state.params, cfg.grad_clip)) if cfg.grad_clip > 0 else 0.0
+    if cfg.grad_clip > 0:
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(state.params, cfg.grad_clip))
+    else:  # unclipped: the norm is still what the log reports, as a one-adapter run's does
+        grads = [p.grad.detach().float().norm() for p in state.params if p.grad is not None]
+        grad_norm = float(torch.linalg.vector_norm(torch.stack(grads))) if grads else 0.0
     lr = state.optimizer.param_groups[0]["lr"]
     state.optimizer.step()
     state.scheduler.step()
     state.optimizer.zero_grad(set_to_none=True)
     if state.step == 0:
         state.log.write({"kind": "step0", "step": 0, "loss": value})
-    state.log.write({"kind": "train", "step": state.step, "loss": value, "lr": lr, "grad_norm": grad_norm})
+    state.log.write(
+        {
+            "kind": "train",
+            "step": state.step,
+            "loss": value,
+            "lr": lr,
+            "grad_norm": grad_norm,
+            "tokens": int((labels != -100).sum()),  # the tokens this step learned from
+            "elapsed_s": round(time.perf_counter() - state.started, 4),
+        }
+    )
     state.losses.append(value)
     state.step += 1
 
@@ -223,7 +252,17 @@ def train_adapters(
         optimizer = make_optimizer([p for _, p in named], cfg)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, cfg))
         log = JsonlLog(job.out_dir / LOG_NAME, append=False)
-        states[job.name] = AdapterState(job, [p for _, p in named], [n for n, _ in named], optimizer, scheduler, log)
+        params = [p for _, p in named]
+        log.write(
+            {
+                "kind": "start",
+                "step": 0,
+                "resume": False,
+                "config": cfg.to_dict(),
+                "trainable_params": sum(p.numel() for p in params),
+            }
+        )
+        states[job.name] = AdapterState(job, params, [n for n, _ in named], optimizer, scheduler, log)
     order: list[str] = []
     try:
         if schedule == "lowest_val_first":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -170,13 +171,20 @@ def adapter_swap(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Train adapters ``a`` and ``b`` on one NF4 base (``engine.multi_adapter.train_adapters`` with
-    ``quantize=True``), then compare the logits with ``a`` active and with ``b`` active."""
+    ``quantize=True``; ``b`` on the rows in reverse order), then compare the logits with ``a`` active
+    and with ``b`` active."""
     from engine.lora import swap_adapter
     from engine.multi_adapter import AdapterJob, train_adapters
 
     out = fresh_dir(tmp_path, "swap-")
     settings = LoraSettings(r=rank, alpha=2.0 * rank)
-    jobs = [AdapterJob(name, instruction_data, out / name, settings) for name in ("a", "b")]
+    # the same rows in another order for b: an adapter is what its own data trains (the same data, seed and
+    # settings would train the same adapter, as a one-adapter run does)
+    data = instruction_data
+    reordered = replace(
+        data, input_ids=data.input_ids.flip(0), labels=data.labels.flip(0), digest=f"{data.digest}-reversed"
+    )
+    jobs = [AdapterJob("a", data, out / "a", settings), AdapterJob("b", reordered, out / "b", settings)]
     cfg = TrainConfig(
         steps=steps, batch_size=8, seq_len=SEQ_LEN, lr=lr, warmup_steps=min(2, steps), eval_batches=1, seed=seed
     )

@@ -225,7 +225,8 @@ def adapters_from_the_command_line(
         latest = json.loads((folder / "latest.json").read_text(encoding="utf-8"))
         out["layout_mismatches"] += latest != {"folder": f"step-{steps:06d}", "step": steps}
         manifest = json.loads((step / "manifest.json").read_text(encoding="utf-8"))
-        want = manifest_base | {"adapter": name}
+        # as a one-adapter run's manifest: the seed, the data's digest and the settings, and the adapter's name
+        want = manifest_base | {"adapter": name, "seed": 7, "data_digest": digests[name], "train_config": cfg.to_dict()}
         out["manifest_fields_compared"] += len(want) + len(manifest_base["base_architecture"]) - 1
         out["manifest_mismatches"] += fields_differing(manifest, want)
         state = json.loads((step / "train_state.json").read_text(encoding="utf-8"))
@@ -250,14 +251,15 @@ def adapters_from_the_command_line(
             "--steps", 1, "--batch-size", 2, "--seq-len", 32, "--lr", 0.01, "--warmup", 1, "--eval-every", 0,
             "--save-every", 0, "--seed", 7)  # fmt: skip
     if q.exit_code == 0:
-        q_manifest = json.loads((qlora / "step-000001" / "manifest.json").read_text(encoding="utf-8"))
-        want_q = manifest_base | {"method": "qlora", "adapter": "sums", "step": 1}
-        want_q["nf4"] = {"blocksize": 64, "double_quant": False}
-        out["qlora_manifest_matching"] = int(q_manifest == want_q)
-        out["qlora_inspect_mismatches"] = _inspect_mismatches(run, qlora, base, manifest_base["base_weights_sha256"])
         one = TrainConfig(
             steps=1, batch_size=2, seq_len=32, lr=0.01, warmup_steps=1, eval_every=0, save_every=0, seed=7
         )
+        q_manifest = json.loads((qlora / "step-000001" / "manifest.json").read_text(encoding="utf-8"))
+        want_q = manifest_base | {"method": "qlora", "adapter": "sums", "step": 1, "seed": 7}
+        want_q |= {"data_digest": digests["sums"], "train_config": one.to_dict()}
+        want_q["nf4"] = {"blocksize": 64, "double_quant": False}
+        out["qlora_manifest_matching"] = int(q_manifest == want_q)
+        out["qlora_inspect_mismatches"] = _inspect_mismatches(run, qlora, base, manifest_base["base_weights_sha256"])
         nf4_base = load_checkpoint(base)
         job = AdapterJob(
             "sums", tokenize_pairs(read_examples(data["sums"]), nf4_base.tokenizer, 32), ref_root / "q", LoraSettings()

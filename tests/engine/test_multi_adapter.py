@@ -101,3 +101,28 @@ def test_bad_requests_are_refused(tmp_path: Path, tok: EngineTokenizer) -> None:
         train_adapters(base(), jobs(tok, tmp_path, ("alpha", "alpha")), CFG)
     with pytest.raises(ValueError, match="unknown schedule"):
         train_adapters(base(), jobs(tok, tmp_path), CFG, schedule="random")  # type: ignore[arg-type]
+
+
+def test_two_adapters_of_one_data_and_seed_are_one_adapter(tmp_path: Path, tok: EngineTokenizer) -> None:
+    import json
+
+    data = task_data(tok, "same")
+    same = [AdapterJob(n, data, tmp_path / n, LoraSettings(r=4), {"kind": "finetune"}) for n in ("one", "two")]
+    result = train_adapters(base(), same, CFG, schedule="round_robin")
+    one, two = adapter_weights(result.model, "one"), adapter_weights(result.model, "two")
+    assert all(torch.equal(a, b) for a, b in zip(one.values(), two.values(), strict=True))
+    manifest = json.loads((tmp_path / "two" / "step-000003" / "manifest.json").read_text())
+    assert manifest == {
+        "kind": "finetune",
+        "step": 3,
+        "seed": CFG.seed,
+        "train_config": CFG.to_dict(),
+        "data_digest": data.digest,
+    }
+    records = read_log(tmp_path / "two" / LOG_NAME)
+    assert records[0]["kind"] == "start" and records[0]["config"] == CFG.to_dict()
+    assert all(isinstance(r["tokens"], int) and r["tokens"] > 0 for r in records if r["kind"] == "train")
+    with FAULTS.enabled("multi_adapter_manifest_unrecorded"):
+        train_adapters(base(), same[:1], CFG, schedule="round_robin")
+    manifest = json.loads((tmp_path / "one" / "step-000003" / "manifest.json").read_text())
+    assert manifest == {"kind": "finetune", "step": 3}
