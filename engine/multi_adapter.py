@@ -199,8 +199,11 @@ def _one_step(model: PeftModel, state: AdapterState, cfg: TrainConfig, device: t
     ids, labels = ids.to(device), labels.to(device)
     loss = model(ids, labels=labels).loss
     value = float(loss.detach())
+    last = str(state.checkpoint) if state.checkpoint else None
     if not math.isfinite(value):
-        state.log.write({"kind": "nonfinite", "step": state.step, "what": "loss", "value": str(value)})
+        state.log.write(
+            {"kind": "nonfinite", "step": state.step, "what": "loss", "value": str(value), "last_checkpoint": last}
+        )
         raise NonFiniteLossError(state.step, f"adapter {state.job.name!r} loss", value, state.checkpoint)
     loss.backward()
     if cfg.grad_clip > 0:
@@ -208,6 +211,13 @@ def _one_step(model: PeftModel, state: AdapterState, cfg: TrainConfig, device: t
     else:  # unclipped: the norm is still what the log reports, as a one-adapter run's does
         grads = [p.grad.detach().float().norm() for p in state.params if p.grad is not None]
         grad_norm = float(torch.linalg.vector_norm(torch.stack(grads))) if grads else 0.0
+    if not math.isfinite(
+        grad_norm
+    ):  # the step would write non-finite weights: stop before it, as a one-adapter run does
+        state.optimizer.zero_grad(set_to_none=True)
+        record = {"kind": "nonfinite", "step": state.step, "what": "grad_norm", "value": str(grad_norm)}
+        state.log.write({**record, "last_checkpoint": last})
+        raise NonFiniteLossError(state.step, f"adapter {state.job.name!r} gradient norm", grad_norm, state.checkpoint)
     lr = state.optimizer.param_groups[0]["lr"]
     state.optimizer.step()
     state.scheduler.step()

@@ -126,3 +126,18 @@ def test_two_adapters_of_one_data_and_seed_are_one_adapter(tmp_path: Path, tok: 
         train_adapters(base(), same[:1], CFG, schedule="round_robin")
     manifest = json.loads((tmp_path / "one" / "step-000003" / "manifest.json").read_text())
     assert manifest == {"kind": "finetune", "step": 3}
+
+
+def test_a_nan_loss_stops_the_run_naming_the_adapter_and_its_last_checkpoint(
+    tmp_path: Path, tok: EngineTokenizer
+) -> None:
+    from engine.train import NonFiniteLossError
+
+    poisoned = base()
+    with torch.no_grad():
+        poisoned.model.norm.weight[0] = float("nan")
+    with pytest.raises(NonFiniteLossError, match="adapter 'alpha' loss") as caught:
+        train_adapters(poisoned, jobs(tok, tmp_path), CFG, schedule="round_robin")
+    assert caught.value.last_checkpoint is None and "no checkpoint was written yet" in str(caught.value)
+    stop = [r for r in read_log(tmp_path / "alpha" / LOG_NAME) if r["kind"] == "nonfinite"]
+    assert stop == [{"kind": "nonfinite", "step": 0, "what": "loss", "value": "nan", "last_checkpoint": None}]
