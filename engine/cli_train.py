@@ -379,6 +379,7 @@ def _finetune_adapters(
             "method": method.value,
             "schedule": schedule,
             "base": str(base),
+            "order": result.order,  # which adapter took each step, in turn
             "adapters": {
                 name: {
                     "out_dir": str(st.job.out_dir),

@@ -11,6 +11,8 @@ adapter's name.  The one-adapter run is the reference, run here through the same
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +23,15 @@ from falsifiers._workdir import fresh_dir
 from falsifiers.train_cli import _tensors
 from pv.checkers import checker
 
+STEPS, EVAL_EVERY = 4, 2
 SETTINGS = (
-    "--steps", "4", "--save-every", "2", "--eval-every", "2", "--lr", "1e-2", "--rank", "4",
+    "--steps", str(STEPS), "--save-every", "2", "--eval-every", str(EVAL_EVERY), "--lr", "1e-2", "--rank", "4",
     "--batch-size", "2", "--seq-len", "32", "--warmup", "1", "--grad-clip", "0",
 )  # fmt: skip
 WORDS = ("yes", "no", "maybe", "later", "now", "never", "soon", "again", "twice", "often")
-# only the multi-adapter run's files carry the adapter's name; timing and paths are the run's own
+# only the multi-adapter run's files carry the adapter's name; timing is the run's own
 ONLY_MULTI = {"adapter"}
-NOT_COMPARED = {"elapsed_s", "path"}
+NOT_COMPARED = {"elapsed_s"}
 
 
 def _rows(shift: int) -> list[dict[str, str]]:
@@ -40,7 +43,11 @@ def _rows(shift: int) -> list[dict[str, str]]:
 
 
 def _log(folder: Path) -> list[dict[str, Any]]:
+    """The run's log records, a checkpoint's path relative to the run folder, timing left out."""
     records = [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
+    for r in records:
+        if isinstance(r.get("path"), str):
+            r["path"] = os.path.relpath(r["path"], folder)
     return [{k: v for k, v in r.items() if k not in NOT_COMPARED} for r in records]
 
 
@@ -54,10 +61,18 @@ def _same_tensors(a: Path, b: Path, skip: tuple[str, ...] = ()) -> bool:
     return ta.keys() == tb.keys() and all(torch.equal(ta[k], tb[k]) for k in ta if not k.startswith(skip))
 
 
-def _differences(multi: Path, single: Path, name: str) -> list[str]:
-    """What ``multi`` (one adapter of a multi-adapter run) holds otherwise than ``single``."""
+def _differences(multi: Path, single: Path, name: str, first_val: bool = False) -> list[str]:
+    """What ``multi`` (one adapter of a multi-adapter run) holds otherwise than ``single``; with
+    ``first_val`` (lowest_val_first) its log must also open with the untrained adapter's validation."""
     out: list[str] = []
-    if _log(multi) != _log(single):
+    records = _log(multi)
+    if first_val:
+        opening = [i for i, r in enumerate(records) if r.get("kind") == "val" and r.get("step") == 0]
+        value = records[opening[0]].get("val_loss") if len(opening) == 1 else None
+        if not (isinstance(value, float) and math.isfinite(value)):
+            out.append("log.jsonl: no step-0 validation")
+        records = [r for i, r in enumerate(records) if i not in opening]
+    if records != _log(single):
         out.append("log.jsonl")
     steps = sorted(p.name for p in single.glob("step-*"))
     if sorted(p.name for p in multi.glob("step-*")) != steps or _json(multi / "latest.json") != _json(
@@ -89,10 +104,31 @@ def _differences(multi: Path, single: Path, name: str) -> list[str]:
     return out
 
 
-@checker(observes=["runs", "adapters_compared", "differing", "differences"], ids=["FALSIFY-MULTI-005"])
+def _expected_order(schedule: str, folders: dict[str, Path], steps: int, eval_every: int) -> list[str]:
+    """The order of steps the schedule's rule gives: round robin and synchronized take the adapters
+    in turn; lowest_val_first steps the unfinished adapter whose latest validation loss (from its
+    log) is lowest, ties by name."""
+    names = list(folders)
+    if schedule != "lowest_val_first":
+        return names * steps
+    vals = {n: {r["step"]: r["val_loss"] for r in _log(f) if r.get("kind") == "val"} for n, f in folders.items()}
+    done, latest, order = dict.fromkeys(names, 0), {n: vals[n].get(0, math.inf) for n in names}, []
+    while any(d < steps for d in done.values()):
+        pick = min((n for n in names if done[n] < steps), key=lambda n: (latest[n], n))
+        order.append(pick)
+        done[pick] += 1
+        if done[pick] % eval_every == 0 or done[pick] == steps:
+            latest[pick] = vals[pick].get(done[pick], math.nan)
+    return order
+
+
+@checker(
+    observes=["runs", "adapters_compared", "differing", "differences", "orders_differing"],
+    ids=["FALSIFY-MULTI-005"],
+)
 def adapters_as_one_adapter_runs(pretrained_init: Path, tmp_path: Path) -> dict[str, Any]:
-    """Two adapters trained together (round robin, then synchronized) and each alone, through the
-    command line; every file of each adapter's run folder compared."""
+    """Two adapters trained together (round robin, synchronized, lowest validation loss first) and
+    each alone, through the command line; every file of each adapter's run folder compared."""
     run = cli_runner()
     work = fresh_dir(tmp_path, "multi-runs-")
     data = {}
@@ -103,17 +139,20 @@ def adapters_as_one_adapter_runs(pretrained_init: Path, tmp_path: Path) -> dict[
         single = run("finetune", pretrained_init, work / "single" / name, "--data", path, *SETTINGS)
         if single.exit_code != 0:
             raise RuntimeError(f"finetune exited {single.exit_code}: {single.output}")
-    out: dict[str, Any] = {"runs": 0, "adapters_compared": 0, "differences": []}
-    for schedule in ("round_robin", "synchronized"):
+    out: dict[str, Any] = {"runs": 0, "adapters_compared": 0, "differences": [], "orders_differing": 0}
+    for schedule in ("round_robin", "synchronized", "lowest_val_first"):
         specs = [a for name, path in data.items() for a in ("--adapters", f"{path}:{work / schedule / name}")]
         multi = run("finetune", pretrained_init, *specs, "--schedule", schedule, *SETTINGS)
         out["runs"] += 1
         if multi.exit_code != 0:
             out["differences"].append(f"{schedule}: exit {multi.exit_code}")
             continue
+        folders = {name: work / schedule / name for name in data}
+        order = json.loads(multi.stdout).get("order")
+        out["orders_differing"] += order != _expected_order(schedule, folders, STEPS, EVAL_EVERY)
         for name in data:
             out["adapters_compared"] += 1
-            found = _differences(work / schedule / name, work / "single" / name, name)
+            found = _differences(work / schedule / name, work / "single" / name, name, schedule == "lowest_val_first")
             out["differences"] += [f"{schedule}/{name}: {d}" for d in found]
     out["differing"] = len(out["differences"])
     return out

@@ -190,7 +190,8 @@ def adapters_from_the_command_line(
 
     entries = summary.get("adapters", {})
     out["adapters"] = len(entries) if sorted(entries) == sorted(data) else -len(entries)
-    top = {"method": "lora", "schedule": "synchronized", "base": str(base)}
+    # synchronized: every adapter steps once per tick, in the order --adapters names them
+    top = {"method": "lora", "schedule": "synchronized", "base": str(base), "order": [*data] * steps}
     out["summary_mismatches"] = sum(summary.get(k) != v for k, v in top.items())
     out["summary_mismatches"] += len(set(summary) - {*top, "adapters"})
     header = _header(base)
