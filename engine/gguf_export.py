@@ -254,6 +254,9 @@ def quantize_for_gguf(
 
 
 def export_checkpoint_gguf(checkpoint: str | Path, path: str | Path, dtype: GgufDtype = "f32") -> Path:
+    """Load ``checkpoint`` and write it to ``path`` as a GGUF file of ``dtype``; returns ``path``."""
+    if FAULTS.active("checkpoint_gguf_export_ignores_dtype"):  # the defect: every file written as f32
+        dtype = "f32"  # pragma: no mutate
     loaded = load_checkpoint(checkpoint)
     return export_gguf(loaded.model, loaded.tokenizer, path, dtype)
 

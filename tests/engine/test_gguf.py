@@ -287,3 +287,19 @@ def test_llama_cpp_reads_a_quantized_export_as_the_engine_reads_it_back(
     # 0.031 for Q4_0 measured, on logits up to 7.5) and the same next token at every position
     assert np.abs(ours - theirs).max() < 0.1
     assert float((ours.argmax(-1) == theirs.argmax(-1)).mean()) == 1.0
+
+
+def test_checkpoint_export_writes_the_type_asked(tmp_path: Path) -> None:
+    import gguf
+
+    from engine.checkpoint import make_manifest, save_checkpoint
+    from engine.gguf_export import export_checkpoint_gguf
+
+    ckpt = save_checkpoint(tmp_path / "m.safetensors", tiny_model(), tiny_tokenizer(), make_manifest(step=0))
+
+    def file_type(path: Path) -> int:
+        return int(gguf.GGUFReader(str(path)).fields["general.file_type"].contents())
+
+    assert file_type(export_checkpoint_gguf(ckpt, tmp_path / "a.gguf", "q8_0")) == gguf.LlamaFileType.MOSTLY_Q8_0
+    with FAULTS.enabled("checkpoint_gguf_export_ignores_dtype"):
+        assert file_type(export_checkpoint_gguf(ckpt, tmp_path / "b.gguf", "q8_0")) == gguf.LlamaFileType.ALL_F32
