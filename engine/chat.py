@@ -91,6 +91,8 @@ def render_chat(
 
 
 def conversation(prompt: str, system: str | None = None) -> list[dict[str, str]]:
-    """One user turn, after an optional system message."""
+    """One user turn, after an optional system message (an empty one is a system turn too)."""
+    if FAULTS.active("chat_empty_system_dropped"):  # the defect: an empty system message is left out
+        system = system or None  # pragma: no mutate
     head = [{"role": "system", "content": system}] if system is not None else []
     return [*head, {"role": "user", "content": prompt}]

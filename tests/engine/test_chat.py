@@ -154,3 +154,13 @@ def test_generate_chat_without_template_is_refused(tmp_path: Path) -> None:
     save_checkpoint(path, tiny_model(), tiny_tokenizer())
     result = _engine_cli(["generate", str(path), "-p", "hi", "--chat"])
     assert result.exit_code == 2 and "no chat template" in result.output
+
+
+def test_an_empty_system_message_is_a_system_turn() -> None:
+    from engine.chat import conversation
+    from engine.faults import FAULTS
+
+    assert conversation("hi") == [{"role": "user", "content": "hi"}]
+    assert conversation("hi", "") == [{"role": "system", "content": ""}, {"role": "user", "content": "hi"}]
+    with FAULTS.enabled("chat_empty_system_dropped"):
+        assert conversation("hi", "") == [{"role": "user", "content": "hi"}]
