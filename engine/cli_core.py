@@ -56,9 +56,16 @@ class WeightDtype(StrEnum):
     q4_0 = "q4_0"  # GGUF only
 
 
-def _fail(message: str) -> typer.Exit:
-    _err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
-    return typer.Exit(code=2)
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` on stderr and give the exit to raise (2: bad input)."""
+    from rich.markup import escape
+
+    # the message is text, not markup: a path such as runs/[v1]/model.safetensors must print as it is
+    shown = escape(message)
+    if FAULTS.active("cli_error_read_as_markup"):  # the defect: [brackets] in the message read as styles
+        shown = message  # pragma: no mutate
+    _err.print(f"[bold red]error:[/] {shown}", markup=True, highlight=False)
+    return typer.Exit(code=code)
 
 
 def _guarded(fn: Callable[[], T]) -> T:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engine.app import app
+from engine.cli_core import _err, _fail, _out
 from engine.config import ALL_PROJECTIONS, PRESETS, preset
 from engine.errors import EngineError, NonFiniteLossError
 from engine.faults import FAULTS
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from engine.lora import LoraSettings
     from engine.train import TrainConfig, TrainResult
 
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 T = TypeVar("T")
 EXIT_BAD_INPUT = 2
 EXIT_NONFINITE = 3
@@ -47,11 +45,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
     if rank_info().rank == 0:
         _out.print(json.dumps(summary, indent=2, sort_keys=True))
-
-
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    _err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
-    return typer.Exit(code=code)
 
 
 def _guarded(fn: Callable[[], T]) -> T:

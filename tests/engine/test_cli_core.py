@@ -140,3 +140,14 @@ def test_help_and_bad_arguments_import_no_torch_peft_or_bitsandbytes() -> None:
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stdout
+
+
+def test_an_error_prints_a_bracketed_path_as_it_is(tmp_path: Path) -> None:
+    from engine.faults import FAULTS
+
+    missing = tmp_path / "[v1]" / "model[0].safetensors"
+    result = CliRunner().invoke(app, ["inspect", str(missing)])
+    assert result.exit_code == 2 and str(missing) in " ".join(result.stderr.split()).replace(" ", "")
+    with FAULTS.enabled("cli_error_read_as_markup"):
+        result = CliRunner().invoke(app, ["inspect", str(missing)])
+    assert str(missing) not in result.stderr.replace("\n", "")
