@@ -120,8 +120,8 @@ def build_multi_adapter_model(
         torch.manual_seed(seed)
     # The fault's defect: every further adapter is given its own (frozen) copy of the base.
     copies = (
-        [copy.deepcopy(base).requires_grad_(False) for _ in jobs[1:]]
-        if FAULTS.active("base_copied_per_adapter")
+        [copy.deepcopy(base).requires_grad_(False) for _ in jobs[1:]]  # pragma: no mutate
+        if FAULTS.active("base_copied_per_adapter")  # pragma: no mutate
         else []
     )
     first = jobs[0]

@@ -4,7 +4,8 @@
 system turn when ``--system`` is given, and opens the assistant's turn.  The reference is
 transformers' ``apply_chat_template`` on the checkpoint's Hugging Face export (the same template
 and tokenizer, read by transformers), with the messages written out here: no system turn without
-``--system``, an empty one for ``--system ""``, the text given otherwise.
+``--system``, an empty one for ``--system ""``, the text given otherwise.  The template writes the
+tokenizer's BOS and EOS tokens too, so the renderer must be given the checkpoint's own.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from typing import Any
 from engine.tokenizer import EngineTokenizer
 from falsifiers._cli import cli_runner
 from falsifiers._workdir import fresh_dir
-from falsifiers.files import _with_template
 from pv.checkers import checker
 
 PROMPT = "Write a function that adds two numbers."
+# a template that also writes the tokenizer's BOS and EOS, as Llama 2 and Zephyr templates do
+TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}{{ eos_token }}\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 SYSTEMS: tuple[str | None, ...] = (None, "", "You answer in Python only.")
 
 
@@ -34,7 +39,8 @@ def chat_prompt_as_transformers_renders(
     from engine.checkpoint import make_manifest, save_checkpoint
     from engine.hf_interop import export_hf
 
-    tokenizer = _with_template(engine_tokenizer)
+    tokenizer = EngineTokenizer.from_json(engine_tokenizer.to_json())
+    tokenizer.chat_template = TEMPLATE
     model = tiny_model_factory(0)
     work = fresh_dir(tmp_path, "chat-prompt-")
     ckpt = save_checkpoint(work / "model.safetensors", model, tokenizer, make_manifest(step=0))

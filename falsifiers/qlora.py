@@ -159,7 +159,7 @@ def epoch_trains(
     return run.loss_trend(window)
 
 
-@checker(observes=["swap_max_abs_diff", "adapters"], ids=["FALSIFY-QLORA-005"])
+@checker(observes=["swap_max_abs_diff", "adapters", "nf4_layers"], ids=["FALSIFY-QLORA-005"])
 def adapter_swap(
     pretrained_init: Path,
     instruction_data: InstructionData,
@@ -196,4 +196,8 @@ def adapter_swap(
     with_a = _logits(result.model, ids)
     swap_adapter(result.model, "b")
     with_b = _logits(result.model, ids)
-    return {"swap_max_abs_diff": float((with_a - with_b).abs().max()), "adapters": len(jobs)}
+    return {
+        "swap_max_abs_diff": float((with_a - with_b).abs().max()),
+        "adapters": len(jobs),
+        "nf4_layers": len(list(nf4_layers(result.model))),  # the base the adapters share is 4-bit
+    }
