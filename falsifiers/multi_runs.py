@@ -127,8 +127,9 @@ def _expected_order(schedule: str, folders: dict[str, Path], steps: int, eval_ev
     ids=["FALSIFY-MULTI-005"],
 )
 def adapters_as_one_adapter_runs(pretrained_init: Path, tmp_path: Path) -> dict[str, Any]:
-    """Two adapters trained together (round robin, synchronized, lowest validation loss first) and
-    each alone, through the command line; every file of each adapter's run folder compared."""
+    """Two adapters trained together (round robin, synchronized, lowest validation loss first, and
+    QLoRA round robin) and each alone, through the command line; every file of each adapter's run
+    folder compared."""
     run = cli_runner()
     work = fresh_dir(tmp_path, "multi-runs-")
     data = {}
@@ -140,19 +141,28 @@ def adapters_as_one_adapter_runs(pretrained_init: Path, tmp_path: Path) -> dict[
         if single.exit_code != 0:
             raise RuntimeError(f"finetune exited {single.exit_code}: {single.output}")
     out: dict[str, Any] = {"runs": 0, "adapters_compared": 0, "differences": [], "orders_differing": 0}
-    for schedule in ("round_robin", "synchronized", "lowest_val_first"):
+    # QLoRA without double quantization: both runs quantize the base themselves, as asked
+    qlora = ("--method", "qlora", "--no-double-quant")
+    for name, path in data.items():
+        single = run("finetune", pretrained_init, work / "single-qlora" / name, "--data", path, *qlora, *SETTINGS)
+        if single.exit_code != 0:
+            raise RuntimeError(f"finetune exited {single.exit_code}: {single.output}")
+    for schedule in ("round_robin", "synchronized", "lowest_val_first", "qlora"):
         specs = [a for name, path in data.items() for a in ("--adapters", f"{path}:{work / schedule / name}")]
-        multi = run("finetune", pretrained_init, *specs, "--schedule", schedule, *SETTINGS)
+        flags = ("--schedule", schedule) if schedule != "qlora" else ("--schedule", "round_robin", *qlora)
+        multi = run("finetune", pretrained_init, *specs, *flags, *SETTINGS)
         out["runs"] += 1
         if multi.exit_code != 0:
             out["differences"].append(f"{schedule}: exit {multi.exit_code}")
             continue
         folders = {name: work / schedule / name for name in data}
         order = json.loads(multi.stdout).get("order")
-        out["orders_differing"] += order != _expected_order(schedule, folders, STEPS, EVAL_EVERY)
+        rule = "round_robin" if schedule == "qlora" else schedule
+        out["orders_differing"] += order != _expected_order(rule, folders, STEPS, EVAL_EVERY)
         for name in data:
             out["adapters_compared"] += 1
-            found = _differences(work / schedule / name, work / "single" / name, name, schedule == "lowest_val_first")
+            single_run = work / ("single-qlora" if schedule == "qlora" else "single") / name
+            found = _differences(work / schedule / name, single_run, name, schedule == "lowest_val_first")
             out["differences"] += [f"{schedule}/{name}: {d}" for d in found]
     out["differing"] = len(out["differences"])
     return out
