@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import inspect
+import io
 import json
 import os
+import tokenize
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,23 +180,60 @@ class InstructionPair:
         return {"prompt": self.prompt, "response": self.response, "source": self.source}
 
 
-def _body_source(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -> str | None:
+def _string_continuations(text: str) -> set[int]:
+    """Line numbers (1-based) that continue a multi-line string literal of ``text``: their text is
+    the string's own, so no indentation is taken from them."""
+    rows: set[int] = set()
+    opened: list[int] = []  # rows of the f-strings open (tokenized in parts from Python 3.12)
+    fstring_start, fstring_end = getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_END", -1)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                rows.update(range(tok.start[0] + 1, tok.end[0] + 1))
+            elif tok.type == fstring_start:
+                opened.append(tok.start[0])
+            elif tok.type == fstring_end and opened:
+                rows.update(range(opened.pop() + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return rows
+
+
+def _body_source(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str], inside: set[int]) -> str | None:
+    """The function's statements after its docstring, as source at the left margin: from the first
+    statement's column (a one-line ``def f(): "doc"; return 1`` gives ``return 1``) to the end of
+    the last statement's line, each further line less the body's indentation, except the lines
+    inside a multi-line string, whose text is the string's."""
     body = node.body[1:]  # the first statement is the docstring
     if not body:
         return None
-    start = body[0].lineno - 1
-    end = body[-1].end_lineno or body[-1].lineno
-    chunk = "".join(lines[start:end])
-    return inspect.cleandoc("\n" + chunk) if chunk.strip() else None
+    first, last = body[0], body[-1]
+    indent = first.col_offset
+    out = [lines[first.lineno - 1][indent:]]
+    if FAULTS.active("pair_body_from_line_start"):  # the defect: the first line taken whole, def and all
+        out = [lines[first.lineno - 1].lstrip()]  # pragma: no mutate
+    for n in range((first.lineno) + 1, (last.end_lineno or last.lineno) + 1):
+        line = lines[n - 1]
+        if n in inside:
+            out.append(line)
+        elif not line.strip():
+            out.append("\n")
+        else:
+            out.append(line[indent:] if line[:indent].isspace() else line.lstrip())
+    chunk = "".join(out).rstrip()
+    return chunk if chunk.strip() else None
 
 
 def extract_pairs_from_source(text: str, module: str) -> Iterator[InstructionPair]:
-    """(docstring, body) pairs of every documented function in ``text``, in source order."""
+    """(docstring, body) pairs of every documented function in ``text``: the module's functions in
+    source order, then each class's methods (breadth first); functions nested in a function are part
+    of its body, not pairs of their own."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return
     lines = text.splitlines(keepends=True)
+    inside = _string_continuations(text)
     stack: list[tuple[ast.AST, str]] = [(tree, "")]
     while stack:
         node, prefix = stack.pop(0)
@@ -204,7 +242,7 @@ def extract_pairs_from_source(text: str, module: str) -> Iterator[InstructionPai
                 stack.append((child, f"{prefix}{child.name}."))
             elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 doc = ast.get_docstring(child)
-                body = _body_source(child, lines)
+                body = _body_source(child, lines, inside)
                 if doc and body:
                     yield InstructionPair(doc.strip(), body, f"{module}:{prefix}{child.name}")
 

@@ -133,6 +133,9 @@ FAULTS.register(
 FAULTS.register("checkpoint_gguf_export_ignores_dtype", "export_checkpoint_gguf writes f32 whatever type is asked")
 FAULTS.register("chat_empty_system_dropped", "generate --chat --system '' renders no system turn")
 FAULTS.register("cli_error_read_as_markup", "a command's error message is printed as rich markup, so [brackets] vanish")
+FAULTS.register(
+    "pair_body_from_line_start", "an instruction pair's body starts at its first line's start, a one-line def included"
+)
 FAULTS.register("golden_ids_unchecked", "qa takes any list in a golden file's new_ids for token ids")
 FAULTS.register("merge_nf4_option_ignored", "merge takes the adapter's method for the base whatever --nf4 says")
 FAULTS.register("pv_device_env_ignored", "device resolution ignores $PV_DEVICE")

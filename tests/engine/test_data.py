@@ -244,3 +244,24 @@ def test_fault_chat_loss_on_prompt_learns_the_user_turn() -> None:
     with FAULTS.enabled("chat_loss_on_prompt"):
         ids, labels = chat_tokens(messages, tok)
     assert "Name a prime." in _learned_text(tok, ids, labels)[0]
+
+
+def test_a_pair_body_is_the_code_after_the_docstring() -> None:
+    import ast
+
+    from engine.faults import FAULTS
+
+    source = (
+        'def one(): "One line."; return 1\n\n\n'
+        "class K:\n"
+        "    def m(self):\n"
+        '        """Holds a string."""\n'
+        '        s = """a\n    b\nc"""\n'
+        "        return s\n"
+    )
+    pairs = {p.source: p for p in extract_pairs_from_source(source, "demo")}
+    assert pairs["demo:one"].response == "return 1"
+    body = ast.parse(source).body[1].body[0].body[1:]  # type: ignore[attr-defined]
+    assert [ast.dump(s) for s in ast.parse(pairs["demo:K.m"].response).body] == [ast.dump(s) for s in body]
+    with FAULTS.enabled("pair_body_from_line_start"):
+        assert next(extract_pairs_from_source(source, "demo")).response.startswith("def one()")
