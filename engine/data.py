@@ -212,7 +212,7 @@ def _body_source(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[s
     out = [lines[first.lineno - 1][indent:]]
     if FAULTS.active("pair_body_from_line_start"):  # the defect: the first line taken whole, def and all
         out = [lines[first.lineno - 1].lstrip()]  # pragma: no mutate
-    for n in range((first.lineno) + 1, (last.end_lineno or last.lineno) + 1):
+    for n in range(first.lineno + 1, (last.end_lineno or last.lineno) + 1):
         line = lines[n - 1]
         if n in inside:
             out.append(line)

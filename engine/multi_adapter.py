@@ -39,6 +39,7 @@ from engine.train import (
     JsonlLog,
     NonFiniteLossError,
     TrainConfig,
+    clip_grad_norm,
     lr_factor,
     make_optimizer,
     mean_loss,
@@ -206,11 +207,7 @@ def _one_step(model: PeftModel, state: AdapterState, cfg: TrainConfig, device: t
         )
         raise NonFiniteLossError(state.step, f"adapter {state.job.name!r} loss", value, state.checkpoint)
     loss.backward()
-    if cfg.grad_clip > 0:
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(state.params, cfg.grad_clip))
-    else:  # unclipped: the norm is still what the log reports, as a one-adapter run's does
-        grads = [p.grad.detach().float().norm() for p in state.params if p.grad is not None]
-        grad_norm = float(torch.linalg.vector_norm(torch.stack(grads))) if grads else 0.0
+    grad_norm = clip_grad_norm(state.params, cfg.grad_clip)  # as a one-adapter run measures it
     if not math.isfinite(
         grad_norm
     ):  # the step would write non-finite weights: stop before it, as a one-adapter run does

@@ -129,6 +129,15 @@ def trainable_named_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
 
+def clip_grad_norm(params: list[nn.Parameter], clip: float) -> float:
+    """The gradients' total norm before clipping, clipped to ``clip`` when it is positive; measured
+    either way, since the log reports it."""
+    if clip > 0:
+        return float(torch.nn.utils.clip_grad_norm_(params, clip))
+    grads = [p.grad.detach().float().norm() for p in params if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.stack(grads))) if grads else 0.0
+
+
 def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig) -> torch.optim.AdamW:
     if not params:
         raise ValueError("nothing to train: the model has no parameter with requires_grad")
@@ -225,15 +234,7 @@ def run_training(
                 kept = None if FAULTS.active("nan_stop_forgets_checkpoint") else last_good
                 raise NonFiniteLossError(step, "the loss", value, kept)
             loss.backward()
-            params = [p for _, p in named]
-            if cfg.grad_clip > 0:
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
-            else:
-                grad_norm = float(
-                    torch.linalg.vector_norm(
-                        torch.stack([p.grad.detach().float().norm() for p in params if p.grad is not None])
-                    )
-                )
+            grad_norm = clip_grad_norm([p for _, p in named], cfg.grad_clip)
             if not math.isfinite(grad_norm):
                 optimizer.zero_grad(set_to_none=True)
                 emit(
