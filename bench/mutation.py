@@ -124,8 +124,13 @@ def mutmut_env() -> dict[str, str]:
     hits = MUTANTS / "pv-child-hits"
     hits.mkdir(parents=True, exist_ok=True)
     path = os.pathsep.join(p for p in (str(ROOT / "bench" / "mutmut_site"), os.environ.get("PYTHONPATH", "")) if p)
+    # Each mutant's run imports the mutated engine and the falsifiers afresh: without bytecode
+    # written under mutants/ (PYTHONDONTWRITEBYTECODE) every run compiled them again, ~2 CPU-s of a
+    # ~5 s run.  The bytecode is checked against each source's mtime, so a regenerated module is
+    # compiled again.
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return {
-        **os.environ,
+        **environ,
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "PYTHONPATH": path,
@@ -155,6 +160,26 @@ def current(
     return kept
 
 
+# mutmut's own command line, in a process that first imports the libraries the falsifiers import
+# inside their functions (transformers, PEFT, bitsandbytes, gguf: ~3.5 CPU-s).  mutmut forks its
+# fork server from this process, and each mutant's run from the server, so every run inherits them
+# instead of importing them again.  Nothing of engine/ is imported here: mutmut points the path at
+# its mutated copy later.
+PRELOAD = ("torch", "safetensors", "tokenizers", "gguf", "transformers", "peft", "bitsandbytes")
+MUTMUT_MAIN = f"""
+import importlib, sys
+for name in {PRELOAD!r}:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass  # a falsifier that needs it reports that itself
+import transformers.models.llama.modeling_llama, transformers.models.qwen2.modeling_qwen2
+from mutmut.__main__ import cli
+sys.argv[0] = "mutmut"
+sys.exit(cli())
+"""
+
+
 def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
     cache.forget(MUTANTS, names)
     cache.Chunk(names, suite).save(CHUNK)
@@ -164,7 +189,7 @@ def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.
     # Its own process group, with Ctrl-C restored (a shell starts background jobs with SIGINT
     # ignored, and the child would inherit that): stopping it reaches its workers too.
     proc = subprocess.Popen(
-        ["mutmut", "run", "--max-children", str(max_children), *names],
+        [sys.executable, "-c", MUTMUT_MAIN, "run", "--max-children", str(max_children), *names],
         env=env,
         start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
