@@ -366,6 +366,16 @@ def _with_special_ids(config: ModelConfig, tok: EngineTokenizer) -> ModelConfig:
     )
 
 
+def load_step_weights(model: DecoderLM, path: str | Path) -> None:
+    """A run step's ``model.safetensors`` into ``model``, wherever its parameters live (each is
+    copied into place).  The file holds a tied head once, as the embedding, so the head's entry
+    is the embedding's."""
+    state = load_state(path)
+    if model.config.tie_word_embeddings:
+        state["lm_head.weight"] = state["model.embed_tokens.weight"]
+    model.load_state_dict(state)
+
+
 def load_state(path: str | Path) -> dict[str, torch.Tensor]:
     """All tensors of a (header-checked) safetensors file on CPU, each in memory of its own.
 

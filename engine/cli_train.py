@@ -341,8 +341,9 @@ def _finetune_adapters(
     chosen = _guarded(lambda: resolve_template(template, loaded.tokenizer))
 
     def job(data_path: Path, out_dir: Path) -> AdapterJob:
+        used = "docstring" if FAULTS.active("multi_adapter_template_ignored") else chosen  # pragma: no mutate
         pairs_data = _guarded(
-            lambda: tokenize_pairs(read_examples(data_path), loaded.tokenizer, cfg.seq_len, template=chosen)
+            lambda: tokenize_pairs(read_examples(data_path), loaded.tokenizer, cfg.seq_len, template=used)
         )
         manifest = {
             **extra_manifest,

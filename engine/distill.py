@@ -122,6 +122,8 @@ class DistillTask:
     def _batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         if hasattr(self.data, "labels"):  # instruction pairs
             ids, labels = self.data.batch(step, self.cfg.batch_size, self.cfg.seed)
+            if FAULTS.active("distill_pairs_prompt_learned"):  # the defect: prompt and padding are labels too
+                labels = ids  # pragma: no mutate
         else:
             ids = self.data.batch(step, self.cfg.batch_size, self.cfg.seq_len, self.cfg.seed)
             labels = ids
@@ -160,12 +162,9 @@ class DistillTask:
         )
 
     def load(self, folder: Path) -> None:
-        from engine.checkpoint import load_state
+        from engine.checkpoint import load_step_weights
 
-        state = load_state(folder / "model.safetensors")
-        if getattr(self.model.config, "tie_word_embeddings", False):
-            state["lm_head.weight"] = state["model.embed_tokens.weight"]
-        self.model.load_state_dict({k: v.to(self.device) for k, v in state.items()})
+        load_step_weights(self.model, folder / "model.safetensors")  # type: ignore[arg-type]
 
 
 def student_of_shape(shape: Any, teacher: Any) -> Any:

@@ -143,6 +143,16 @@ FAULTS.register("bricks_ttft_two_tokens", "the bench's time to first token decod
 FAULTS.register("tokenizer_merges_singletons", "tokenizer training merges pairs that occur only once")
 FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")
 FAULTS.register("inspect_counts_tied_head_twice", "inspect counts a tied head's parameters again beside the embedding")
+FAULTS.register("base_snapshot_not_cloned", "lora.base_parameters returns the live base tensors, not a snapshot")
+FAULTS.register("golden_tie_compared_past_part", "the golden gate compares the tokens after a near-tie parting")
+FAULTS.register(
+    "hf_config_single_eos_list_dropped", "HF import drops a config.json EOS list of one id for the tokenizer's EOS"
+)
+FAULTS.register("qa_throughput_cpu_since_start", "the throughput gate reads the CPU clock since process start")
+FAULTS.register(
+    "multi_adapter_template_ignored", "finetune --adapters tokenizes with the docstring template whatever it records"
+)
+FAULTS.register("distill_pairs_prompt_learned", "distillation on instruction pairs takes every next token as a label")
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")

@@ -157,8 +157,10 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
         if isinstance(v, int) and not isinstance(v, bool):
             values[key] = v
     eos = _eos_list(hf.get("eos_token_id"), "config.json")
-    if eos is not None and len(eos) > 1:
-        values["eos_token_id"] = eos
+    if eos is not None and FAULTS.active("hf_config_single_eos_list_dropped"):  # the defect: [id] ignored
+        eos = eos if len(eos) > 1 else None  # pragma: no mutate
+    if eos is not None:  # a list of one id is that id, as transformers' generation config reads it
+        values["eos_token_id"] = eos if len(eos) > 1 else eos[0]
     try:
         return ModelConfig.from_dict(values)
     except ValueError as exc:

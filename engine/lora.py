@@ -137,6 +137,8 @@ def lora_parameter_names(model: nn.Module) -> list[str]:
 def base_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
     """Every non-LoRA parameter and buffer, cloned: the frozen base to compare bit for bit."""
     state = model.state_dict(keep_vars=False)
+    if FAULTS.active("base_snapshot_not_cloned"):  # the defect: the "snapshot" is the live tensors
+        return {k: v.detach() for k, v in state.items() if "lora_" not in k}  # pragma: no mutate
     return {k: v.detach().clone() for k, v in state.items() if "lora_" not in k}
 
 

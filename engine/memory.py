@@ -203,7 +203,7 @@ def compare_lora_qlora(
 def seven_b_report(r: int) -> dict[str, Any]:
     """The formulas on the Qwen2.5-7B shape: LoRA counts (assumed vs real) and the memory table."""
     config = preset("qwen2.5-7b")
-    settings = LoraSettings(r=r, alpha=2 * r, targets=("q_proj", "v_proj"))
+    settings = LoraSettings(r=r, targets=("q_proj", "v_proj"))  # alpha enters no count or byte
     model = build_model(config, device="meta")
     rows = compare_lora_qlora(config, settings)
     return {
@@ -455,9 +455,6 @@ class TensorFootprint:
     @property
     def total_bytes(self) -> int:
         return self.model_bytes + self.training_bytes
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total_bytes": self.total_bytes}
 
 
 def tensor_footprint(

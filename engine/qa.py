@@ -278,7 +278,8 @@ def golden_gate(loaded: LoadedCheckpoint, golden: dict[str, Any] | None) -> Gate
         tie = ""
         if part is not None and part < steps and _margin(reference[part]) <= 2 * drift:
             tie = f"; parted at a near tie at step {part} (margin {_margin(reference[part]):.2g}), compared up to it"
-            want, got = want[:part], got[:part]
+            if not FAULTS.active("golden_tie_compared_past_part"):  # the defect: the parted tokens compared
+                want, got = want[:part], got[:part]
         source = (
             f"greedy decoding without the KV cache (logits within {drift:.2g} <= {tolerance:.2g} for "
             f"{_dtype_name(dtype)}){tie}"
@@ -344,6 +345,8 @@ def _throughput(loaded: LoadedCheckpoint, tokens: int, bound: float | None) -> G
             produced = tokens  # the defect: a decode that stopped on EOS is credited in full  # pragma: no mutate
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - c0)
+        if FAULTS.active("qa_throughput_cpu_since_start"):  # the defect: the process's CPU clock, not the decode's
+            cpus[-1] += c0  # pragma: no mutate
     rate = rate_interval(produced, walls, cpus, threads=torch.get_num_threads())
     status: Status = "skipped"
     if bound is not None:

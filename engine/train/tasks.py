@@ -59,12 +59,9 @@ class PretrainTask:
         )
 
     def load(self, folder: Path) -> None:
-        from engine.checkpoint import load_state
+        from engine.checkpoint import load_step_weights
 
-        state = load_state(folder / "model.safetensors")
-        if getattr(self.model.config, "tie_word_embeddings", False):
-            state["lm_head.weight"] = state["model.embed_tokens.weight"]
-        self.model.load_state_dict({k: v.to(self.device) for k, v in state.items()})
+        load_step_weights(self.model, folder / "model.safetensors")  # type: ignore[arg-type]
 
 
 def pretrain(
@@ -163,16 +160,13 @@ class FinetuneTask:
     def load(self, folder: Path) -> None:
         from peft import set_peft_model_state_dict
 
-        from engine.checkpoint import load_state
+        from engine.checkpoint import load_step_weights
         from engine.lora import ADAPTER_WEIGHTS
 
         if self.method == "full":
-            state = load_state(folder / "model.safetensors")
-            if getattr(self.model.config, "tie_word_embeddings", False):
-                state["lm_head.weight"] = state["model.embed_tokens.weight"]
-            self.model.load_state_dict({k: v.to(self.device) for k, v in state.items()})
+            load_step_weights(self.model, folder / "model.safetensors")  # type: ignore[arg-type]
         else:
-            weights = load_file(str(folder / "adapter" / ADAPTER_WEIGHTS), device=str(self.device))
+            weights = load_file(str(folder / "adapter" / ADAPTER_WEIGHTS))  # copied into place on load
             if FAULTS.active("finetune_resume_adapter_not_loaded"):
                 return  # the defect: the fresh adapter trains on  # pragma: no mutate
             set_peft_model_state_dict(self.model, weights)
