@@ -23,6 +23,7 @@ from torch import nn
 
 from engine.errors import EngineError
 from engine.faults import FAULTS
+from engine.model import DecoderLM
 from engine.quant import NF4Config, dequantize_model, quantize_model
 from engine.train import TrainConfig, TrainResult, mean_loss, run_training
 
@@ -32,16 +33,13 @@ class DistillationRefused(EngineError, ValueError):
 
 
 def weights_fingerprint(model: nn.Module) -> str:
-    """sha256 over parameter names, shapes, dtypes and bytes (ties counted once)."""
+    """sha256 over parameter names, shapes, dtypes and bytes (a tied tensor counted once: named_parameters
+    yields each parameter once)."""
     h = hashlib.sha256()
-    seen: set[int] = set()
     for name, p in model.named_parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
         t = p.detach().to("cpu").contiguous()
         h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
@@ -90,7 +88,7 @@ def distillation_loss(
     target = labels[:, 1:]
     mask = target != -100
     if FAULTS.active("distill_mask_ignored"):  # the defect: padding and prompt positions enter the KL
-        mask = torch.ones_like(mask)
+        mask = torch.ones_like(mask)  # pragma: no mutate
     s_log = F.log_softmax(s / temperature, dim=-1)
     t_log = F.log_softmax(t / temperature, dim=-1)
     kl_per_pos = (t_log.exp() * (t_log - s_log)).sum(-1)
@@ -184,13 +182,12 @@ def student_of_shape(shape: Any, teacher: Any) -> Any:
     return shape.replace(**carried)
 
 
-def check_pair(teacher: nn.Module, student: nn.Module, *, allow_same: bool) -> None:
+def check_pair(teacher: DecoderLM, student: DecoderLM, *, allow_same: bool) -> None:
     """Refuse identical teacher and student weights (unless allowed) and mismatched vocabularies."""
     if teacher is student:
         raise DistillationRefused("teacher and student are the same module object")
-    t_vocab = getattr(getattr(teacher, "config", None), "vocab_size", None)
-    s_vocab = getattr(getattr(student, "config", None), "vocab_size", None)
-    if t_vocab is not None and s_vocab is not None and t_vocab != s_vocab:
+    t_vocab, s_vocab = teacher.config.vocab_size, student.config.vocab_size
+    if t_vocab != s_vocab and not FAULTS.active("distill_vocab_unchecked"):  # the fault: refused only at step 0
         raise DistillationRefused(f"teacher vocab_size {t_vocab} != student vocab_size {s_vocab}")
     check_identity = not allow_same and not FAULTS.active("distill_identity_check_off")  # the fault skips it
     if check_identity and weights_fingerprint(teacher) == weights_fingerprint(student):
@@ -233,7 +230,7 @@ def distill(
     torch.manual_seed(cfg.seed)
     teacher_ckpt = load_checkpoint(Path(teacher_path), device=dev)
     if student_init is not None:
-        student: nn.Module = load_checkpoint(Path(student_init), device=dev).model
+        student: DecoderLM = load_checkpoint(Path(student_init), device=dev).model
     elif student_config is not None:
         student = build_model(student_config, device=dev)
     else:
