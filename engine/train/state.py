@@ -81,7 +81,10 @@ def state_from_files(
             g["betas"] = tuple(g["betas"])
     optimizer.load_state_dict({"state": state, "param_groups": groups})
     scheduler.load_state_dict(dict(meta["scheduler"]))
-    torch.set_rng_state(tensors["rng.cpu"])
+    rng = tensors["rng.cpu"]
+    if FAULTS.active("resume_rng_not_restored"):  # the defect: the resuming process's own generator goes on
+        rng = torch.get_rng_state()  # pragma: no mutate
+    torch.set_rng_state(rng)
     cuda_states = [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]
     if cuda_states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(cuda_states[: torch.cuda.device_count()])
