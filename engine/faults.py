@@ -155,6 +155,9 @@ FAULTS.register(
 FAULTS.register("distill_pairs_prompt_learned", "distillation on instruction pairs takes every next token as a label")
 FAULTS.register("distill_vocab_unchecked", "distill starts a run whose student has another vocabulary than the teacher")
 FAULTS.register("resume_rng_not_restored", "--resume leaves the global RNG as the resuming process has it")
+FAULTS.register(
+    "multi_adapter_stop_forgets_checkpoint", "a multi-adapter run's non-finite stop logs no last checkpoint"
+)
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")
