@@ -131,6 +131,12 @@ def test_a_missing_context_length_is_the_family_default(model_type: str, context
     assert from_hf_config(hf).max_position_embeddings == context
 
 
+@pytest.mark.parametrize(("eos", "expected"), [([6], 6), ([6, 1], (6, 1)), (6, 6)])
+def test_config_eos_ids_as_transformers_reads_them(eos: object, expected: object) -> None:
+    hf = {**to_hf_config(CONFIGS["llama"]), "eos_token_id": eos}
+    assert from_hf_config(hf).eos_token_id == expected  # a list of one id is that id, not dropped
+
+
 def test_reads_transformers_own_config(tmp_path: Path) -> None:
     hf = transformers.Qwen2Config(
         vocab_size=300,
