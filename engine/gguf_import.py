@@ -155,7 +155,10 @@ def gguf_tokenizer(fields: Mapping[str, Any]) -> EngineTokenizer:
     backend.decoder = decoders.ByteLevel()
     typed = list(zip(tokens, types, strict=True))
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in typed if k == _CONTROL])
-    backend.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in typed if k == _USER_DEFINED])
+    user = [AddedToken(t, special=False, normalized=False) for t, k in typed if k == _USER_DEFINED]
+    if FAULTS.active("gguf_user_defined_as_special"):  # the defect: a decode that skips specials drops them
+        user = [AddedToken(t.content, special=True, normalized=False) for t in user]  # pragma: no mutate
+    backend.add_tokens(user)
 
     def name(key: str, fallback: int | None) -> str:
         tid = _field(fields, f"tokenizer.ggml.{key}", int, fallback)
