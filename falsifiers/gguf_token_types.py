@@ -10,6 +10,7 @@ its ordinary multi-character tokens retyped: two USER_DEFINED, one CONTROL.  The
 tokenizer's ids for texts holding them, and its decodes with and without skipping special tokens,
 are compared with what the tokenizers library's documented added-token rules give, written out
 here: the text split at each occurrence, every other part encoded as the tokenizer encodes it alone.
+The model it imports, asked for no dtype, holds the file's float32.
 """
 
 from __future__ import annotations
@@ -43,7 +44,15 @@ def _pieces(text: str, marked: list[str]) -> list[tuple[str, bool]]:
 
 
 @checker(
-    observes=["texts", "ids_differing", "decodes_differing", "skipping_decodes_differing", "marked", "marked_tokens"],
+    observes=[
+        "texts",
+        "ids_differing",
+        "decodes_differing",
+        "skipping_decodes_differing",
+        "marked",
+        "marked_tokens",
+        "model_dtypes",
+    ],
     ids=["FALSIFY-IO-012"],
 )
 def token_types_as_documented(
@@ -66,11 +75,14 @@ def token_types_as_documented(
     new_types[chosen[2]] = CONTROL
     retyped = rewrite_gguf(full, full.with_name("retyped.gguf"), values={"tokenizer.ggml.token_type": new_types})
     plain = import_gguf(full).tokenizer  # the same vocabulary with nothing marked: encodes the parts
-    tok = import_gguf(retyped).tokenizer
+    imported = import_gguf(retyped)
+    tok = imported.tokenizer
     u0, u1, c = (tokens[i] for i in chosen)
     ids_of = {u0: chosen[0], u1: chosen[1], c: chosen[2]}
     out: dict[str, Any] = {"texts": 0, "ids_differing": 0, "decodes_differing": 0, "skipping_decodes_differing": 0}
     out |= {"marked": len({u0, u1, c}), "marked_tokens": [u0, u1, c]}
+    # asked for no dtype, import keeps the file's float32 (a float64 state would build a float64 model)
+    out["model_dtypes"] = sorted({str(p.dtype) for p in imported.model.parameters()})
     for template in TEXTS:
         text = template.format(u0=u0, u1=u1, c=c)
         parts = _pieces(text, [u0, u1, c])

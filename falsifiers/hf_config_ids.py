@@ -3,7 +3,9 @@
 A checkpoint's config.json may name other BOS/EOS/PAD ids than its tokenizer's special tokens (a
 model trained to stop on an end-of-turn token, a pad id reused from another token), or an EOS list
 of one id; transformers' model config and the generation config it derives then carry those ids,
-and generation stops on them.  Each folder of FALSIFY-HFI-001 is rewritten that way and imported;
+and generation stops on them.  A hand-written config may also name only its RoPE base in
+``rope_parameters``, with no ``rope_type``: plain RoPE.  Each folder of FALSIFY-HFI-001 is rewritten
+one such way and imported;
 the ids, with every other config field and the tokenizer, are read back against AutoConfig,
 GenerationConfig and AutoTokenizer on the same folder (``falsifiers.hf_import``'s readings).
 """
@@ -30,6 +32,8 @@ def _cases(llama: Path, qwen2: Path) -> list[tuple[str, Path, dict[str, Any], bo
         ("Qwen2: other BOS and PAD ids beside the generation config", qwen2,
          {"bos_token_id": 8, "pad_token_id": 9}, True),
         ("Qwen2: PAD id 0, no BOS, no generation config", qwen2, {"pad_token_id": 0, "bos_token_id": _DELETE}, False),
+        # hand-written: RoPE parameters naming only their base (no rope_type: plain RoPE)
+        ("Llama: rope_parameters without a rope_type", llama, {"rope_parameters": {"rope_theta": 250000.0}}, True),
     ]  # fmt: skip
 
 
