@@ -159,6 +159,9 @@ FAULTS.register(
     "multi_adapter_stop_forgets_checkpoint", "a multi-adapter run's non-finite stop logs no last checkpoint"
 )
 FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED tokens special tokens")
+FAULTS.register(
+    "tokenizer_with_backend_resets_bos", "EngineTokenizer.with_backend gives the default add_bos_token back"
+)
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")

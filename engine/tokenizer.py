@@ -84,12 +84,15 @@ class EngineTokenizer:
 
     def with_backend(self, backend: Tokenizer) -> EngineTokenizer:
         """This tokenizer's special tokens and settings over another ``tokenizers`` backend."""
+        add_bos = self.add_bos_token
+        if FAULTS.active("tokenizer_with_backend_resets_bos"):  # the defect: the default setting comes back
+            add_bos = True  # pragma: no mutate
         return EngineTokenizer(
             backend,
             self.bos_token,
             self.eos_token,
             self.pad_token,
-            add_bos_token=self.add_bos_token,
+            add_bos_token=add_bos,
             chat_template=self.chat_template,
         )
 
