@@ -162,6 +162,10 @@ FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED 
 FAULTS.register(
     "tokenizer_with_backend_resets_bos", "EngineTokenizer.with_backend gives the default add_bos_token back"
 )
+FAULTS.register(
+    "hf_export_eos_from_tokenizer",
+    "HF export writes the tokenizer's EOS for a checkpoint that names one EOS id of its own",
+)
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")

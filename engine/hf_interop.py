@@ -159,8 +159,8 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
     eos = _eos_list(hf.get("eos_token_id"), "config.json")
     if eos is not None and FAULTS.active("hf_config_single_eos_list_dropped"):  # the defect: [id] ignored
         eos = eos if len(eos) > 1 else None  # pragma: no mutate
-    if eos is not None:  # a list of one id is that id, as transformers' generation config reads it
-        values["eos_token_id"] = eos if len(eos) > 1 else eos[0]
+    if eos is not None:  # a list, even of one id, stays a list: an export writes it back as it was
+        values["eos_token_id"] = eos
     try:
         return ModelConfig.from_dict(values)
     except ValueError as exc:
@@ -186,8 +186,7 @@ def _generation_eos(folder: Path) -> int | tuple[int, ...] | None:
     value = _read_json(path).get("eos_token_id")
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    eos = _eos_list(value, str(path))
-    return eos if eos is None or len(eos) > 1 else eos[0]
+    return _eos_list(value, str(path))  # a list, even of one id, stays a list (export writes it back)
 
 
 def hf_state_dict(model: DecoderLM, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
@@ -265,12 +264,20 @@ def export_hf(
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    # several end ids are the checkpoint's own (an instruct model's turn ends); one is the tokenizer's
-    several = len(model.config.eos_ids) > 1
-    config_eos: int | tuple[int, ...] = model.config.eos_ids if several else tokenizer.eos_id
-    eos: int | list[int] = list(model.config.eos_ids) if several else tokenizer.eos_id
-    bos_id = None if _bos_is_stand_in(tokenizer) else tokenizer.bos_id
-    config = model.config.replace(bos_token_id=bos_id, eos_token_id=config_eos, pad_token_id=tokenizer.pad_id)
+    # the checkpoint's own end id(s), as it holds them (one id or a list, even of one: an import
+    # keeps what the source folder said); a checkpoint that names none stops on the tokenizer's EOS
+    config_eos: int | tuple[int, ...] = (
+        model.config.eos_token_id if model.config.eos_token_id is not None else (tokenizer.eos_id)
+    )
+    if FAULTS.active("hf_export_eos_from_tokenizer") and len(model.config.eos_ids) < 2:  # the defect
+        config_eos = tokenizer.eos_id  # pragma: no mutate
+    eos: int | list[int] = list(config_eos) if isinstance(config_eos, tuple) else config_eos
+    # BOS and PAD likewise: the checkpoint's own ids, else the tokenizer's (a stand-in BOS is none)
+    bos_id: int | None = model.config.bos_token_id if model.config.bos_token_id is not None else tokenizer.bos_id
+    if _bos_is_stand_in(tokenizer) and bos_id == tokenizer.bos_id:
+        bos_id = None
+    pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else tokenizer.pad_id
+    config = model.config.replace(bos_token_id=bos_id, eos_token_id=config_eos, pad_token_id=pad_id)
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
     tensors = hf_state_dict(model, dtype)
@@ -282,7 +289,7 @@ def export_hf(
     generation = {
         "bos_token_id": bos_id,
         "eos_token_id": eos,
-        "pad_token_id": tokenizer.pad_id,
+        "pad_token_id": pad_id,
         "do_sample": False,
     }
     write_atomic(out / "config.json", _json_bytes(to_hf_config(config, weight_dtype)))

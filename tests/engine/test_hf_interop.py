@@ -131,10 +131,12 @@ def test_a_missing_context_length_is_the_family_default(model_type: str, context
     assert from_hf_config(hf).max_position_embeddings == context
 
 
-@pytest.mark.parametrize(("eos", "expected"), [([6], 6), ([6, 1], (6, 1)), (6, 6)])
+@pytest.mark.parametrize(("eos", "expected"), [([6], (6,)), ([6, 1], (6, 1)), (6, 6)])
 def test_config_eos_ids_as_transformers_reads_them(eos: object, expected: object) -> None:
     hf = {**to_hf_config(CONFIGS["llama"]), "eos_token_id": eos}
-    assert from_hf_config(hf).eos_token_id == expected  # a list of one id is that id, not dropped
+    config = from_hf_config(hf)
+    assert config.eos_token_id == expected  # a list of one id is kept as a list, not dropped
+    assert to_hf_config(config)["eos_token_id"] == eos  # and written back as it was read
 
 
 def test_reads_transformers_own_config(tmp_path: Path) -> None:
