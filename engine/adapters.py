@@ -170,7 +170,10 @@ def load_adapted(
     loaded = load_checkpoint(Path(base), device=device)
     loaded.manifest["base_weights_sha256"] = check_base(adapter, base, loaded, allow_other_base)
     if nf4:
-        quantize_model(loaded.model, adapter.nf4 or NF4Config(), device)
+        recorded = adapter.nf4 or NF4Config()
+        if FAULTS.active("adapter_nf4_settings_ignored"):  # the defect: the default NF4 base, whatever was recorded
+            recorded = NF4Config()  # pragma: no mutate
+        quantize_model(loaded.model, recorded, device)
     try:
         model = load_adapter(loaded.model, adapter.path)
     except (ValueError, RuntimeError) as exc:

@@ -166,6 +166,9 @@ FAULTS.register(
     "hf_export_eos_from_tokenizer",
     "HF export writes the tokenizer's EOS for a checkpoint that names one EOS id of its own",
 )
+FAULTS.register(
+    "adapter_nf4_settings_ignored", "a QLoRA adapter is applied on the default NF4 base, not the one its run recorded"
+)
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")
