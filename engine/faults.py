@@ -169,6 +169,9 @@ FAULTS.register(
 FAULTS.register(
     "adapter_nf4_settings_ignored", "a QLoRA adapter is applied on the default NF4 base, not the one its run recorded"
 )
+FAULTS.register(
+    "gguf_rope_freqs_ignored", "GGUF import ignores rope_freqs.weight factors that scale the RoPE frequencies"
+)
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")

@@ -34,6 +34,7 @@ from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor
 from engine.pretokenizers import PRE_TOKENIZERS, gpt2
 from engine.tokenizer import EngineTokenizer
 
+ROPE_FREQS = "rope_freqs.weight"  # per-dimension RoPE frequency factors (llama.cpp's LLM_TENSOR_ROPE_FREQS)
 _CONTROL = int(gguf.TokenType.CONTROL)
 _USER_DEFINED = int(gguf.TokenType.USER_DEFINED)
 
@@ -194,9 +195,16 @@ def import_gguf(
     except KeyError as exc:
         raise ExportError(f"{path}: missing tensor `{exc.args[0]}`") from None
     expected_names = {gguf_tensor_name(n) for n in state}
-    extra = sorted(set(contents.tensors) - expected_names - {"rope_freqs.weight"})
+    extra = sorted(set(contents.tensors) - expected_names - {ROPE_FREQS})
     if extra:
         raise ExportError(f"{path}: unexpected tensor `{extra[0]}`")
+    # llama.cpp divides each rotary frequency by its factor here (Llama 3.1's scaling); the engine
+    # runs plain RoPE, which only factors of exactly 1 describe
+    factors = contents.tensors.get(ROPE_FREQS)
+    if FAULTS.active("gguf_rope_freqs_ignored"):  # the defect: the factors dropped unread
+        factors = None  # pragma: no mutate
+    if factors is not None and not np.all(factors == 1.0):
+        raise ExportError(f"{path}: `{ROPE_FREQS}` scales the RoPE frequencies; the engine runs plain RoPE only")
     try:
         model = model_from_state(config, state, device=device, dtype=dtype)
     except CheckpointError as exc:

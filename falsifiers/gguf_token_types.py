@@ -1,5 +1,6 @@
-"""GGUF token types as import reads them: CONTROL tokens are special, USER_DEFINED ones plain added
-tokens.
+"""What GGUF import makes of other converters' files: token types, what it reports, rope_freqs.
+
+CONTROL tokens are special, USER_DEFINED ones plain added tokens.
 
 GGUF files from other converters mark a model's added tokens with ``tokenizer.ggml.token_type``:
 CONTROL for tokens a model uses as markup (left out when a decode skips special tokens), and
@@ -10,11 +11,20 @@ its ordinary multi-character tokens retyped: two USER_DEFINED, one CONTROL.  The
 tokenizer's ids for texts holding them, and its decodes with and without skipping special tokens,
 are compared with what the tokenizers library's documented added-token rules give, written out
 here: the text split at each occurrence, every other part encoded as the tokenizer encodes it alone.
-The model it imports, asked for no dtype, holds the file's float32.
+The model it imports, asked for no dtype, holds the file's float32, and the import names what it
+read: the file, no safetensors metadata, and a manifest of step 0 naming the file, its format,
+sha256, file type (gguf-py's name for ``general.file_type``; none for a number gguf-py does not
+know) and tensor types.
+
+Converters of Llama 3.1 models add ``rope_freqs.weight``, per-dimension factors llama.cpp divides
+the rotary frequencies by.  Factors of exactly 1 are plain RoPE and import as the file without
+them does; any other factor is a RoPE the engine does not run and must be refused by name.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +91,6 @@ def token_types_as_documented(
     ids_of = {u0: chosen[0], u1: chosen[1], c: chosen[2]}
     out: dict[str, Any] = {"texts": 0, "ids_differing": 0, "decodes_differing": 0, "skipping_decodes_differing": 0}
     out |= {"marked": len({u0, u1, c}), "marked_tokens": [u0, u1, c]}
-    # asked for no dtype, import keeps the file's float32 (a float64 state would build a float64 model)
-    out["model_dtypes"] = sorted({str(p.dtype) for p in imported.model.parameters()})
     for template in TEXTS:
         text = template.format(u0=u0, u1=u1, c=c)
         parts = _pieces(text, [u0, u1, c])
@@ -95,4 +103,61 @@ def token_types_as_documented(
         out["decodes_differing"] += tok.decode(got, skip_special_tokens=False) != text
         kept = "".join(part for part, marked in parts if part != c or not marked)
         out["skipping_decodes_differing"] += tok.decode(got, skip_special_tokens=True) != kept
+    # asked for no dtype, import keeps the file's float32 (a float64 state would build a float64 model)
+    out["model_dtypes"] = sorted({str(p.dtype) for p in imported.model.parameters()})
+    out["manifest_fields_differing"] = _manifest_differing(imported, retyped, reader)
+    unknown = rewrite_gguf(full, full.with_name("unknown-type.gguf"), values={"general.file_type": 999})
+    out["unknown_file_type_named"] = import_gguf(unknown).manifest.get("source_file_type", "absent") is not None
+    out |= _rope_freqs(full, import_gguf(full).model.state_dict())
     return out
+
+
+def _manifest_differing(imported: Any, path: Path, reader: Any) -> int:
+    """Fields of import_gguf's result and manifest that are not what the file is, written out."""
+    import gguf
+
+    want = {
+        "step": 0, "imported_from": str(path), "source_format": "gguf",
+        "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "source_file_type": gguf.LlamaFileType(int(reader.fields["general.file_type"].contents())).name,
+        "source_tensor_types": dict(sorted(Counter(t.tensor_type.name for t in reader.tensors).items())),
+    }  # fmt: skip
+    got = imported.manifest
+    return sum(got.get(k) != v for k, v in want.items()) + (imported.path != path) + (imported.metadata != {})
+
+
+def _rope_freqs(full: Path, plain: dict[str, Any]) -> dict[str, Any]:
+    """The file with rope_freqs.weight of ones (imports as without) and of Llama 3.1-like factors."""
+    import numpy as np
+
+    from engine.errors import ExportError
+    from engine.gguf_import import import_gguf
+
+    out = {"rope_freqs_ones_differing": -1, "rope_freqs_scaled_refused": False}
+    half = int(gguf_head_dim(full)) // 2
+    for name, factors in (
+        ("ones", np.ones(half, np.float32)),
+        ("scaled", np.linspace(1.0, 8.0, half, dtype=np.float32)),
+    ):
+
+        def with_factors(arrays: dict[str, Any], f: Any = factors) -> dict[str, Any]:
+            return {**arrays, "rope_freqs.weight": f}
+
+        path = rewrite_gguf(full, full.with_name(f"rope-{name}.gguf"), tensors=with_factors)
+        try:
+            state = import_gguf(path).model.state_dict()
+        except ExportError as exc:
+            if name == "scaled":
+                out["rope_freqs_scaled_refused"] = "rope_freqs.weight" in str(exc)
+            continue
+        if name == "ones":
+            out["rope_freqs_ones_differing"] = sum(not (state[k] == v).all() for k, v in plain.items())
+    return out
+
+
+def gguf_head_dim(path: Path) -> int:
+    import gguf
+
+    fields = gguf.GGUFReader(str(path)).fields
+    arch = str(fields["general.architecture"].contents())
+    return int(fields[f"{arch}.embedding_length"].contents()) // int(fields[f"{arch}.attention.head_count"].contents())
