@@ -172,6 +172,7 @@ FAULTS.register(
 FAULTS.register(
     "gguf_rope_freqs_ignored", "GGUF import ignores rope_freqs.weight factors that scale the RoPE frequencies"
 )
+FAULTS.register("adapter_loaded_trainable", "load_adapter leaves an adapter loaded for inference trainable")
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")

@@ -198,9 +198,12 @@ def load_adapter(
     if stray:
         raise ValueError(f"adapter at {folder} does not fit this model: unexpected keys {stray[:5]}")
     peft_model.set_adapter(adapter_name)
+    train = trainable
+    if FAULTS.active("adapter_loaded_trainable"):  # the defect: an adapter loaded to run trains too
+        train = True  # pragma: no mutate
     for n, p in peft_model.named_parameters():
         if ".lora_" in n:
-            p.requires_grad_(trainable and f".{adapter_name}." in n)
+            p.requires_grad_(train and f".{adapter_name}." in n)
     return peft_model
 
 

@@ -14,7 +14,7 @@ here: the text split at each occurrence, every other part encoded as the tokeniz
 The model it imports, asked for no dtype, holds the file's float32, and the import names what it
 read: the file, no safetensors metadata, and a manifest of step 0 naming the file, its format,
 sha256, file type (gguf-py's name for ``general.file_type``; none for a number gguf-py does not
-know) and tensor types.
+know) and tensor types; exported again, the file's tokens and token types come back as they were.
 
 Converters of Llama 3.1 models add ``rope_freqs.weight``, per-dimension factors llama.cpp divides
 the rotary frequencies by.  Factors of exactly 1 are plain RoPE and import as the file without
@@ -62,8 +62,13 @@ def _pieces(text: str, marked: list[str]) -> list[tuple[str, bool]]:
         "marked",
         "marked_tokens",
         "model_dtypes",
+        "manifest_fields_differing",
+        "reexport_types_differing",
+        "unknown_file_type_named",
+        "rope_freqs_ones_differing",
+        "rope_freqs_scaled_refused",
     ],
-    ids=["FALSIFY-IO-012"],
+    ids=["FALSIFY-IO-012", "FALSIFY-IO-013"],
 )
 def token_types_as_documented(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
@@ -71,6 +76,7 @@ def token_types_as_documented(
     """The engine's llama GGUF with two tokens retyped USER_DEFINED and one CONTROL, imported."""
     import gguf
 
+    from engine.gguf_export import export_gguf
     from engine.gguf_import import import_gguf
 
     _, full = _exported(tmp_path, engine_tokenizer, tiny_model_factory, "llama")
@@ -106,6 +112,12 @@ def token_types_as_documented(
     # asked for no dtype, import keeps the file's float32 (a float64 state would build a float64 model)
     out["model_dtypes"] = sorted({str(p.dtype) for p in imported.model.parameters()})
     out["manifest_fields_differing"] = _manifest_differing(imported, retyped, reader)
+    # exported again, the tokens and their types come back as the file had them
+    again = gguf.GGUFReader(str(export_gguf(imported.model, tok, retyped.with_name("again.gguf"), "f32")))
+    out["reexport_types_differing"] = int(
+        again.fields["tokenizer.ggml.tokens"].contents() != tokens
+        or again.fields["tokenizer.ggml.token_type"].contents() != new_types
+    )
     unknown = rewrite_gguf(full, full.with_name("unknown-type.gguf"), values={"general.file_type": 999})
     out["unknown_file_type_named"] = import_gguf(unknown).manifest.get("source_file_type", "absent") is not None
     out |= _rope_freqs(full, import_gguf(full).model.state_dict())
