@@ -351,18 +351,21 @@ def inspect_checkpoint(path: str | Path) -> tuple[ModelConfig, EngineTokenizer, 
     tensors, meta = read_header(path)
     config = config_from_metadata(meta)
     tokenizer = tokenizer_from_metadata(meta, config)
-    config = _with_special_ids(config, tokenizer)
+    stored_pad = config.pad_token_id
+    config = with_special_ids(config, tokenizer)
+    if FAULTS.active("checkpoint_pad_id_dropped"):  # the defect: the header's missing pad id stays missing
+        config = config.replace(pad_token_id=stored_pad)  # pragma: no mutate
     manifest = manifest_from_metadata(meta)
     check_tensors(tensors, config)
     return config, tokenizer, manifest, meta
 
 
-def _with_special_ids(config: ModelConfig, tok: EngineTokenizer) -> ModelConfig:
-    pad = tok.pad_id if config.pad_token_id is None else config.pad_token_id
+def with_special_ids(config: ModelConfig, tok: EngineTokenizer) -> ModelConfig:
+    """``config`` with the special ids it names, and the tokenizer's for those it leaves out."""
     return config.replace(
         bos_token_id=tok.bos_id if config.bos_token_id is None else config.bos_token_id,
         eos_token_id=tok.eos_id if config.eos_token_id is None else config.eos_token_id,
-        pad_token_id=config.pad_token_id if FAULTS.active("checkpoint_pad_id_dropped") else pad,
+        pad_token_id=tok.pad_id if config.pad_token_id is None else config.pad_token_id,
     )
 
 

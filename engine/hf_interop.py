@@ -33,6 +33,7 @@ from engine.checkpoint import (
     make_manifest,
     model_from_state,
     read_header,
+    with_special_ids,
 )
 from engine.config import ModelConfig, default_context
 from engine.errors import ExportError, TokenizerError
@@ -264,20 +265,16 @@ def export_hf(
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    # the checkpoint's own end id(s), as it holds them (one id or a list, even of one: an import
-    # keeps what the source folder said); a checkpoint that names none stops on the tokenizer's EOS
-    config_eos: int | tuple[int, ...] = (
-        model.config.eos_token_id if model.config.eos_token_id is not None else (tokenizer.eos_id)
-    )
+    # the checkpoint's own special ids as it holds them (an EOS list, even of one id, stays a list:
+    # an import keeps what the source folder said), the tokenizer's for those it names none of
+    config = with_special_ids(model.config, tokenizer)
     if FAULTS.active("hf_export_eos_from_tokenizer") and len(model.config.eos_ids) < 2:  # the defect
-        config_eos = tokenizer.eos_id  # pragma: no mutate
-    eos: int | list[int] = list(config_eos) if isinstance(config_eos, tuple) else config_eos
-    # BOS and PAD likewise: the checkpoint's own ids, else the tokenizer's (a stand-in BOS is none)
-    bos_id: int | None = model.config.bos_token_id if model.config.bos_token_id is not None else tokenizer.bos_id
-    if _bos_is_stand_in(tokenizer) and bos_id == tokenizer.bos_id:
-        bos_id = None
-    pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else tokenizer.pad_id
-    config = model.config.replace(bos_token_id=bos_id, eos_token_id=config_eos, pad_token_id=pad_id)
+        config = config.replace(eos_token_id=tokenizer.eos_id)  # pragma: no mutate
+    if _bos_is_stand_in(tokenizer) and config.bos_token_id == tokenizer.bos_id:
+        config = config.replace(bos_token_id=None)  # a stand-in BOS is never exported as a BOS
+    eos: int | list[int] | None = (
+        list(config.eos_token_id) if isinstance(config.eos_token_id, tuple) else config.eos_token_id
+    )
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
     tensors = hf_state_dict(model, dtype)
@@ -287,9 +284,9 @@ def export_hf(
     bos = None if _bos_is_stand_in(tokenizer) else tokenizer.bos_token
     special = {"bos_token": bos, "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token}
     generation = {
-        "bos_token_id": bos_id,
+        "bos_token_id": config.bos_token_id,
         "eos_token_id": eos,
-        "pad_token_id": pad_id,
+        "pad_token_id": config.pad_token_id,
         "do_sample": False,
     }
     write_atomic(out / "config.json", _json_bytes(to_hf_config(config, weight_dtype)))
@@ -467,12 +464,9 @@ def import_hf(
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
     generation_eos = _generation_eos(folder)
-    eos = generation_eos if generation_eos is not None else config.eos_token_id
-    config = config.replace(
-        bos_token_id=config.bos_token_id if config.bos_token_id is not None else tokenizer.bos_id,
-        eos_token_id=eos if eos is not None else tokenizer.eos_id,
-        pad_token_id=config.pad_token_id if config.pad_token_id is not None else tokenizer.pad_id,
-    )
+    if generation_eos is not None:  # what generation stops on wins over config.json's
+        config = config.replace(eos_token_id=generation_eos)
+    config = with_special_ids(config, tokenizer)
     if any(not 0 <= i < config.vocab_size for i in config.eos_ids):
         raise ExportError(f"eos_token_id {config.eos_token_id!r} is outside the vocabulary of {config.vocab_size}")
     state = _read_weights(_weight_files(folder))
