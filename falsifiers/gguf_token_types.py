@@ -90,7 +90,8 @@ def token_types_as_documented(
     new_types[chosen[0]] = new_types[chosen[1]] = USER_DEFINED
     new_types[chosen[2]] = CONTROL
     retyped = rewrite_gguf(full, full.with_name("retyped.gguf"), values={"tokenizer.ggml.token_type": new_types})
-    plain = import_gguf(full).tokenizer  # the same vocabulary with nothing marked: encodes the parts
+    unmarked = import_gguf(full)  # the same file with nothing marked: its tokenizer encodes the parts
+    plain = unmarked.tokenizer
     imported = import_gguf(retyped)
     tok = imported.tokenizer
     u0, u1, c = (tokens[i] for i in chosen)
@@ -120,7 +121,7 @@ def token_types_as_documented(
     )
     unknown = rewrite_gguf(full, full.with_name("unknown-type.gguf"), values={"general.file_type": 999})
     out["unknown_file_type_named"] = import_gguf(unknown).manifest.get("source_file_type", "absent") is not None
-    out |= _rope_freqs(full, import_gguf(full).model.state_dict())
+    out |= _rope_freqs(full, unmarked.model.state_dict(), unmarked.config.head_dim)
     return out
 
 
@@ -138,7 +139,7 @@ def _manifest_differing(imported: Any, path: Path, reader: Any) -> int:
     return sum(got.get(k) != v for k, v in want.items()) + (imported.path != path) + (imported.metadata != {})
 
 
-def _rope_freqs(full: Path, plain: dict[str, Any]) -> dict[str, Any]:
+def _rope_freqs(full: Path, plain: dict[str, Any], head_dim: int) -> dict[str, Any]:
     """The file with rope_freqs.weight of ones (imports as without) and of Llama 3.1-like factors."""
     import numpy as np
 
@@ -146,7 +147,7 @@ def _rope_freqs(full: Path, plain: dict[str, Any]) -> dict[str, Any]:
     from engine.gguf_import import import_gguf
 
     out = {"rope_freqs_ones_differing": -1, "rope_freqs_scaled_refused": False}
-    half = int(gguf_head_dim(full)) // 2
+    half = head_dim // 2
     for name, factors in (
         ("ones", np.ones(half, np.float32)),
         ("scaled", np.linspace(1.0, 8.0, half, dtype=np.float32)),
@@ -165,11 +166,3 @@ def _rope_freqs(full: Path, plain: dict[str, Any]) -> dict[str, Any]:
         if name == "ones":
             out["rope_freqs_ones_differing"] = sum(not (state[k] == v).all() for k, v in plain.items())
     return out
-
-
-def gguf_head_dim(path: Path) -> int:
-    import gguf
-
-    fields = gguf.GGUFReader(str(path)).fields
-    arch = str(fields["general.architecture"].contents())
-    return int(fields[f"{arch}.embedding_length"].contents()) // int(fields[f"{arch}.attention.head_count"].contents())
