@@ -113,6 +113,8 @@ def find_adapter(path: str | Path) -> AdapterFolder:
     if isinstance(quant, dict):
         try:
             nf4 = NF4Config(blocksize=int(quant["blocksize"]), double_quant=bool(quant["double_quant"]))
+            if FAULTS.active("adapter_nf4_blocksize_dropped"):  # the defect: the recorded block size is lost
+                nf4 = NF4Config(double_quant=nf4.double_quant)  # pragma: no mutate
         except (KeyError, TypeError, ValueError):
             raise AdapterError(f"{step_dir / MANIFEST}: nf4 settings unreadable: {quant!r}") from None
     return AdapterFolder(

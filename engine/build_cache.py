@@ -46,7 +46,10 @@ def artefact_key(key: Mapping[str, Any]) -> str:
     engine = engine_source_digest()
     if FAULTS.active("build_cache_ignores_engine_source"):  # the defect: an engine change reuses old artefacts
         engine = ""  # pragma: no mutate
-    blob = json.dumps({"key": key, "engine": engine, "faults": faults}, sort_keys=True, default=str)
+    ordered = True
+    if FAULTS.active("build_cache_key_order_matters"):  # the defect: one key in another order builds again
+        ordered = False  # pragma: no mutate
+    blob = json.dumps({"key": key, "engine": engine, "faults": faults}, sort_keys=ordered, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -149,6 +149,13 @@ def save_checkpoint(
         )
     meta = checkpoint_metadata(model.config, tokenizer, manifest)
     tensors = _tensors_for_save(model)
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in tensors.values()})
+    if FAULTS.active("checkpoint_mixed_dtypes_saved"):  # the defect: a file load_checkpoint refuses is written
+        dtypes = dtypes[:1]  # pragma: no mutate
+    if len(dtypes) > 1:
+        raise CheckpointError(
+            f"the model's tensors mix dtypes {', '.join(dtypes)}; a checkpoint holds one: cast the model first"
+        )
     with atomic_file(path) as tmp:
         _write_tensors(tensors, tmp, meta)
     _fsync_dir(path.parent)

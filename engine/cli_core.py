@@ -56,6 +56,14 @@ class WeightDtype(StrEnum):
     q4_0 = "q4_0"  # GGUF only
 
 
+def _text(value: str) -> Any:
+    """``value`` as a table cell or title shows it: text, not markup (a path such as runs/[v1], a token
+    such as [INST])."""
+    from rich.text import Text
+
+    return Text(value)
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``error: message`` on stderr and give the exit to raise (2: bad input)."""
     from rich.markup import escape
@@ -105,7 +113,7 @@ def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
 
     cfg = loaded.config
     tensors, _ = read_header(path)
-    dtypes = sorted({t.dtype for t in tensors.values()})
+    (dtype,) = {t.dtype for t in tensors.values()}  # one: load_checkpoint refused a file that mixes them
     tok = loaded.tokenizer
     parameters = loaded.model.num_parameters()
     if FAULTS.active("inspect_counts_tied_head_twice"):  # the defect: a tied head counted again
@@ -118,7 +126,7 @@ def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
         "head_dim": cfg.head_dim,
         "parameters": parameters,
         "tensors": len(tensors),
-        "dtype": dtypes[0] if len(dtypes) == 1 else dtypes,
+        "dtype": dtype,
         "tokenizer": {
             "type": "byte-level BPE",
             "vocab_size": tok.vocab_size,
@@ -170,10 +178,10 @@ def inspect(
         if as_json:
             _out.print(json.dumps(info, indent=2, sort_keys=True), markup=False)
             return
-        table = Table(title=f"adapter {info['path']}", show_header=False)
+        table = Table(title=_text(f"adapter {info['path']}"), show_header=False)
         for key in ("method", "base", "step", "r", "lora_alpha", "lora_dropout", "target_modules", "parameters"):
             value = info[key]
-            table.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
+            table.add_row(key, _text(", ".join(value) if isinstance(value, list) else str(value)))
         table.add_row("sha256", info["sha256"])
         _out.print(table)
         return
@@ -182,7 +190,7 @@ def inspect(
     if as_json:
         _out.print(json.dumps(summary, indent=2, sort_keys=True, default=str), markup=False)
         return
-    arch = Table(title=f"{checkpoint.name}", show_header=False)
+    arch = Table(title=_text(checkpoint.name), show_header=False)
     for key, value in summary["architecture"].items():
         arch.add_row(key, str(value))
     arch.add_row("parameters", f"{summary['parameters']:,}")
@@ -191,7 +199,9 @@ def inspect(
     _out.print(arch)
     tok = summary["tokenizer"]
     specials = ", ".join(f"{role}={s['token']}({s['id']})" for role, s in tok["special_tokens"].items())
-    _out.print(f"tokenizer: {tok['type']}, {tok['vocab_size']} tokens, {tok['merges']} merges; {specials}")
+    _out.print(
+        f"tokenizer: {tok['type']}, {tok['vocab_size']} tokens, {tok['merges']} merges; {specials}", markup=False
+    )
     manifest = summary["manifest"]
     _out.print(f"manifest: {json.dumps(manifest, sort_keys=True, default=str)}", markup=False)
 

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from engine.app import app
-from engine.cli_core import _err, _fail, _guarded, _out, _progress
+from engine.cli_core import _err, _fail, _guarded, _out, _progress, _text
 
 EXIT_GATE_FAILED = 1
 _STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "inconclusive": "magenta"}
@@ -58,7 +58,7 @@ def qa(
     if as_json:
         _out.print(json.dumps(report.to_json(), indent=2, sort_keys=True), markup=False)
     else:
-        table = Table(title=f"qa {checkpoint}")
+        table = Table(title=_text(f"qa {checkpoint}"))
         for column in ("gate", "status", "value", "bound", "detail"):
             table.add_column(column)
         for g in report.gates:
@@ -67,11 +67,12 @@ def qa(
                 f"[{_STYLE[g.status]}]{g.status}[/]",
                 "" if g.value is None else f"{g.value:.4g}",
                 "" if g.bound is None else f"{g.bound:.4g}",
-                g.detail,
+                _text(g.detail),
             )
         _out.print(table)
         _out.print(
-            "PASS" if report.passed else "FAIL: " + ", ".join(g.name for g in report.gates if g.status == "fail")
+            "PASS" if report.passed else "FAIL: " + ", ".join(g.name for g in report.gates if g.status == "fail"),
+            markup=False,
         )
         unsure = [g.name for g in report.gates if g.status == "inconclusive"]
         if unsure:  # not a failure, and not a pass of that gate either: say so where it is read

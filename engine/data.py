@@ -219,7 +219,10 @@ def _body_source(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[s
         elif not line.strip():
             out.append("\n")
         else:
-            out.append(line[indent:] if line[:indent].isspace() else line.lstrip())
+            kept = line[indent:] if line[:indent].isspace() else line.lstrip()
+            if FAULTS.active("pair_continuation_cut_at_margin"):  # the defect: a line left of the margin loses text
+                kept = line[indent:]  # pragma: no mutate
+            out.append(kept)
     chunk = "".join(out).rstrip()
     return chunk if chunk.strip() else None
 

@@ -76,6 +76,8 @@ def rank_info(environ: Mapping[str, str] | None = None) -> RankInfo:
 
 def backend_for(device: torch.device) -> str:
     """NCCL for CUDA tensors, gloo for everything else."""
+    if FAULTS.active("ddp_gloo_on_cuda"):  # the defect: gloo everywhere, so CUDA all-reduces go through the host
+        return "gloo"  # pragma: no mutate
     return "nccl" if device.type == "cuda" else "gloo"
 
 

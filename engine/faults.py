@@ -173,6 +173,20 @@ FAULTS.register(
     "gguf_rope_freqs_ignored", "GGUF import ignores rope_freqs.weight factors that scale the RoPE frequencies"
 )
 FAULTS.register("adapter_loaded_trainable", "load_adapter leaves an adapter loaded for inference trainable")
+FAULTS.register("adapter_nf4_blocksize_dropped", "find_adapter reads a QLoRA run's NF4 block size as the default")
+FAULTS.register("merge_adapter_merges_active", "merge_adapter folds in the active adapter, not the one it is asked for")
+FAULTS.register("footprint_gradients_freed", "tensor_footprint frees the gradients before counting what training keeps")
+FAULTS.register("smollm_digits_grouped", "the smollm pre-tokenizer keeps a run of digits as one piece")
+FAULTS.register("init_architecture_unchecked", "pretrain --init ignores a --preset of another architecture")
+FAULTS.register("cli_qa_unregistered", "python -m engine does not register the qa command")
+FAULTS.register("ddp_gloo_on_cuda", "a CUDA run under torchrun joins the process group with gloo, not NCCL")
+FAULTS.register("checkpoint_mixed_dtypes_saved", "save_checkpoint writes a model of mixed dtypes that load refuses")
+FAULTS.register("adapter_refusal_leaves_layers", "an adapter load_adapter refuses stays injected in the caller's model")
+FAULTS.register("pair_continuation_cut_at_margin", "a body line written left of the body's margin is cut at the margin")
+FAULTS.register("build_cache_key_order_matters", "a build-cache key in another insertion order names another artefact")
+FAULTS.register(
+    "train_summary_read_as_markup", "a training command's JSON summary is printed as rich markup, [brackets] lost"
+)
 FAULTS.register("atomic_private_mode", "files written atomically keep the temporary file's private 0600 mode")
 FAULTS.register("qa_perplexity_window_skips_a_token", "QA perplexity windows leave boundary tokens unscored")
 FAULTS.register("qa_golden_first_difference_off_by_one", "the golden gate reports the first differing token one late")

@@ -185,26 +185,50 @@ def load_adapter(
     folder = Path(path)
     config = _read_adapter_config(folder)
     config.inference_mode = not trainable
-    if isinstance(model, peft_module().PeftModel):
-        if adapter_name in model.peft_config:
-            raise ValueError(f"adapter {adapter_name!r} is already loaded; delete it or pick another name")
-        model.add_adapter(adapter_name, config)
-        peft_model = model
+    weights = load_file(str(folder / ADAPTER_WEIGHTS))  # an unreadable file is refused before the model changes
+    target: Any = model  # a PeftModel or a bare base
+    wrapped = isinstance(target, peft_module().PeftModel)
+    if wrapped and adapter_name in target.peft_config:
+        raise ValueError(f"adapter {adapter_name!r} is already loaded; delete it or pick another name")
+    flags = {n: p.requires_grad for n, p in model.named_parameters()}
+    active = target.active_adapter if wrapped else None
+    peft_model: Any
+    if wrapped:
+        target.add_adapter(adapter_name, config)
+        peft_model = target
     else:
         peft_model = peft_module().get_peft_model(model, config, adapter_name=adapter_name)
-    weights = load_file(str(folder / ADAPTER_WEIGHTS))
-    result: Any = peft_module().set_peft_model_state_dict(peft_model, weights, adapter_name=adapter_name)
-    stray = [k for k in result.unexpected_keys if "lora_" in k]
-    if stray:
-        raise ValueError(f"adapter at {folder} does not fit this model: unexpected keys {stray[:5]}")
+    try:
+        result: Any = peft_module().set_peft_model_state_dict(peft_model, weights, adapter_name=adapter_name)
+        stray = [k for k in result.unexpected_keys if "lora_" in k]
+        if stray:
+            raise ValueError(f"adapter at {folder} does not fit this model: unexpected keys {stray[:5]}")
+    except (ValueError, RuntimeError):
+        if not FAULTS.active("adapter_refusal_leaves_layers"):  # the defect: the refused adapter stays in the model
+            _undo_load(peft_model, adapter_name, wrapped, active, flags)
+        raise
     peft_model.set_adapter(adapter_name)
+    loaded: PeftModel = peft_model
     train = trainable
     if FAULTS.active("adapter_loaded_trainable"):  # the defect: an adapter loaded to run trains too
         train = True  # pragma: no mutate
-    for n, p in peft_model.named_parameters():
+    for n, p in loaded.named_parameters():
         if ".lora_" in n:
             p.requires_grad_(train and f".{adapter_name}." in n)
-    return peft_model
+    return loaded
+
+
+def _undo_load(peft_model: Any, adapter_name: str, wrapped: bool, active: Any, flags: dict[str, bool]) -> None:
+    """Take a refused adapter out again: the caller's model as it was, layers, active adapter and
+    trainable flags."""
+    if wrapped:
+        peft_model.delete_adapter(adapter_name)
+        peft_model.set_adapter(active)
+        model: nn.Module = peft_model
+    else:
+        model = peft_model.unload()  # PEFT's LoRA layers replaced by the base layers, in place
+    for n, p in model.named_parameters():
+        p.requires_grad_(flags.get(n, p.requires_grad))
 
 
 def swap_adapter(model: PeftModel, adapter_name: str) -> None:
@@ -229,6 +253,8 @@ def merge_adapter(model: PeftModel, adapter_name: str = "default", *, dequantize
     if not dequantize:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Merge lora module to 4-bit linear")
+            if FAULTS.active("merge_adapter_merges_active"):  # the defect: the active adapter, not the one named
+                return model.merge_and_unload()  # pragma: no mutate
             return model.merge_and_unload(adapter_names=[adapter_name])
     for parent in list(base.modules()):
         for name, child in list(parent.named_children()):

@@ -484,6 +484,8 @@ def tensor_footprint(
         model(ids, labels=ids).loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=False)  # keep the gradient buffers: they are part of the footprint
+        if FAULTS.active("footprint_gradients_freed"):  # the defect: the gradients freed before the count
+            opt.zero_grad(set_to_none=True)  # pragma: no mutate
     del ids
     after = live_tensor_storages()
     model_bytes = sum(n for k, n in built.items() if k not in before and k in after)

@@ -14,6 +14,8 @@ from typing import Any
 
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
+from engine.faults import FAULTS
+
 # Split patterns of llama.cpp's pre-tokenizer types (llama-vocab.cpp), as Hugging Face pre-tokenizers.
 _LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -31,7 +33,10 @@ def gpt2() -> pre_tokenizers.PreTokenizer:
 
 def _digits_then_gpt2() -> pre_tokenizers.PreTokenizer:
     # SmolLM's own tokenizer.json: every digit its own piece, then the GPT-2 split.
-    return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), gpt2()])
+    individual = True
+    if FAULTS.active("smollm_digits_grouped"):  # the defect: a run of digits stays one piece
+        individual = False  # pragma: no mutate
+    return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=individual), gpt2()])
 
 
 def _split(pattern: str) -> Callable[[], pre_tokenizers.PreTokenizer]:
