@@ -63,12 +63,13 @@ def _edit_manifest(step_dir: Path, **fields: Any) -> None:
 @checker(
     observes=[
         "runs", "forms_differing", "fields_differing", "step_sources_differing", "mistyped_kept",
-        "refusals", "refusals_named", "own_base_applied", "other_base_refused", "misfit_refused",
+        "refusals", "refusals_named", "own_base_applied", "other_base_refused", "tied_digests_distinct",
+        "misfit_refused",
     ],
     ids=["FALSIFY-LORA-013"],
 )  # fmt: skip
 def adapter_folders_as_written(
-    pretrained_init: Path, instruction_data: InstructionData, tmp_path: Path, seed: int = 0
+    pretrained_init: Path, instruction_data: InstructionData, tiny_model_factory: Any, tmp_path: Path, seed: int = 0
 ) -> dict[str, Any]:
     """A LoRA run (finetune's default method) and a QLoRA run (block 128, no double quantization),
     their folders found three ways,
@@ -77,6 +78,7 @@ def adapter_folders_as_written(
 
     from engine.adapters import AdapterError, find_adapter, load_adapted, merged
     from engine.checkpoint import load_checkpoint, save_checkpoint, weights_digest
+    from engine.config import preset as engine_preset
     from engine.model import DecoderLM
     from engine.quant import NF4Config
     from engine.train import TrainConfig
@@ -174,6 +176,13 @@ def adapter_folders_as_written(
             apply(other, folder)
         except AdapterError as exc:
             out["other_base_refused"] += all(n in str(exc) for n in names)
+    # a tied base: its digest covers every weight, the head (the embedding) once
+    tied = engine_preset("tiny", architecture="qwen2", attention_bias=True, tie_word_embeddings=True)
+    bases = [tiny_model_factory(seed, config=tied) for _ in range(3)]
+    with torch.no_grad():
+        bases[1].model.norm.weight.add_(0.5)
+        bases[2].model.layers[0].mlp.down_proj.weight.add_(0.5)
+    out["tied_digests_distinct"] = len({weights_digest(b) for b in bases}) == len(bases)
     misfit = _variant(steps["lora"], work, "misfit")
     _edit_manifest(misfit, base_weights_sha256=...)
     weights = load_file(str(misfit / "adapter" / "adapter_model.safetensors"))
