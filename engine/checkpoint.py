@@ -383,6 +383,8 @@ def load_step_weights(model: DecoderLM, path: str | Path) -> None:
     state = load_state(path)
     if model.config.tie_word_embeddings:
         state["lm_head.weight"] = state["model.embed_tokens.weight"]
+        if FAULTS.active("step_weights_head_from_model"):  # the defect: the model's own head, copied in last
+            state["lm_head.weight"] = model.lm_head.weight.detach().clone()  # pragma: no mutate
     model.load_state_dict(state)
 
 

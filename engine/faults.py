@@ -210,3 +210,6 @@ FAULTS.register("memory_training_counts_the_model", "measured training memory gr
 FAULTS.register("chat_turn_check_skipped", "chat data is labelled even where the template does not split it by turn")
 FAULTS.register("hf_config_rope_theta_v5_only", "HF export writes the RoPE base only where transformers 5.x reads it")
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")
+FAULTS.register(
+    "step_weights_head_from_model", "a tied step file is loaded with the model's own head over the saved embedding"
+)

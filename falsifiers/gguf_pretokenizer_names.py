@@ -6,7 +6,9 @@ tokenizer.json (every digit its own piece, then GPT-2's byte-level split), Qwen2
 ``PRETOKENIZE_REGEX``, isolated, then byte-level without a regex) and GPT-2's.  The engine's
 tokenizer is given each rule, exported with a tiny model, the file's name read with gguf-py, and the
 file imported: its pieces and ids for texts with runs of digits, contractions, line breaks and
-other scripts must be those of the rule written here.
+other scripts must be those of the rule written here.  GPT-2's split with untrimmed offsets is
+still GPT-2's; a rule llama.cpp has no name for (a whitespace split) and a tokenizer with no
+pre-tokenizer are refused, naming the rules it has, before a file is written.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def reference_rules() -> dict[str, Any]:
 
     return {
         "gpt-2": gpt2(),
+        # the same split with offsets left untrimmed (trim_offsets moves offsets, never pieces)
+        "gpt-2 ": pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True, trim_offsets=False),
         "smollm": pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), gpt2()]),
         "qwen2": pre_tokenizers.Sequence(
             [
@@ -54,6 +58,7 @@ def _pieces(tokenizer: Any, text: str) -> list[str]:
     observes=[
         "rules",
         "exports_refused",
+        "unknown_refused",
         "names_differing",
         "texts",
         "pieces_differing",
@@ -67,7 +72,7 @@ def pretokenizer_names_round_trip(
 ) -> dict[str, Any]:
     """Each rule given to the engine's tokenizer, exported, named, imported and compared."""
     import gguf
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer, pre_tokenizers
 
     from engine.errors import ExportError
     from engine.gguf_export import export_gguf
@@ -87,7 +92,7 @@ def pretokenizer_names_round_trip(
             out["exports_refused"] += 1
             continue
         field = gguf.GGUFReader(str(path)).fields["tokenizer.ggml.pre"]
-        out["names_differing"] += bytes(field.parts[field.data[0]]).decode() != name
+        out["names_differing"] += bytes(field.parts[field.data[0]]).decode() != name.strip()
         imported = import_gguf(path).tokenizer
         for text in TEXTS:
             out["texts"] += 1
@@ -96,4 +101,14 @@ def pretokenizer_names_round_trip(
             out["ids_differing"] += imported.encode(text) != tokenizer.encode(text)
             if name == "smollm":  # every digit its own piece, as SmolLM's own tokenizer cuts them
                 out["digit_runs_split"] += all(len(p.strip("Ġ")) <= 1 for p in want if p.strip("Ġ").isdigit())
+    # rules llama.cpp has no name for, and no rule at all: refused before a file is written
+    out["unknown_refused"] = 0
+    for label, rule in (("whitespace", pre_tokenizers.Whitespace()), ("none", None)):
+        backend = Tokenizer.from_str(engine_tokenizer.backend.to_str())
+        backend.pre_tokenizer = rule
+        target = fresh_dir(tmp_path, f"pre-{label}-") / "m.gguf"
+        try:
+            export_gguf(model, engine_tokenizer.with_backend(backend), target)
+        except ExportError as exc:
+            out["unknown_refused"] += "gpt-2" in str(exc) and not target.exists()
     return out
