@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from tokenizers import Regex, Tokenizer, pre_tokenizers
@@ -39,25 +40,23 @@ def _digits_then_gpt2() -> pre_tokenizers.PreTokenizer:
     return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=individual), gpt2()])
 
 
-def _split(pattern: str) -> Callable[[], pre_tokenizers.PreTokenizer]:
-    def build() -> pre_tokenizers.PreTokenizer:
-        return pre_tokenizers.Sequence(
-            [
-                pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-            ]
-        )
-
-    return build
+def _split(pattern: str) -> pre_tokenizers.PreTokenizer:
+    # built when asked for (through functools.partial in the table), not when this module is imported
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
 
 
 PRE_TOKENIZERS: dict[str, Callable[[], pre_tokenizers.PreTokenizer]] = {
     "default": gpt2,
     "gpt-2": gpt2,
     "smollm": _digits_then_gpt2,
-    "qwen2": _split(_QWEN2_SPLIT),
-    "llama-bpe": _split(_LLAMA3_SPLIT),
-    "llama3": _split(_LLAMA3_SPLIT),
+    "qwen2": partial(_split, _QWEN2_SPLIT),
+    "llama-bpe": partial(_split, _LLAMA3_SPLIT),
+    "llama3": partial(_split, _LLAMA3_SPLIT),
 }
 
 
