@@ -18,7 +18,7 @@ from typing import Any
 
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
-from falsifiers.hf_import import _DELETE, _config_mismatches, _edit_json, _token_mismatches, write_folder
+from falsifiers.hf_import import _DELETE, COUNTS, _edit_json, import_and_compare, write_folder
 from pv.checkers import checker
 
 
@@ -35,34 +35,6 @@ def _cases(llama: Path, qwen2: Path) -> list[tuple[str, Path, dict[str, Any], bo
         # hand-written: RoPE parameters naming only their base (no rope_type: plain RoPE)
         ("Llama: rope_parameters without a rope_type", llama, {"rope_parameters": {"rope_theta": 250000.0}}, True),
     ]  # fmt: skip
-
-
-COUNTS = ("folders", "refused", "config_fields", "config_mismatches", "token_mismatches")
-
-
-def import_and_compare(folder: Path, what: str, out: dict[str, Any], log: list[str]) -> Any | None:
-    """``import_hf(folder)`` counted into ``out`` (the ``COUNTS``) against transformers' reading of
-    the folder, a line of ``log`` saying what differs; the import, or None when it was refused."""
-    import transformers
-
-    from engine.errors import ExportError
-    from engine.hf_interop import import_hf
-
-    out["folders"] += 1
-    try:
-        imported = import_hf(folder)
-    except ExportError as exc:
-        log.append(f"--- {what}: refused: {exc}")
-        out["refused"] += 1
-        return None
-    ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
-    fields, differing = _config_mismatches(folder, imported.config, ref_tok)
-    tokens = _token_mismatches(imported.tokenizer, ref_tok)
-    log.append(f"--- {what}: {differing} of {fields} config fields and {tokens} token checks differ")
-    out["config_fields"] += fields
-    out["config_mismatches"] += differing
-    out["token_mismatches"] += tokens
-    return imported
 
 
 @checker(

@@ -219,6 +219,34 @@ def _compare(folder: Path, imported: Any) -> dict[str, int]:
     return out
 
 
+COUNTS = ("folders", "refused", "config_fields", "config_mismatches", "token_mismatches")
+
+
+def import_and_compare(folder: Path, what: str, out: dict[str, Any], log: list[str]) -> Any | None:
+    """``import_hf(folder)`` counted into ``out`` (the ``COUNTS``) against transformers' reading of
+    the folder, a line of ``log`` saying what differs; the import, or None when it was refused."""
+    import transformers
+
+    from engine.errors import ExportError
+    from engine.hf_interop import import_hf
+
+    out["folders"] += 1
+    try:
+        imported = import_hf(folder)
+    except ExportError as exc:
+        log.append(f"--- {what}: refused: {exc}")
+        out["refused"] += 1
+        return None
+    ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
+    fields, differing = _config_mismatches(folder, imported.config, ref_tok)
+    tokens = _token_mismatches(imported.tokenizer, ref_tok)
+    log.append(f"--- {what}: {differing} of {fields} config fields and {tokens} token checks differ")
+    out["config_fields"] += fields
+    out["config_mismatches"] += differing
+    out["token_mismatches"] += tokens
+    return imported
+
+
 @checker(
     observes=[
         "folders", "sharded", "exit_codes_nonzero", "config_fields", "config_mismatches", "tensors",
@@ -489,33 +517,15 @@ def older_layouts_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, seed
     """The Llama and Qwen2 folders rewritten as older transformers versions and hand-written
     checkpoints have them (keys left out, older places for rope_theta, special tokens and the chat
     template), imported, and compared with what transformers reads from each rewritten folder."""
-    import transformers
-
-    from engine.errors import ExportError
-    from engine.hf_interop import import_hf
-
     work = fresh_dir(tmp_path, "hf-layouts-")
     llama = write_folder(work / "llama", engine_tokenizer, "llama", seed)
     qwen2 = write_folder(work / "qwen2", engine_tokenizer, "qwen2", seed + 1)
-    out = {"folders": 0, "refused": 0, "config_fields": 0, "config_mismatches": 0, "token_mismatches": 0}
-    log = []
+    out: dict[str, Any] = dict.fromkeys(COUNTS, 0)
+    log: list[str] = []
     for n, (what, base, rewrite) in enumerate(_older_layouts(llama, qwen2)):
         folder = work / f"case-{n}"
         shutil.copytree(base, folder)
         rewrite(folder)
-        out["folders"] += 1
-        try:
-            imported = import_hf(folder)
-        except ExportError as exc:
-            log.append(f"--- {what}: refused: {exc}")
-            out["refused"] += 1
-            continue
-        ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
-        fields, differing = _config_mismatches(folder, imported.config, ref_tok)
-        tokens = _token_mismatches(imported.tokenizer, ref_tok)
-        log.append(f"--- {what}: {differing} of {fields} config fields and {tokens} token checks differ")
-        out["config_fields"] += fields
-        out["config_mismatches"] += differing
-        out["token_mismatches"] += tokens
+        import_and_compare(folder, what, out, log)
     (work / "layouts.log").write_text("\n".join(log))
     return out

@@ -25,8 +25,7 @@ import torch
 
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
-from falsifiers.hf_config_ids import COUNTS, import_and_compare
-from falsifiers.hf_import import _edit_json, _reexport_mismatches, write_folder
+from falsifiers.hf_import import COUNTS, _edit_json, _reexport_mismatches, import_and_compare, write_folder
 from pv.checkers import checker
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
