@@ -346,6 +346,8 @@ def resolve_template(template: str, tokenizer: EngineTokenizer) -> str:
     if template == "auto":
         return "chat" if tokenizer.chat_template is not None else "docstring"
     if template == "chat" and tokenizer.chat_template is None:
+        if FAULTS.active("chat_template_absence_unchecked"):  # the defect: refused later, by the renderer
+            return template  # pragma: no mutate
         raise ValueError("template chat: the checkpoint's tokenizer has no chat template (use --template docstring)")
     return template
 
@@ -416,10 +418,13 @@ def tokenize_pairs(
     ``template`` (:data:`TEMPLATES`): "docstring" encodes ``bos + PROMPT_TEMPLATE(prompt) +
     response + eos``; "chat" renders a pair as a user and an assistant turn, or a conversation as
     it is, through the tokenizer's chat template and learns the assistant turns only
-    (:func:`chat_tokens`).  Every ``round(1/val_fraction)``-th example goes to validation.
+    (:func:`chat_tokens`).  Every ``round(1/val_fraction)``-th example goes to validation (the last
+    one when there are fewer), and no validation example is trained on.
     Examples whose prompt alone fills the window carry no response tokens and are dropped; padding
     is never learned.
     """
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
     chosen = resolve_template(template, tokenizer)
     rows: list[tuple[list[int], list[int]]] = []
     for p in pairs:
@@ -446,7 +451,11 @@ def tokenize_pairs(
         raise ValueError(f"only {len(rows)} usable instruction pair(s) at seq_len {seq_len}; need at least 2")
     every = max(2, round(1 / val_fraction))
     train = [r for i, r in enumerate(rows) if i % every != every - 1]
-    val = [r for i, r in enumerate(rows) if i % every == every - 1] or rows[-1:]
+    val = [r for i, r in enumerate(rows) if i % every == every - 1]
+    if not val:  # fewer examples than every: the last one is held out, never trained on as well
+        val = rows[-1:]
+        if not FAULTS.active("val_example_also_trained"):  # the defect: validation scores a training example
+            train = rows[:-1]
     ids_t = torch.tensor([r[0] for r in train], dtype=torch.int64)
     lab_t = torch.tensor([r[1] for r in train], dtype=torch.int64)
     vids = torch.tensor([r[0] for r in val], dtype=torch.int64)

@@ -183,6 +183,10 @@ FAULTS.register("ddp_gloo_on_cuda", "a CUDA run under torchrun joins the process
 FAULTS.register("checkpoint_mixed_dtypes_saved", "save_checkpoint writes a model of mixed dtypes that load refuses")
 FAULTS.register("adapter_refusal_leaves_layers", "an adapter load_adapter refuses stays injected in the caller's model")
 FAULTS.register("pair_continuation_cut_at_margin", "a body line written left of the body's margin is cut at the margin")
+FAULTS.register(
+    "val_example_also_trained", "with fewer pairs than 1/val_fraction the validation pair is also trained on"
+)
+FAULTS.register("chat_template_absence_unchecked", "template chat is taken for a tokenizer without a chat template")
 FAULTS.register("build_cache_key_order_matters", "a build-cache key in another insertion order names another artefact")
 FAULTS.register(
     "train_summary_read_as_markup", "a training command's JSON summary is printed as rich markup, [brackets] lost"
