@@ -100,6 +100,9 @@ FAULTS.register("checkpoint_pad_id_dropped", "a loaded checkpoint's config keeps
 FAULTS.register("full_finetune_embeddings_frozen", "a full fine-tune leaves the token embeddings frozen")
 FAULTS.register("nan_stop_forgets_checkpoint", "a non-finite stop names no last good checkpoint though one exists")
 FAULTS.register(
+    "nonfinite_grad_norm_applied", "an update is taken on a non-finite gradient norm when the loss is finite"
+)
+FAULTS.register(
     "hf_import_eos_list_dropped", "HF import drops a list-valued eos_token_id: generation runs past the end"
 )
 FAULTS.register("resume_optimizer_state_dropped", "a resumed run restarts the optimizer instead of loading its state")

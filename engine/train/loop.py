@@ -216,7 +216,7 @@ def run_training(
             with ctx.forward_through(task, wrapped):
                 loss, tokens = task.loss(step)
             if FAULTS.active("nan_in_step") and step == nan_fault_step(cfg):
-                loss = loss * float("nan")
+                loss = loss * float("nan")  # pragma: no mutate
             loss, value, tokens = ctx.global_loss(loss, tokens)
             if step == 0:
                 step0 = value
@@ -235,7 +235,10 @@ def run_training(
                 raise NonFiniteLossError(step, "the loss", value, kept)
             loss.backward()
             grad_norm = clip_grad_norm([p for _, p in named], cfg.grad_clip)
-            if not math.isfinite(grad_norm):
+            finite = math.isfinite(grad_norm)
+            if FAULTS.active("nonfinite_grad_norm_applied"):  # the defect: an infinite gradient is stepped on
+                finite = True  # pragma: no mutate
+            if not finite:
                 optimizer.zero_grad(set_to_none=True)
                 emit(
                     {
