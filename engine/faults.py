@@ -214,6 +214,7 @@ FAULTS.register(
     "ddp_loss_unweighted", "data-parallel training averages the ranks' mean losses, whatever tokens each holds"
 )
 FAULTS.register("memory_training_counts_the_model", "measured training memory grows from before the model was built")
+FAULTS.register("measured_base_always_fp32", "measure_method builds the base in fp32 whatever base_dtype asks")
 FAULTS.register("chat_turn_check_skipped", "chat data is labelled even where the template does not split it by turn")
 FAULTS.register("hf_config_rope_theta_v5_only", "HF export writes the RoPE base only where transformers 5.x reads it")
 FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a traceback instead of `error:` and exit 2")

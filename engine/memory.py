@@ -361,10 +361,14 @@ def _measure_worker(request: dict[str, Any]) -> MeasuredMemory:
         ids = torch.randint(0, cfg.vocab_size, (request["batch_size"], request["seq_len"]), generator=gen).to(device)
         return ids, ids
 
-    def build() -> nn.Module:
-        return _method_model(cfg, request["method"], lora, device, seed, _DTYPES[request["base_dtype"]])
+    base_dtype = _DTYPES[request["base_dtype"]]
+    if FAULTS.active("measured_base_always_fp32"):  # the defect: the base is measured in fp32 whatever was asked
+        base_dtype = torch.float32  # pragma: no mutate
 
-    _warm_up(request["method"], lora, device, _DTYPES[request["base_dtype"]])
+    def build() -> nn.Module:
+        return _method_model(cfg, request["method"], lora, device, seed, base_dtype)
+
+    _warm_up(request["method"], lora, device, base_dtype)
     return measure_training(build, batch, steps=request["steps"], device=device)
 
 

@@ -137,6 +137,20 @@ def test_tokenized_pairs_learn_only_the_response(tok: EngineTokenizer) -> None:
         tokenize_pairs(pairs[:1], tok, seq_len=48)
 
 
+def test_few_pairs_hold_one_out_and_never_train_on_it(tok: EngineTokenizer) -> None:
+    pairs = [InstructionPair(f"Doc {i}.", f"return {i}", "") for i in range(3)]
+    inst = tokenize_pairs(pairs, tok, seq_len=48)  # 3 pairs, every 10th held out: the last one instead
+    assert inst.input_ids.shape[0] == 2 and inst.val_input_ids.shape[0] == 1
+    assert not any(torch.equal(row, inst.val_input_ids[0]) for row in inst.input_ids)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0, -0.5, 2.0])
+def test_val_fraction_outside_the_open_interval_is_refused(tok: EngineTokenizer, fraction: float) -> None:
+    pairs = [InstructionPair(f"Doc {i}.", f"return {i}", "") for i in range(4)]
+    with pytest.raises(ValueError, match=r"val_fraction must be in \(0, 1\)"):
+        tokenize_pairs(pairs, tok, seq_len=48, val_fraction=fraction)
+
+
 # --- chat-form instruction data ----------------------------------------------------------------
 
 
