@@ -236,6 +236,8 @@ class ShardedData:
 
 def shard_rows(batch: Any, rank: int, world_size: int) -> Any:
     """Rows ``rank::world_size`` of a tensor, or of each tensor in a tuple (ids, labels)."""
+    if FAULTS.active("shard_rank_ignored"):  # the defect: every rank trains on rank 0's rows
+        rank = 0  # pragma: no mutate
     if isinstance(batch, torch.Tensor):
         return batch[rank::world_size]
     if isinstance(batch, tuple):

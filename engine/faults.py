@@ -183,6 +183,7 @@ FAULTS.register("smollm_digits_grouped", "the smollm pre-tokenizer keeps a run o
 FAULTS.register("init_architecture_unchecked", "pretrain --init ignores a --preset of another architecture")
 FAULTS.register("cli_qa_unregistered", "python -m engine does not register the qa command")
 FAULTS.register("ddp_gloo_on_cuda", "a CUDA run under torchrun joins the process group with gloo, not NCCL")
+FAULTS.register("shard_rank_ignored", "every data-parallel rank takes rank 0's rows of a global batch")
 FAULTS.register("checkpoint_mixed_dtypes_saved", "save_checkpoint writes a model of mixed dtypes that load refuses")
 FAULTS.register("adapter_refusal_leaves_layers", "an adapter load_adapter refuses stays injected in the caller's model")
 FAULTS.register("pair_continuation_cut_at_margin", "a body line written left of the body's margin is cut at the margin")
