@@ -248,6 +248,8 @@ def generate(
     device = str(_guarded(lambda: resolve_device(device)))
     with _progress(f"loading {checkpoint.name}") as status:
         if adapter is not None:
+            if FAULTS.active("generate_nf4_flag_ignored"):  # the defect: --nf4/--no-nf4 accepted, never applied
+                nf4 = None  # pragma: no mutate
             model, loaded = _adapted(checkpoint, adapter, device, nf4, allow_other_base)
         else:
             loaded = _load(checkpoint, device)

@@ -73,6 +73,7 @@ FAULTS.register(
     "examples_line_numbers_skip_blanks", "a malformed training row is reported at its row number, not its line"
 )
 FAULTS.register("generate_bos_flag_ignored", "generate accepts --bos/--no-bos but encodes with the tokenizer's rule")
+FAULTS.register("generate_nf4_flag_ignored", "generate --adapter accepts --nf4/--no-nf4 and never applies it")
 FAULTS.register("tokenizer_specials_appended", "the special tokens are added after BPE training, not at ids 0-2")
 FAULTS.register("tokenizer_cache_key_ignores_size", "the tokenizer cache keys an entry by its corpus alone")
 FAULTS.register("package_gguf_first_of_many", "import package:NAME takes the first of several GGUF files")
