@@ -145,6 +145,7 @@ FAULTS.register("merge_nf4_option_ignored", "merge takes the adapter's method fo
 FAULTS.register("pv_device_env_ignored", "device resolution ignores $PV_DEVICE")
 FAULTS.register("bricks_ttft_two_tokens", "the bench's time to first token decodes two tokens per call")
 FAULTS.register("tokenizer_merges_singletons", "tokenizer training merges pairs that occur only once")
+FAULTS.register("tokenizer_training_progress_printed", "training a tokenizer prints its progress lines to stdout")
 FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")
 FAULTS.register("inspect_counts_tied_head_twice", "inspect counts a tied head's parameters again beside the embedding")
 FAULTS.register("base_snapshot_not_cloned", "lora.base_parameters returns the live base tensors, not a snapshot")

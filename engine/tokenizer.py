@@ -267,12 +267,17 @@ def train_tokenizer_from_texts(texts: Sequence[str], vocab_size: int) -> EngineT
     min_frequency = MIN_PAIR_FREQUENCY
     if FAULTS.active("tokenizer_merges_singletons"):  # the defect: a pair seen once is merged too
         min_frequency = 1  # pragma: no mutate
+    # tokenizers' progress bar writes to the process's stdout (blank lines even off a terminal),
+    # where a command's JSON is read
+    progress = False
+    if FAULTS.active("tokenizer_training_progress_printed"):  # the defect: the trainer's progress is shown
+        progress = True  # pragma: no mutate
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=[] if late else specials,  # pragma: no mutate
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
+        show_progress=progress,
     )
     backend.train_from_iterator(list(texts), trainer=trainer)
     if late:  # pragma: no mutate
