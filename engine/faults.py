@@ -93,6 +93,9 @@ FAULTS.register("manifest_torch_build_dropped", "a checkpoint records torch's ve
 FAULTS.register("top_p_drops_the_crossing_token", "top-p drops the token whose probability reaches p")
 FAULTS.register("recipe_dashed_keys_unknown", "a recipe key spelled as its option (batch-size) is refused")
 FAULTS.register(
+    "recipe_listing_params_only", "an unknown recipe key's hint lists parameter names, not the flags' spellings"
+)
+FAULTS.register(
     "recipe_digest_not_recorded", "a run from a recipe leaves the recipe's path and digest out of its manifest"
 )
 FAULTS.register("gguf_norms_quantized", "a quantized GGUF export quantizes the norm weights llama.cpp needs in f32")

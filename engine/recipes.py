@@ -97,7 +97,10 @@ def defaults_for(recipe: Recipe, command: Any) -> dict[str, Any]:
             name = names.get(key)  # pragma: no mutate
         if name is None:
             close = difflib.get_close_matches(_key(key), list(names), n=1, cutoff=0.75)
-            hint = f"; did you mean `{close[0]}`?" if close else f"; {command.name} takes {', '.join(sorted(names))}"
+            takes = sorted(names)
+            if FAULTS.active("recipe_listing_params_only"):  # the defect: the flags' own spellings left out
+                takes = sorted(set(names.values()))  # pragma: no mutate
+            hint = f"; did you mean `{close[0]}`?" if close else f"; {command.name} takes {', '.join(takes)}"
             raise RecipeError(f"recipe {recipe.path}: `{key}` is not a parameter of {command.name}{hint}")
         out[name] = [str(v) for v in value] if isinstance(value, list) else value
     return out
