@@ -79,6 +79,8 @@ def weights_digest(model: torch.nn.Module) -> str:
 
     h = hashlib.sha256()
     tied = bool(getattr(getattr(model, "config", None), "tie_word_embeddings", False))
+    if FAULTS.active("weights_digest_hashes_tied_head"):  # the defect: the digest of no file's tensors
+        tied = False  # pragma: no mutate
     for name, tensor in sorted(model.state_dict().items()):
         if tied and name == TIED_HEAD:
             continue

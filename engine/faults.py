@@ -227,3 +227,4 @@ FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a trace
 FAULTS.register(
     "step_weights_head_from_model", "a tied step file is loaded with the model's own head over the saved embedding"
 )
+FAULTS.register("weights_digest_hashes_tied_head", "weights_digest hashes a tied head that no checkpoint file holds")
