@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import torch
@@ -134,8 +134,10 @@ def classify_memory_class(
     """
     decision = _classify(gpu_present, override, is_integrated, addressing_mode, framebuffer_reported)
     if FAULTS.active("memory_class_inverted") and decision.memory_class in ("integrated", "discrete"):
-        flipped: MemoryClass = "discrete" if decision.memory_class == "integrated" else "integrated"
-        return MemoryClassDecision(flipped, decision.source, decision.reason)
+        flipped: dict[str, MemoryClass] = {"integrated": "discrete", "discrete": "integrated"}  # pragma: no mutate
+        return replace(decision, memory_class=flipped[decision.memory_class])  # pragma: no mutate
+    if FAULTS.active("memory_class_source_unreported"):  # the defect: which probe decided is not said
+        return replace(decision, source="none")  # pragma: no mutate
     return decision
 
 

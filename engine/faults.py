@@ -48,6 +48,7 @@ FAULTS.register("pretrain_seed_ignored", "pretraining does not seed torch from i
 FAULTS.register("init_checkpoint_ignored", "pretraining --init loads the architecture but not the weights")
 FAULTS.register("nf4_as_fp4", "Linear4bit built with its fp4 default instead of nf4")
 FAULTS.register("memory_class_inverted", "GPU memory class reported the wrong way round")
+FAULTS.register("memory_class_source_unreported", "a memory-class decision names no source, whichever probe decided it")
 # --- further defects the engine's contracts plant (see contracts/) ---
 FAULTS.register("double_quant_ignored", "double quantization requested but the absmax stays fp32")
 FAULTS.register("nf4_skipped", "NF4 quantization silently skipped: the base stays full precision")
