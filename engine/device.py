@@ -249,4 +249,6 @@ def gpu_memory_class(index: int = 0, env: dict[str, str] | None = None) -> GpuRe
         framebuffer_reported=framebuffer,
     )
     reason = decision.reason if present else f"{decision.reason} ({note})"
+    if FAULTS.active("gpu_report_probe_note_dropped"):  # the defect: a no-GPU report hides what the probe met
+        reason = decision.reason  # pragma: no mutate
     return GpuReport(present, name, total, decision.memory_class, decision.source, reason, nvml_ok)

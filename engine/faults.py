@@ -49,6 +49,7 @@ FAULTS.register("init_checkpoint_ignored", "pretraining --init loads the archite
 FAULTS.register("nf4_as_fp4", "Linear4bit built with its fp4 default instead of nf4")
 FAULTS.register("memory_class_inverted", "GPU memory class reported the wrong way round")
 FAULTS.register("memory_class_source_unreported", "a memory-class decision names no source, whichever probe decided it")
+FAULTS.register("gpu_report_probe_note_dropped", "a no-GPU report does not say what the probe met")
 # --- further defects the engine's contracts plant (see contracts/) ---
 FAULTS.register("double_quant_ignored", "double quantization requested but the absmax stays fp32")
 FAULTS.register("nf4_skipped", "NF4 quantization silently skipped: the base stays full precision")
