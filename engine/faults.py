@@ -70,6 +70,9 @@ FAULTS.register("bricks_optimizer_counts_frozen", "the optimizer brick's params/
 FAULTS.register(
     "hf_import_post_processor_bos_missed", "HF import misses a BOS the tokenizer's post-processor adds (Llama folders)"
 )
+FAULTS.register(
+    "hf_import_llama_class_implies_bos", "HF import gives a BOS to a tokenizer declared as Llama's that adds none"
+)
 FAULTS.register("hf_import_sliding_window_accepted", "HF import takes a sliding-window Qwen2 as full attention")
 FAULTS.register(
     "examples_line_numbers_skip_blanks", "a malformed training row is reported at its row number, not its line"

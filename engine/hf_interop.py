@@ -382,7 +382,10 @@ def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
     post_bos = _adds_bos_in_post_processor(folder / "tokenizer.json", bos)  # read once, for both uses
     add_bos = doc.get("add_bos_token")
     if add_bos is None:
-        add_bos = doc.get("tokenizer_class") in ("LlamaTokenizer", "LlamaTokenizerFast") or post_bos
+        # as transformers (5) reads it: the post-processor decides; the tokenizer class implies nothing
+        add_bos = post_bos
+        if FAULTS.active("hf_import_llama_class_implies_bos"):  # the defect: transformers 4's Llama default
+            add_bos = post_bos or "Llama" in str(doc.get("tokenizer_class"))  # pragma: no mutate
     if not isinstance(add_bos, bool):
         raise ExportError(f"{config_path}: add_bos_token must be true or false, got {add_bos!r}")
     return _TokenizerSettings(add_bos, template, post_bos)
