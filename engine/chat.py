@@ -73,6 +73,8 @@ def render_chat(
     from jinja2 import TemplateError
 
     checked = check_messages(messages)
+    if FAULTS.active("chat_missing_specials_rendered_none"):  # the defect: an absent special token reads "None"
+        bos_token, eos_token = bos_token or "None", eos_token or "None"  # pragma: no mutate
     compiled = _compiled(template)
     if FAULTS.active("chat_template_compiled_once"):  # the defect: the first template compiled serves every one
         compiled = _FIRST_COMPILED.setdefault("template", compiled)  # pragma: no mutate

@@ -91,6 +91,7 @@ FAULTS.register("resumed_log_truncated", "a resumed run rewrites log.jsonl, losi
 FAULTS.register("export_command_drops_dtype", "export -f hf --dtype f16 writes the weights in f32")
 FAULTS.register("generate_command_drops_top_p", "generate accepts --top-p and samples without it")
 FAULTS.register("chat_template_compiled_once", "render_chat renders every template with the first one it compiled")
+FAULTS.register("chat_missing_specials_rendered_none", 'render_chat writes "None" where no BOS or EOS token was given')
 FAULTS.register("build_cache_ignores_engine_source", "the build cache reuses artefacts built by another engine source")
 FAULTS.register("golden_prompt_stripped", "qa --write-golden records the prompt without its trailing newline")
 FAULTS.register("gguf_eom_dropped", "GGUF export writes no end-of-message id for a model's third EOS id")
