@@ -511,6 +511,9 @@ def results_json(results: Sequence[BrickResult]) -> str:
 
 def results_table(results: Sequence[BrickResult]) -> str:
     head = ["brick", "calls/rep", "min ms", "median ms", "cv %", "cpu cv %", "rate"]
+    percent = 100
+    if FAULTS.active("bench_table_cv_as_fraction"):  # the defect: "cv %" holds the fraction
+        percent = 1  # pragma: no mutate
     rows = [
         [r.name, "-", "-", "-", "-", "-", f"not run: {r.not_run}"]
         if r.not_run
@@ -519,8 +522,8 @@ def results_table(results: Sequence[BrickResult]) -> str:
             str(r.calls_per_rep),
             f"{r.min_s * 1e3:.3f}",
             f"{r.median_s * 1e3:.3f}",
-            f"{r.cv * 100:.1f}",
-            f"{r.extra['cpu_cv'] * 100:.1f}" if r.extra.get("cpu_cv") is not None else "-",
+            f"{r.cv * percent:.1f}",
+            f"{r.extra['cpu_cv'] * percent:.1f}" if r.extra.get("cpu_cv") is not None else "-",
             f"{r.rate:,.0f} {r.rate_unit}" if r.rate is not None else "-",
         ]
         for r in results
