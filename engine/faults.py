@@ -98,6 +98,7 @@ FAULTS.register("golden_prompt_stripped", "qa --write-golden records the prompt 
 FAULTS.register("gguf_eom_dropped", "GGUF export writes no end-of-message id for a model's third EOS id")
 FAULTS.register("manifest_torch_build_dropped", "a checkpoint records torch's version without its build (+cpu, +cu128)")
 FAULTS.register("top_p_drops_the_crossing_token", "top-p drops the token whose probability reaches p")
+FAULTS.register("top_p_keeps_token_at_exactly_p", "top-p keeps a token whose higher-ranked tokens sum to exactly p")
 FAULTS.register("recipe_dashed_keys_unknown", "a recipe key spelled as its option (batch-size) is refused")
 FAULTS.register(
     "recipe_listing_params_only", "an unknown recipe key's hint lists parameter names, not the flags' spellings"

@@ -114,6 +114,8 @@ def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) 
         drop_sorted = (probs.cumsum(-1) - probs) >= top_p
         if FAULTS.active("top_p_drops_the_crossing_token"):  # pragma: no mutate
             drop_sorted = probs.cumsum(-1) >= top_p  # pragma: no mutate  (the defect: p's own token dropped)
+        if FAULTS.active("top_p_keeps_token_at_exactly_p"):  # pragma: no mutate
+            drop_sorted = (probs.cumsum(-1) - probs) > top_p  # pragma: no mutate  (the defect: ties at p kept)
         drop_sorted[..., 0] = False
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         logits = logits.masked_fill(drop, float("-inf"))
