@@ -226,7 +226,8 @@ def time_call(
         # A few hundred calls in, a microsecond brick runs faster than it did while calibrating
         # (measured: 13 us a call in the repetitions, 17 us in calibration, so 1 ms repetitions
         # lasted 0.96 ms).  These repetitions are a long run's per-call time: scale from them.
-        spent += reps * n
+        if not FAULTS.active("timer_retimed_calls_uncounted"):  # the defect: discarded repetitions vanish
+            spent += reps * n
         n = max(n + 1, math.ceil(CALIBRATION_MARGIN * min_rep_s * n / min(rep_s)))
     per_call = [t / n for t in rep_s]
     if FAULTS.active("bricks_warmup_timed"):  # the defect: the warm-up calls kept as timed repetitions

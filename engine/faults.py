@@ -66,6 +66,9 @@ FAULTS.register("memory_class_override_ignored", "the PV_GPU_MEMORY_CLASS overri
 FAULTS.register("nvml_missing_raises", "a machine without NVML raises instead of answering 'no GPU'")
 FAULTS.register("sampling_global_rng", "seeded sampling draws from the global RNG instead of its own generator")
 FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls as timed repetitions")
+FAULTS.register(
+    "timer_retimed_calls_uncounted", "the timer's re-timed repetitions are not counted as calibration calls"
+)
 FAULTS.register("bench_table_cv_as_fraction", "the bench table's cv % columns print the fraction, not the percentage")
 FAULTS.register("bricks_optimizer_counts_frozen", "the optimizer brick's params/s counts the frozen base too")
 FAULTS.register(
