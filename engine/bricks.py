@@ -281,6 +281,9 @@ def summarize_timing(
             "reference_cv": cv_of(timing.reference_per_call_s),
             "reference_cpu_cv": cv_of(timing.reference_cpu_per_call_s),
         }
+    cpu_series = timing.cpu_per_call_s
+    if FAULTS.active("summary_cpu_cv_from_wall_times"):  # the defect: the CPU CV repeats the wall-clock one
+        cpu_series = timing.per_call_s if cpu_series else cpu_series  # pragma: no mutate
     return summarize(
         name,
         timing.per_call_s,
@@ -289,7 +292,7 @@ def summarize_timing(
         unit,
         calls_per_rep=timing.calls_per_rep,
         shortest_rep_s=min(timing.rep_s),
-        cpu_cv=cv_of(timing.cpu_per_call_s) if timing.cpu_per_call_s else None,
+        cpu_cv=cv_of(cpu_series) if cpu_series else None,
         **series,
         **extra,
     )

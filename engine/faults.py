@@ -69,6 +69,7 @@ FAULTS.register("bricks_warmup_timed", "the bench timer keeps the warm-up calls 
 FAULTS.register(
     "timer_retimed_calls_uncounted", "the timer's re-timed repetitions are not counted as calibration calls"
 )
+FAULTS.register("summary_cpu_cv_from_wall_times", "a brick's CPU-time CV is computed from its wall-clock times")
 FAULTS.register("bench_table_cv_as_fraction", "the bench table's cv % columns print the fraction, not the percentage")
 FAULTS.register("bricks_optimizer_counts_frozen", "the optimizer brick's params/s counts the frozen base too")
 FAULTS.register(
