@@ -50,7 +50,6 @@ HF_FILES = (
     "special_tokens_map.json",
     "generation_config.json",
 )
-_DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 
 def hf_architecture(config: ModelConfig) -> tuple[str, str]:
@@ -83,7 +82,7 @@ def to_hf_config(config: ModelConfig, dtype: torch.dtype = torch.float32) -> dic
         "pad_token_id": config.pad_token_id,
         "initializer_range": 0.02,
         "use_cache": True,
-        "torch_dtype": _DTYPE_NAMES.get(dtype, "float32"),
+        "torch_dtype": str(dtype).removeprefix("torch."),  # transformers names dtypes as torch does
     }
     if FAULTS.active("hf_config_rope_theta_v5_only"):  # the defect: transformers 4.x reads theta 10000
         del out["rope_theta"]  # pragma: no mutate

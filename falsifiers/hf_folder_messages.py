@@ -88,10 +88,20 @@ def _refusals(llama: Path, qwen2: Path) -> list[tuple[str, Path, Callable[[Path]
 
 
 @checker(
-    observes=["refusals", "messages_differing", "differing", "bos_rules", "bos_rules_differing", "boolean_ids_read"],
+    observes=[
+        "refusals",
+        "messages_differing",
+        "differing",
+        "bos_rules",
+        "bos_rules_differing",
+        "boolean_ids_read",
+        "dtype_labels",
+    ],
     ids=["FALSIFY-HFI-006"],
 )
-def hf_folders_read_and_refused(tmp_path: Path, engine_tokenizer: EngineTokenizer, seed: int = 0) -> dict[str, Any]:
+def hf_folders_read_and_refused(
+    tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
+) -> dict[str, Any]:
     """Llama and Qwen2 folders written by transformers, copies broken one way each through
     import_hf, and copies with other tokenizer classes and boolean ids against transformers."""
     from transformers import AutoTokenizer
@@ -145,7 +155,23 @@ def hf_folders_read_and_refused(tmp_path: Path, engine_tokenizer: EngineTokenize
     boolean_ids_read = int(flagged.bos_token_id != plain.bos_token_id) + int(
         gen.config.eos_ids != import_hf(qwen2).config.eos_ids
     )
+    # the dtype config.json names is the weights' own, as transformers reads it, for each export dtype
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoConfig
+
+    from engine.hf_interop import export_hf
+
+    dtype_labels = []
+    model = tiny_model_factory(seed, vocab_size=engine_tokenizer.vocab_size)
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        out = export_hf(model, engine_tokenizer, work / f"export-{str(dtype)[6:]}", dtype)
+        with safe_open(str(out / "model.safetensors"), framework="pt") as fh:
+            stored = {fh.get_tensor(k).dtype for k in fh.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+        read = AutoConfig.from_pretrained(out).dtype
+        dtype_labels.append(stored == {dtype} and read == dtype)
     return {
+        "dtype_labels": dtype_labels,
         "refusals": len(cases),
         "messages_differing": len(differing),
         "differing": differing,
