@@ -192,6 +192,7 @@ FAULTS.register(
 FAULTS.register(
     "gguf_rope_freqs_ignored", "GGUF import ignores rope_freqs.weight factors that scale the RoPE frequencies"
 )
+FAULTS.register("gguf_import_dtype_ignored", "import_gguf gives float32 weights whatever dtype was asked")
 FAULTS.register("adapter_loaded_trainable", "load_adapter leaves an adapter loaded for inference trainable")
 FAULTS.register("adapter_nf4_blocksize_dropped", "find_adapter reads a QLoRA run's NF4 block size as the default")
 FAULTS.register("merge_adapter_merges_active", "merge_adapter folds in the active adapter, not the one it is asked for")

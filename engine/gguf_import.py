@@ -205,8 +205,11 @@ def import_gguf(
         factors = None  # pragma: no mutate
     if factors is not None and not np.all(factors == 1.0):
         raise ExportError(f"{path}: `{ROPE_FREQS}` scales the RoPE frequencies; the engine runs plain RoPE only")
+    wanted = dtype
+    if FAULTS.active("gguf_import_dtype_ignored"):  # the defect: float32 whatever was asked
+        wanted = None  # pragma: no mutate
     try:
-        model = model_from_state(config, state, device=device, dtype=dtype)
+        model = model_from_state(config, state, device=device, dtype=wanted)
     except CheckpointError as exc:
         raise ExportError(f"{path}: {exc}") from None
     file_type = contents.fields.get("general.file_type")
