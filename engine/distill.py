@@ -64,7 +64,10 @@ def prepare_teacher(
 
 def check_loss_settings(temperature: float, alpha: float) -> None:
     """Refuse a temperature that is not > 0 or an alpha outside [0, 1] (ValueError naming it)."""
-    if temperature <= 0:
+    floor = 0.0
+    if FAULTS.active("distill_temperature_one_refused"):  # the defect: plain distillation (T = 1) refused
+        floor = 1.0  # pragma: no mutate
+    if temperature <= floor:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")

@@ -174,6 +174,7 @@ FAULTS.register(
 )
 FAULTS.register("distill_pairs_prompt_learned", "distillation on instruction pairs takes every next token as a label")
 FAULTS.register("distill_vocab_unchecked", "distill starts a run whose student has another vocabulary than the teacher")
+FAULTS.register("distill_temperature_one_refused", "distillation refuses temperature 1, the unsoftened distribution")
 FAULTS.register("resume_rng_not_restored", "--resume leaves the global RNG as the resuming process has it")
 FAULTS.register(
     "multi_adapter_stop_forgets_checkpoint", "a multi-adapter run's non-finite stop logs no last checkpoint"
