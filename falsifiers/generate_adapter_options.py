@@ -35,6 +35,7 @@ def _reference(base: Path, adapter: Path, quantize: bool | None, allow_other_bas
     from engine.adapters import find_adapter, load_adapted
     from engine.generate import generate
 
+    model: Any
     model, loaded = load_adapted(base, find_adapter(adapter), "cpu", quantize, allow_other_base)
     tok = loaded.tokenizer
     ids = [tok.encode(p, add_bos=tok.add_bos_token) for p in PROMPTS]
@@ -118,5 +119,5 @@ def generate_adapter_options(
     out["least_nf4_tokens_differing"] = min(out["nf4_tokens_differing"])
     out["tokens"] = len(PROMPTS) * NEW_TOKENS
     refused = cli("generate", other, *prompts, *common, "--adapter", lora)
-    out["refused_naming"] = refused_cleanly(refused, names=[other, "--allow-other-base"])
+    out["refused_naming"] = refused_cleanly(refused, names=[str(other), "--allow-other-base"])
     return out
