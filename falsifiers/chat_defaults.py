@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.tokenizer import EngineTokenizer
 from falsifiers.chat_templates import CONVERSATIONS, TEMPLATES
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 WITH_SPECIALS = ("llama2", "llama3", "zephyr", "gemma", "chatml")
@@ -91,20 +92,12 @@ def chat_defaults_and_refusals(engine_tokenizer: EngineTokenizer) -> dict[str, A
             "message 1: content must be text, got list",
         ),
     ]
-    refused = 0
-    for call, message in requests:
-        try:
-            call()
-            differing.append(f"not refused: {message}")
-        except TokenizerError as exc:
-            if str(exc) != message:
-                differing.append(f"{exc} != {message}")
-            else:
-                refused += 1
+    refusals = refusals_differing((call, TokenizerError, message) for call, message in requests)
+    differing += refusals
     return {
         "renders": renders,
         "renders_differing": renders_differing,
         "refusals": len(requests),
-        "refusals_differing": len(requests) - refused,
+        "refusals_differing": len(refusals),
         "differing": differing,
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,6 +25,7 @@ from engine.model import DecoderLM
 from engine.tokenizer import EngineTokenizer
 from engine.train.tasks import PretrainTask
 from falsifiers._workdir import fresh_dir
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 BLOW_UP_AT = 2
@@ -151,13 +153,8 @@ def gradient_blow_up_stops_cleanly(
             "--resume with a different training config (lr, steps); same config needed",
         ),
     }
-    differing = []
-    for name, (out, c, message) in refusals.items():
-        try:
-            run_training(task(None), c, out, resume=True)
-            differing.append(f"{name}: not refused")
-        except ResumeError as refused:
-            if str(refused) != message.format(out=out):
-                differing.append(f"{name}: {refused}")
-    result["refusals_differing"] = differing
+    result["refusals_differing"] = refusals_differing(
+        (partial(run_training, task(None), c, out, resume=True), ResumeError, message.format(out=out))
+        for out, c, message in refusals.values()
+    )
     return result

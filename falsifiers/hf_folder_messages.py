@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
 from falsifiers.hf_import import write_folder
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 EOS_RULE = "eos_token_id must be a token id or a non-empty list of them"
@@ -119,16 +121,11 @@ def hf_folders_read_and_refused(
         change(folder)
         return folder
 
-    differing = []
     cases = _refusals(llama, qwen2)
-    for n, (what, base, breaks, message) in enumerate(cases):
-        folder = copy(base, f"refused-{n}", breaks)
-        try:
-            import_hf(folder)
-            differing.append(f"{what}: not refused")
-        except ExportError as exc:
-            if str(exc) != message(folder):
-                differing.append(f"{what}: {exc} != {message(folder)}")
+    broken = [(copy(base, f"refused-{n}", breaks), message) for n, (_, base, breaks, message) in enumerate(cases)]
+    differing = refusals_differing(
+        (partial(import_hf, folder), ExportError, message(folder)) for folder, message in broken
+    )
 
     # add_bos_token absent and no post-processor adding BOS: does the tokenizer class imply one?
     bos_rules = []

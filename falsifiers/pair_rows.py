@@ -25,6 +25,7 @@ import torch
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
 from falsifiers.files import CHAT_TEMPLATE
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 IGNORE = -100  # the label torch's cross_entropy skips
@@ -234,13 +235,5 @@ def refusals_say_what_to_do(tmp_path: Path, engine_tokenizer: EngineTokenizer) -
             for name, (_, kw) in rows.items()
         ),
     ]
-    differing = []
-    for call, message in requests:
-        try:
-            call()
-        except ValueError as exc:
-            if str(exc) != message:
-                differing.append(f"{str(exc)!r} != {message!r}")
-        else:
-            differing.append(f"not refused: {message!r}")
+    differing = refusals_differing((call, ValueError, message) for call, message in requests)
     return {"refusals": len(requests), "messages_differing": len(differing), "differing": differing}

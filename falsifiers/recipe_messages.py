@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import errno
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from falsifiers._workdir import fresh_dir
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 
@@ -65,12 +67,10 @@ def recipe_refusals_word_for_word(tmp_path: Path) -> dict[str, Any]:
     folder = fresh_dir(work, "a-folder-")
     requests.append(("pretrain", folder, f"recipe {folder}: {os.strerror(errno.EISDIR)}"))
 
-    differing = []
-    for command, path, message in requests:
-        try:
-            defaults_for(load_recipe(path), commands[command])
-            differing.append(f"not refused: {message}")
-        except RecipeError as exc:
-            if str(exc) != message:
-                differing.append(f"{exc} != {message}")
+    def parse(command: str, path: Path) -> object:
+        return defaults_for(load_recipe(path), commands[command])
+
+    differing = refusals_differing(
+        (partial(parse, command, path), RecipeError, message) for command, path, message in requests
+    )
     return {"messages": len(requests), "messages_differing": len(differing), "differing": differing}

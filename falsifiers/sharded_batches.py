@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 STEPS = (0, 5)
@@ -72,13 +73,5 @@ def ranks_take_their_rows(pretrain_data: Any, instruction_data: Any) -> dict[str
         ),
         (lambda: shard_rows([1, 2], 0, 2), TypeError, "cannot shard a batch of type list"),
     ]
-    differing = []
-    for call, kind, message in requests:
-        try:
-            call()
-            differing.append(f"not refused: {message}")
-        except kind as exc:
-            if str(exc) != message:
-                differing.append(f"{exc} != {message}")
-    out["refusals_differing"] = differing
+    out["refusals_differing"] = refusals_differing(requests)
     return out

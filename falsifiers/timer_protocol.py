@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
 
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 MARGIN, RETIMES = 1.25, 2  # documented: calls per repetition aim at 1.25 x the target; 2 re-timings at most
@@ -155,18 +157,15 @@ def timer_follows_its_protocol() -> dict[str, Any]:
         ({"warmup": 0, "reps": 2, "min_rep_s": -0.5}, "min_rep_s must be >= 0"),
     ]
     cases_differing = len(differing)
-    refused = 0
-    for kwargs, message in requests:
-        try:
-            time_call(lambda: None, device=cpu, **kwargs)
-            differing.append(f"not refused: {message}")
-        except ValueError as exc:
-            refused += str(exc) == message
+    refusals = refusals_differing(
+        (partial(time_call, lambda: None, device=cpu, **kwargs), ValueError, message) for kwargs, message in requests
+    )
+    differing += refusals
     return {
         "cases": len(_cases()),
         "cases_differing": cases_differing,
         "differing": differing,
         "retimes": retimes,
         "refusals": len(requests),
-        "refusals_differing": len(requests) - refused,
+        "refusals_differing": len(refusals),
     }
