@@ -21,6 +21,7 @@ import torch
 from engine.data import InstructionData
 from falsifiers._cli import cli_runner, refused_cleanly
 from falsifiers._workdir import fresh_dir
+from falsifiers.generate_cli import left_padded
 from falsifiers.merge_cli import trained_adapter
 from pv.checkers import checker
 
@@ -38,10 +39,7 @@ def _reference(base: Path, adapter: Path, quantize: bool | None, allow_other_bas
     model: Any
     model, loaded = load_adapted(base, find_adapter(adapter), "cpu", quantize, allow_other_base)
     tok = loaded.tokenizer
-    ids = [tok.encode(p, add_bos=tok.add_bos_token) for p in PROMPTS]
-    width = max(map(len, ids))
-    batch = torch.tensor([[tok.pad_id] * (width - len(i)) + i for i in ids])
-    mask = torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids])
+    _, batch, mask = left_padded(tok, PROMPTS)
     out = generate(
         model, batch, mask, max_new_tokens=NEW_TOKENS, temperature=TEMPERATURE, seed=SEED,
         eos_token_id=loaded.config.eos_ids, pad_token_id=tok.pad_id,

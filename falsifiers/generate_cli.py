@@ -12,6 +12,7 @@ tokens; ``--json`` gives each prompt's ids, new ids, text and whether it stopped
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,16 @@ SETTINGS: tuple[tuple[float, int | None, float | None, int, bool], ...] = (
 NEW_TOKENS = 12
 
 
+def left_padded(tok: Any, prompts: Sequence[str]) -> tuple[list[list[int]], torch.Tensor, torch.Tensor]:
+    """Each prompt's ids by the tokenizer's BOS rule, and the batch the command builds of them:
+    left-padded with the pad id, with a mask of ones on the tokens."""
+    ids = [tok.encode(p, add_bos=tok.add_bos_token) for p in prompts]
+    width = max(map(len, ids))
+    batch = torch.tensor([[tok.pad_id] * (width - len(i)) + i for i in ids])
+    mask = torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids])
+    return ids, batch, mask
+
+
 def _reference(checkpoint: Path, adapter: Path | None, settings: tuple[Any, ...]) -> list[dict[str, Any]]:
     from engine.adapters import find_adapter, load_adapted
     from engine.checkpoint import load_checkpoint
@@ -45,10 +56,7 @@ def _reference(checkpoint: Path, adapter: Path | None, settings: tuple[Any, ...]
         loaded = load_checkpoint(checkpoint)
         model = loaded.model
     tok = loaded.tokenizer
-    ids = [tok.encode(p, add_bos=tok.add_bos_token) for p in PROMPTS]
-    width = max(map(len, ids))
-    batch = torch.tensor([[tok.pad_id] * (width - len(i)) + i for i in ids])
-    mask = torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids])
+    ids, batch, mask = left_padded(tok, PROMPTS)
     out = generate(
         model.eval(), batch, mask, max_new_tokens=NEW_TOKENS, temperature=temperature, top_k=top_k, top_p=top_p,
         seed=seed, eos_token_id=loaded.config.eos_ids, pad_token_id=tok.pad_id,
