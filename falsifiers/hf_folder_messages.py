@@ -22,17 +22,11 @@ from typing import Any
 
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
-from falsifiers.hf_import import write_folder
+from falsifiers.hf_import import _edit_json, write_folder
 from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 EOS_RULE = "eos_token_id must be a token id or a non-empty list of them"
-
-
-def _edit(path: Path, **changes: Any) -> None:
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    doc.update(changes)
-    path.write_text(json.dumps(doc), encoding="utf-8")
 
 
 def _without_post_processor(folder: Path, byte_level: bool) -> None:
@@ -48,7 +42,7 @@ def _without_post_processor(folder: Path, byte_level: bool) -> None:
 def _number_template(folder: Path) -> None:
     """chat_template 3 in tokenizer_config.json, with no chat_template.jinja beside it to be preferred."""
     (folder / "chat_template.jinja").unlink(missing_ok=True)
-    _edit(folder / "tokenizer_config.json", chat_template=3)
+    _edit_json(folder / "tokenizer_config.json", chat_template=3)
 
 
 def _refusals(llama: Path, qwen2: Path) -> list[tuple[str, Path, Callable[[Path], None], Callable[[Path], str]]]:
@@ -69,16 +63,16 @@ def _refusals(llama: Path, qwen2: Path) -> list[tuple[str, Path, Callable[[Path]
          lambda f: f"{f}: no config.json; not a Hugging Face model folder"),
         ("a config that is a list", llama, lambda f: (f / "config.json").write_text("[1, 2]", encoding="utf-8"),
          lambda f: f"{f / 'config.json'}: not a JSON object"),
-        ("Llama attention biases", llama, lambda f: _edit(f / "config.json", attention_bias=True),
+        ("Llama attention biases", llama, lambda f: _edit_json(f / "config.json", attention_bias=True),
          lambda f: "Llama attention_bias/mlp_bias (bias on o_proj or the MLP) is not supported by the engine"),
-        ("Qwen2 sliding windows", qwen2, lambda f: _edit(f / "config.json", use_sliding_window=True),
+        ("Qwen2 sliding windows", qwen2, lambda f: _edit_json(f / "config.json", use_sliding_window=True),
          lambda f: "Qwen2 sliding-window attention is not supported by the engine"),
-        ("another head_dim", llama, lambda f: _edit(f / "config.json", head_dim=per_head // 2),
+        ("another head_dim", llama, lambda f: _edit_json(f / "config.json", head_dim=per_head // 2),
          lambda f: f"head_dim {per_head // 2} != hidden_size / num_attention_heads = {per_head}"),
-        ("a boolean in the EOS list", llama, lambda f: _edit(f / "config.json", eos_token_id=[2, True]),
+        ("a boolean in the EOS list", llama, lambda f: _edit_json(f / "config.json", eos_token_id=[2, True]),
          lambda f: f"config.json: {EOS_RULE}, got [2, True]"),
         ("a boolean in generation's EOS list", qwen2,
-         lambda f: _edit(f / "generation_config.json", eos_token_id=[True]),
+         lambda f: _edit_json(f / "generation_config.json", eos_token_id=[True]),
          lambda f: f"{f / 'generation_config.json'}: {EOS_RULE}, got [True]"),
         ("a chat template that is a number", qwen2, _number_template,
          lambda f: f"{f / 'tokenizer_config.json'}: chat_template must be a string"),
@@ -147,8 +141,8 @@ def hf_folders_read_and_refused(
         bos_rules.append([klass, byte_level, theirs, ours])
     # a boolean where an id belongs is not id 1
     plain = import_hf(llama).config
-    flagged = import_hf(copy(llama, "bool-bos", lambda f: _edit(f / "config.json", bos_token_id=True))).config
-    gen = import_hf(copy(qwen2, "bool-gen-eos", lambda f: _edit(f / "generation_config.json", eos_token_id=True)))
+    flagged = import_hf(copy(llama, "bool-bos", lambda f: _edit_json(f / "config.json", bos_token_id=True))).config
+    gen = import_hf(copy(qwen2, "bool-gen-eos", lambda f: _edit_json(f / "generation_config.json", eos_token_id=True)))
     boolean_ids_read = int(flagged.bos_token_id != plain.bos_token_id) + int(
         gen.config.eos_ids != import_hf(qwen2).config.eos_ids
     )
