@@ -302,6 +302,8 @@ def _config(s: BrickSettings) -> ModelConfig:
     cfg = s.config if s.config is not None else preset(s.preset)
     if cfg.intermediate_size % 64:  # keep every MLP projection NF4-quantizable on CPU
         cfg = cfg.replace(intermediate_size=(cfg.intermediate_size + 63) // 64 * 64)
+    if FAULTS.active("bricks_mlp_width_not_rounded"):  # the defect: the checkpoint's own width kept
+        cfg = s.config if s.config is not None else preset(s.preset)  # pragma: no mutate
     return cfg
 
 

@@ -199,6 +199,8 @@ def _probe_nvml(index: int) -> tuple[bool, str | None, int | None, int | None, b
     try:
         if pynvml.nvmlDeviceGetCount() <= index:
             return True, None, None, None, None, "NVML sees no GPU"
+        if FAULTS.active("nvml_probe_reads_first_gpu"):  # the defect: every index reads GPU 0's answers
+            index = 0  # pragma: no mutate
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         name = pynvml.nvmlDeviceGetName(handle)
         name = name.decode() if isinstance(name, bytes) else str(name)

@@ -159,6 +159,8 @@ FAULTS.register("golden_ids_unchecked", "qa takes any list in a golden file's ne
 FAULTS.register("merge_nf4_option_ignored", "merge takes the adapter's method for the base whatever --nf4 says")
 FAULTS.register("pv_device_env_ignored", "device resolution ignores $PV_DEVICE")
 FAULTS.register("bricks_ttft_two_tokens", "the bench's time to first token decodes two tokens per call")
+FAULTS.register("bricks_mlp_width_not_rounded", "a bench brick keeps an MLP width NF4 cannot block on CPU")
+FAULTS.register("nvml_probe_reads_first_gpu", "the GPU probe reads NVML's first GPU whatever index it is asked")
 FAULTS.register("tokenizer_merges_singletons", "tokenizer training merges pairs that occur only once")
 FAULTS.register("tokenizer_training_progress_printed", "training a tokenizer prints its progress lines to stdout")
 FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")
