@@ -79,6 +79,8 @@ def linear_shapes(model: nn.Module) -> list[LinearShape]:
 
 
 def _unique_params(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    if FAULTS.active("memory_tied_weights_counted_twice"):  # the defect: a tied head counted again
+        return list(model.named_parameters(remove_duplicate=False))  # pragma: no mutate
     seen: set[int] = set()
     out = []
     for name, p in model.named_parameters():
