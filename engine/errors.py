@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.faults import FAULTS
+
 
 class EngineError(Exception):
     """Base of the engine's user-facing errors (the CLI turns them into exit code 2)."""
@@ -31,4 +33,7 @@ class NonFiniteLossError(EngineError, FloatingPointError):
     def __init__(self, step: int, what: str, value: float, last_checkpoint: Path | None) -> None:
         self.step, self.what, self.value, self.last_checkpoint = step, what, value, last_checkpoint
         kept = f"last good checkpoint kept at {last_checkpoint}" if last_checkpoint else "no checkpoint was written yet"
+        if FAULTS.active("nonfinite_stop_message_without_step"):  # the defect: the stop names no step
+            super().__init__(f"{what} is {value}; training stopped before the update ({kept})")  # pragma: no mutate
+            return  # pragma: no mutate
         super().__init__(f"step {step}: {what} is {value}; training stopped before the update ({kept})")

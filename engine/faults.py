@@ -162,6 +162,7 @@ FAULTS.register("bricks_ttft_two_tokens", "the bench's time to first token decod
 FAULTS.register("bricks_mlp_width_not_rounded", "a bench brick keeps an MLP width NF4 cannot block on CPU")
 FAULTS.register("nvml_probe_reads_first_gpu", "the GPU probe reads NVML's first GPU whatever index it is asked")
 FAULTS.register("memory_tied_weights_counted_twice", "the memory estimate counts a tied head's shared weights twice")
+FAULTS.register("nonfinite_stop_message_without_step", "a training stop's message does not name the step it stopped at")
 FAULTS.register("tokenizer_merges_singletons", "tokenizer training merges pairs that occur only once")
 FAULTS.register("tokenizer_training_progress_printed", "training a tokenizer prints its progress lines to stdout")
 FAULTS.register("gguf_dequant_through_f16", "GGUF import rounds quantized tensors' dequantized values through float16")
