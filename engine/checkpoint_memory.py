@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from engine.faults import FAULTS
 from engine.lora import LoraSettings
 from engine.memory import (
     _DTYPES,
@@ -128,9 +129,11 @@ def measure(
 def _child_main() -> None:
     r = json.loads(sys.stdin.read())
     lora = LoraSettings(**{**r["lora"], "targets": tuple(r["lora"]["targets"])})
-    result = measure(
-        Path(r["path"]), r["method"], lora, _DTYPES[r["base_dtype"]], r["steps"], r["batch_size"], r["seq_len"]
-    )
+    base_dtype = _DTYPES[r["base_dtype"]]
+    # the defect: the child loads the base in fp32
+    if FAULTS.active("checkpoint_memory_child_ignores_dtype"):  # pragma: no mutate
+        base_dtype = torch.float32  # pragma: no mutate
+    result = measure(Path(r["path"]), r["method"], lora, base_dtype, r["steps"], r["batch_size"], r["seq_len"])
     sys.stdout.write(RESULT_MARK + json.dumps(result.to_dict()) + "\n")
 
 

@@ -64,7 +64,8 @@ def read_corpus(files: Sequence[CorpusFile]) -> list[str]:
 
 
 def corpus_digest(texts: Sequence[str]) -> str:
-    """sha256 over the texts' content and boundaries (not their paths, so a moved copy matches)."""
+    """sha256 over the texts' content and boundaries (not their paths, so a moved copy matches):
+    for each text, its UTF-8 byte count as 8 little-endian bytes, then those bytes."""
     h = hashlib.sha256()
     for text in texts:
         data = text.encode("utf-8")

@@ -454,6 +454,9 @@ def tokenize_pairs(
     val = [r for i, r in enumerate(rows) if i % every == every - 1]
     if not val:  # fewer examples than every: the last one is held out, never trained on as well
         val = rows[-1:]
+        # the defect: the first example is held out (and still trained on), not the last
+        if FAULTS.active("few_pairs_hold_out_first"):  # pragma: no mutate
+            val = rows[:1]  # pragma: no mutate
         if not FAULTS.active("val_example_also_trained"):  # the defect: validation scores a training example
             train = rows[:-1]
     ids_t = torch.tensor([r[0] for r in train], dtype=torch.int64)

@@ -56,6 +56,9 @@ def prepare_teacher(
 ) -> nn.Module:
     """Optionally quantize the teacher to NF4 (and keep it so), then freeze it."""
     if quantize:
+        # the defect: the teacher is quantized with the default NF4 settings, not the ones given
+        if FAULTS.active("distill_teacher_nf4_settings_ignored"):  # pragma: no mutate
+            nf4 = None  # pragma: no mutate
         quantize_model(teacher, nf4, device)
         if FAULTS.active("teacher_dequantized"):
             dequantize_model(teacher)  # the defect: a full-precision copy replaces the NF4 weights  # pragma: no mutate

@@ -183,6 +183,28 @@ FAULTS.register("resume_rng_not_restored", "--resume leaves the global RNG as th
 FAULTS.register(
     "multi_adapter_stop_forgets_checkpoint", "a multi-adapter run's non-finite stop logs no last checkpoint"
 )
+FAULTS.register(
+    "multi_adapter_grad_stop_keeps_gradients",
+    "a multi-adapter run stopped by a non-finite gradient norm keeps the adapter's gradients (zeroed, not freed)",
+)
+FAULTS.register(
+    "gguf_tensors_keep_checkpoint_dtype", "GGUF export writes an fp16 checkpoint's tensors as F16 in an f32 file"
+)
+FAULTS.register(
+    "checkpoint_memory_child_ignores_dtype",
+    "the checkpoint memory measuring child loads the base in fp32 whatever base dtype was asked",
+)
+FAULTS.register("tokenizer_tokens_drop_added", "EngineTokenizer.tokens() leaves out the tokens added after training")
+FAULTS.register(
+    "distill_teacher_nf4_settings_ignored",
+    "an NF4 teacher is quantized with the default NF4 settings, not the ones given",
+)
+FAULTS.register(
+    "hf_import_tied_head_unchecked", "HF import drops a tied config's differing lm_head for the embedding silently"
+)
+FAULTS.register(
+    "few_pairs_hold_out_first", "with fewer examples than the validation stride, the first is held out, not the last"
+)
 FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED tokens special tokens")
 FAULTS.register(
     "tokenizer_with_backend_resets_bos", "EngineTokenizer.with_backend gives the default add_bos_token back"

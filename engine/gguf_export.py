@@ -113,7 +113,11 @@ def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.nda
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
             continue
-        array = tensor.detach().to("cpu", torch.float32).numpy()
+        # the defect: fp16 weights stay fp16 in an f32 file
+        if FAULTS.active("gguf_tensors_keep_checkpoint_dtype"):  # pragma: no mutate
+            array = tensor.detach().to("cpu").numpy()  # pragma: no mutate
+        else:
+            array = tensor.detach().to("cpu", torch.float32).numpy()
         if arch == "llama" and name.endswith("q_proj.weight"):
             array = permute_qk(array, cfg.num_attention_heads)
         elif arch == "llama" and name.endswith("k_proj.weight"):

@@ -213,7 +213,11 @@ def _one_step(model: PeftModel, state: AdapterState, cfg: TrainConfig, device: t
     if not math.isfinite(
         grad_norm
     ):  # the step would write non-finite weights: stop before it, as a one-adapter run does
-        state.optimizer.zero_grad(set_to_none=True)
+        # the defect: gradients zeroed, not freed
+        if FAULTS.active("multi_adapter_grad_stop_keeps_gradients"):  # pragma: no mutate
+            state.optimizer.zero_grad(set_to_none=False)  # pragma: no mutate
+        else:
+            state.optimizer.zero_grad(set_to_none=True)
         record = {"kind": "nonfinite", "step": state.step, "what": "grad_norm", "value": str(grad_norm)}
         state.log.write({**record, "last_checkpoint": last})
         raise NonFiniteLossError(state.step, f"adapter {state.job.name!r} gradient norm", grad_norm, state.checkpoint)

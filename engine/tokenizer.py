@@ -134,6 +134,9 @@ class EngineTokenizer:
     def tokens(self) -> list[str]:
         """Token strings indexed by id (byte-level symbols, as in ``tokenizer.json``)."""
         vocab = self._tok.get_vocab(with_added_tokens=True)
+        # the defect: tokens added after training are left out
+        if FAULTS.active("tokenizer_tokens_drop_added"):  # pragma: no mutate
+            vocab = self._tok.get_vocab(with_added_tokens=False)  # pragma: no mutate
         out = [""] * len(vocab)
         for token, tid in vocab.items():
             if tid >= len(out):
