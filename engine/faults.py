@@ -200,7 +200,7 @@ FAULTS.register(
     "an NF4 teacher is quantized with the default NF4 settings, not the ones given",
 )
 FAULTS.register(
-    "hf_import_tied_head_unchecked", "HF import drops a tied config's differing lm_head for the embedding silently"
+    "hf_import_default_specials_all_eos", "HF import of a folder naming no special tokens gives EOS every role"
 )
 FAULTS.register(
     "few_pairs_hold_out_first", "with fewer examples than the validation stride, the first is held out, not the last"

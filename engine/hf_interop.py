@@ -327,6 +327,9 @@ def _special_names(folder: Path) -> _SpecialNames:
         for role in names:
             names[role] = names[role] or _token_name(doc.get(f"{role}_token"))
     if not any(names.values()):
+        # the defect: a folder naming no special tokens imports with EOS in every role
+        if FAULTS.active("hf_import_default_specials_all_eos"):  # pragma: no mutate
+            return _SpecialNames(EOS_TOKEN, EOS_TOKEN, EOS_TOKEN)  # pragma: no mutate
         return _SpecialNames(BOS_TOKEN, EOS_TOKEN, PAD_TOKEN)
     # Some families (Qwen) have no BOS or pad token; the EOS stands in for a missing one.
     eos = names["eos"] or EOS_TOKEN
@@ -474,9 +477,6 @@ def import_hf(
     state = _read_weights(_weight_files(folder))
     state = {k: v for k, v in state.items() if not k.endswith("rotary_emb.inv_freq")}
     if config.tie_word_embeddings and TIED_HEAD in state:
-        # the defect: a head that differs from the embedding is dropped for it without a word
-        if FAULTS.active("hf_import_tied_head_unchecked") and EMBEDDING in state:  # pragma: no mutate
-            state[TIED_HEAD] = state[EMBEDDING]  # pragma: no mutate
         if not torch.equal(state[TIED_HEAD], state.get(EMBEDDING, state[TIED_HEAD])):
             raise ExportError("tie_word_embeddings is true but lm_head.weight differs from the embedding")
         del state[TIED_HEAD]

