@@ -108,6 +108,12 @@ FAULTS.register(
     "recipe_listing_params_only", "an unknown recipe key's hint lists parameter names, not the flags' spellings"
 )
 FAULTS.register(
+    "recipe_refusal_unattributed", "a refused recipe escapes --config's callback as a traceback, not a usage error"
+)
+FAULTS.register(
+    "nf4_packed_layout_unguarded", "dequantize_weight reads a weight bitsandbytes repacked for AVX512-BF16 as NF4 codes"
+)
+FAULTS.register(
     "recipe_digest_not_recorded", "a run from a recipe leaves the recipe's path and digest out of its manifest"
 )
 FAULTS.register("gguf_norms_quantized", "a quantized GGUF export quantizes the norm weights llama.cpp needs in f32")

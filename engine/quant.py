@@ -164,7 +164,11 @@ def dequantize_weight(layer: Any) -> torch.Tensor:
     """The full-precision weight an NF4 layer stands for (a new tensor; the layer is untouched)."""
     bnb = import_bnb()
     weight = layer.weight
-    if getattr(weight.quant_state, "packing_format_for_cpu", False):
+    packed = getattr(weight.quant_state, "packing_format_for_cpu", False)
+    # the defect: the repacked bytes are dequantized as if they were NF4 codes
+    if FAULTS.active("nf4_packed_layout_unguarded"):  # pragma: no mutate
+        packed = False  # pragma: no mutate
+    if packed:
         raise RuntimeError("weight is in bitsandbytes' CPU-packed layout; the AVX512-BF16 repack was left on")
     return bnb.functional.dequantize_4bit(weight.data, weight.quant_state).float()
 

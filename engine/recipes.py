@@ -115,7 +115,11 @@ def apply_recipe(ctx: typer.Context, _param: typer.CallbackParam, value: Path | 
         assert ctx.command is not None
         defaults = defaults_for(recipe, ctx.command)
     except RecipeError as exc:
-        raise typer.BadParameter(str(exc), ctx=ctx, param_hint="--config") from None
+        # the defect: the refusal escapes as a traceback, not as a usage error of --config
+        if FAULTS.active("recipe_refusal_unattributed"):  # pragma: no mutate
+            raise  # pragma: no mutate
+        # click attaches the option and the command's context, and prints both with the message
+        raise typer.BadParameter(str(exc)) from None
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
     ctx.meta[_META] = recipe
     return value
