@@ -31,13 +31,10 @@ def state_to_files(
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     sd = optimizer.state_dict()
     tensors: dict[str, torch.Tensor] = {}
-    scalars: dict[str, dict[str, Any]] = {}
+    # AdamW, the one optimizer make_optimizer builds, keeps every state entry (step included) as a tensor
     for idx, entry in sd["state"].items():
         for key, value in entry.items():
-            if isinstance(value, torch.Tensor):
-                tensors[f"optim.{idx}.{key}"] = value.detach().to("cpu").contiguous()
-            else:
-                scalars.setdefault(str(idx), {})[key] = value
+            tensors[f"optim.{idx}.{key}"] = value.detach().to("cpu").contiguous()
     tensors["rng.cpu"] = torch.get_rng_state()
     if torch.cuda.is_available():
         for i, s in enumerate(torch.cuda.get_rng_state_all()):
@@ -45,7 +42,6 @@ def state_to_files(
     meta = {
         "param_names": names,
         "param_groups": sd["param_groups"],
-        "optim_scalars": scalars,
         "scheduler": scheduler.state_dict(),
     }
     return tensors, meta
@@ -73,8 +69,6 @@ def state_from_files(
         if key.startswith("optim."):
             _, idx, name = key.split(".", 2)
             state.setdefault(int(idx), {})[name] = value if name == "step" else value.to(device)
-    for idx, extra in meta.get("optim_scalars", {}).items():
-        state.setdefault(int(idx), {}).update(extra)
     groups = [dict(g) for g in meta["param_groups"]]
     for g in groups:
         if "betas" in g:
