@@ -91,8 +91,7 @@ def _folder_digest(folder: Path) -> str:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         h.update(path.relative_to(folder).as_posix().encode() + b"\0")
         with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+            hashlib.file_digest(f, lambda: h)  # streams the file's bytes into h itself
     return h.hexdigest()
 
 
