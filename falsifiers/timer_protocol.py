@@ -9,12 +9,17 @@ least doubling and at most x100, until one lasts a quarter of the target; then t
 get faster after calibration), at most twice, the discarded calls counted as calibration; the
 reference workload's own warm-up, calibration and one repetition after each of the brick's; and
 the refusals of a request that cannot give a spread.  Every wall-clock field of the Timing must be
-the protocol's, exactly.
+the protocol's, exactly.  The cases sit on the protocol's edges: a repetition exactly at the target,
+a batch a fifth of the target long, batches capped at a hundredfold, calls the clock cannot see, a
+re-timing that only the floor of one call more decides.  The CPU-time series (real process time,
+not scripted) must be non-negative and, multiplied back into repetitions, no more than the process
+spent in the call.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -99,6 +104,7 @@ def protocol(
 
 
 MS = 2.0**-10  # about a millisecond, exact in binary
+SLACK_S = 1e-9  # a CPU figure divided by its calls and multiplied back may gain a rounding ulp
 
 
 def _cases() -> list[tuple[str, Callable[[int], float], int, int, float, Callable[[int], float] | None]]:
@@ -111,11 +117,28 @@ def _cases() -> list[tuple[str, Callable[[int], float], int, int, float, Callabl
         ("always faster", lambda i: MS / 2 ** min(i // 8, 12), 0, 2, 8 * MS, None),
         ("with a reference", lambda i: MS / 2, 2, 3, 8 * MS, lambda i: MS / 16 if i else MS),
         ("a call longer than the target", lambda i: 4 * MS, 1, 2, MS, lambda i: MS / 4),
+        # repetitions of 16 calls at 25/32 ms last the 12.5 ms target exactly: no re-timing
+        ("a repetition exactly at the target", lambda i: MS if i < 10 else MS * 25 / 32, 2, 3, 12.5 * MS, None),
+        # one call per repetition, then 3/4 of the target: re-timed with the floor of one call more
+        ("one call, then faster", lambda i: 2 * MS if i < 2 else MS * 3 / 4, 1, 2, MS, None),
+        # two batches the clock sees as taking no time: each is a hundred times the last
+        ("calls too fast for the clock", lambda i: 0.0 if i < 101 else MS / 4, 0, 2, 4 * MS, None),
+        ("batches grown a hundredfold", lambda i: MS / 256, 1, 2, 16 * MS, None),
+        ("a slow first call, a short batch", lambda i: 3 * MS if i == 0 else MS, 0, 2, 16 * MS, None),
+        ("a first call between a fifth and a quarter", lambda i: MS * 7 / 2, 0, 2, 16 * MS, None),
     ]
 
 
 @checker(
-    observes=["cases", "cases_differing", "differing", "retimes", "refusals", "refusals_differing"],
+    observes=[
+        "cases",
+        "cases_differing",
+        "cpu_series_outside",
+        "differing",
+        "retimes",
+        "refusals",
+        "refusals_differing",
+    ],
     ids=["FALSIFY-BENCH-009"],
 )
 def timer_follows_its_protocol() -> dict[str, Any]:
@@ -125,6 +148,7 @@ def timer_follows_its_protocol() -> dict[str, Any]:
 
     cpu = torch.device("cpu")
     differing: list[str] = []
+    cpu_outside: list[str] = []
     retimes: list[int] = []
     for what, cost, warmup, reps, target, ref_cost in _cases():
         want = protocol(cost, warmup, reps, target, ref_cost)
@@ -137,10 +161,14 @@ def timer_follows_its_protocol() -> dict[str, Any]:
                 brick.now += r.cost(r.calls)  # the reference's calls move the same clock
                 r.calls += 1
 
+        # min_rep_s is left at its default where the case has no target
+        target_kwargs = {"min_rep_s": target} if target else {}
+        cpu0 = time.process_time()
         got = time_call(
-            s.call, warmup=warmup, reps=reps, device=cpu, min_rep_s=target, clock=s.clock,
-            reference=reference_call if ref is not None else None,
+            s.call, warmup=warmup, reps=reps, device=cpu, clock=s.clock,
+            reference=reference_call if ref is not None else None, **target_kwargs,
         )  # fmt: skip
+        cpu_spent = time.process_time() - cpu0
         seen = {
             "per_call_s": got.per_call_s, "rep_s": got.rep_s, "calls_per_rep": got.calls_per_rep,
             "warmup_s": got.warmup_s, "calibration_calls": got.calibration_calls,
@@ -150,6 +178,13 @@ def timer_follows_its_protocol() -> dict[str, Any]:
         seen_cpu = len(got.cpu_per_call_s) == reps and len(got.reference_cpu_per_call_s) == (reps if ref else 0)
         if seen != want or not seen_cpu:
             differing.append(f"{what}: {seen} != {want}")
+        # the CPU series are the process's CPU time over those repetitions, per call: never below
+        # 0, and put back together they cannot exceed what the process spent inside time_call
+        cpu_reps = sum(c * got.calls_per_rep for c in got.cpu_per_call_s)
+        ref_cpu = sum(got.reference_cpu_per_call_s)
+        series = [*got.cpu_per_call_s, *got.reference_cpu_per_call_s]
+        if min(series) < 0 or cpu_reps > cpu_spent + SLACK_S or ref_cpu > cpu_spent + SLACK_S:
+            cpu_outside.append(f"{what}: repetitions {cpu_reps} s, reference {ref_cpu} s, spent {cpu_spent} s")
         retimes.append(seen_retimes)
     requests: list[tuple[dict[str, Any], str]] = [
         ({"warmup": 0, "reps": 1}, "reps must be >= 2 to give a spread"),
@@ -160,10 +195,11 @@ def timer_follows_its_protocol() -> dict[str, Any]:
     refusals = refusals_differing(
         (partial(time_call, lambda: None, device=cpu, **kwargs), ValueError, message) for kwargs, message in requests
     )
-    differing += refusals
+    differing += refusals + cpu_outside
     return {
         "cases": len(_cases()),
         "cases_differing": cases_differing,
+        "cpu_series_outside": len(cpu_outside),
         "differing": differing,
         "retimes": retimes,
         "refusals": len(requests),
