@@ -59,6 +59,9 @@ def _guarded(fn: Callable[[], T]) -> T:
     except (EngineError, ValueError, KeyError) as exc:
         raise _fail(str(exc).strip("'\"")) from None
     except OSError as exc:
+        # the defect: Python's own rendering, "[Errno 28] No space left on device"
+        if FAULTS.active("cli_os_error_shown_raw"):  # pragma: no mutate
+            raise _fail(str(exc)) from None  # pragma: no mutate
         raise _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from None
 
 
