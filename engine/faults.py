@@ -107,6 +107,9 @@ FAULTS.register("recipe_dashed_keys_unknown", "a recipe key spelled as its optio
 FAULTS.register(
     "recipe_listing_params_only", "an unknown recipe key's hint lists parameter names, not the flags' spellings"
 )
+FAULTS.register(
+    "adapter_folder_weights_unchecked", "an adapter folder holding its config is read without checking for its weights"
+)
 FAULTS.register("cli_os_error_shown_raw", "a training command prints an OSError as Python renders it, errno and all")
 FAULTS.register(
     "recipe_refusal_unattributed", "a refused recipe escapes --config's callback as a traceback, not a usage error"
