@@ -56,6 +56,9 @@ def gguf_in_distribution(name: str) -> Path:
         files = files[:1]  # pragma: no mutate
     if len(files) != 1:
         listed = ", ".join(f.name for f in files) or "none"
+        # the defect: a package that ships no GGUF is said to ship nothing nameable, an empty listing
+        if FAULTS.active("package_gguf_none_unsaid"):  # pragma: no mutate
+            listed = ", ".join(f.name for f in files)  # pragma: no mutate
         raise ExportError(f"package {name} must ship exactly one .gguf file; it ships {listed}")
     return Path(str(dist.locate_file(files[0])))
 
