@@ -92,6 +92,7 @@ def protocol(
         retimes += 1
     return {
         "retimes": retimes,
+        "reference_calls_per_rep": m,
         "per_call_s": [t / n for t in rep_s],
         "rep_s": rep_s,
         "calls_per_rep": n,
@@ -153,6 +154,7 @@ def timer_follows_its_protocol() -> dict[str, Any]:
     for what, cost, warmup, reps, target, ref_cost in _cases():
         want = protocol(cost, warmup, reps, target, ref_cost)
         seen_retimes = want.pop("retimes")
+        m = want.pop("reference_calls_per_rep")
         s = Scripted(cost)
         ref = Scripted(ref_cost) if ref_cost is not None else None
 
@@ -179,9 +181,10 @@ def timer_follows_its_protocol() -> dict[str, Any]:
         if seen != want or not seen_cpu:
             differing.append(f"{what}: {seen} != {want}")
         # the CPU series are the process's CPU time over those repetitions, per call: never below
-        # 0, and put back together they cannot exceed what the process spent inside time_call
+        # 0, and put back together (times the protocol's calls per repetition, the brick's and the
+        # reference's) they cannot exceed what the process spent inside time_call
         cpu_reps = sum(c * got.calls_per_rep for c in got.cpu_per_call_s)
-        ref_cpu = sum(got.reference_cpu_per_call_s)
+        ref_cpu = sum(c * m for c in got.reference_cpu_per_call_s)
         series = [*got.cpu_per_call_s, *got.reference_cpu_per_call_s]
         if min(series) < 0 or cpu_reps > cpu_spent + SLACK_S or ref_cpu > cpu_spent + SLACK_S:
             cpu_outside.append(f"{what}: repetitions {cpu_reps} s, reference {ref_cpu} s, spent {cpu_spent} s")
