@@ -93,7 +93,11 @@ def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    sort = True
+    # the defect: keys in the order they were inserted, so two runs' files differ by their history
+    if FAULTS.active("run_json_keys_unsorted"):  # pragma: no mutate
+        sort = False  # pragma: no mutate
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=sort, default=str) + "\n")
 
 
 class JsonlLog:
