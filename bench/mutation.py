@@ -210,7 +210,7 @@ def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.
 
 def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Record], modules: list[str]) -> int:
     total = Counter(module for module, _ in generated.values() if not modules or module in modules)
-    done = Counter(r.module for r in records.values())
+    done = Counter(r.module for r in records.values() if not modules or r.module in modules)
     print(f"\ndecided {sum(done.values())} of {sum(total.values())} mutants")
     for module in sorted(total):
         if done[module] < total[module]:
