@@ -27,7 +27,7 @@ def adapter_refusals_word_for_word(tiny_model_factory: Any, tmp_path: Path, seed
     """An adapter saved from a tiny model; copies of its folder without its weights, without its
     config, declaring PREFIX_TUNING; an adapter of a 4-layer model loaded into a 2-layer one; and
     save_adapter asked for an adapter the model does not hold."""
-    from peft import get_peft_model, set_peft_model_state_dict
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
     from safetensors.torch import load_file
 
     from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoraSettings, apply_lora, load_adapter, save_adapter
@@ -56,10 +56,9 @@ def adapter_refusals_word_for_word(tiny_model_factory: Any, tmp_path: Path, seed
     deep = save_adapter(
         apply_lora(tiny_model_factory(seed, num_hidden_layers=DEPTH), settings), work / f"{DEPTH}-layers"
     )  # fmt: skip
-    # PEFT's own reading of those weights on a 2-layer model: which LoRA matrices have no place
-    reference = get_peft_model(
-        tiny_model_factory(seed), apply_lora(tiny_model_factory(seed), settings).peft_config["default"]
-    )
+    # PEFT's own reading of that adapter (its saved config, its weights) on a 2-layer model: which
+    # LoRA matrices have no place
+    reference = get_peft_model(tiny_model_factory(seed), LoraConfig.from_pretrained(str(deep)))
     result: Any = set_peft_model_state_dict(reference, load_file(str(deep / ADAPTER_WEIGHTS)))
     unexpected = result.unexpected_keys
     stray = [k for k in unexpected if "lora_" in k]
