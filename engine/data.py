@@ -108,6 +108,8 @@ def tokenize_corpus(
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
     corpus = default_corpus_files() if files is None else as_corpus_files(files)
+    if FAULTS.active("user_corpus_ignored"):  # pragma: no mutate
+        corpus = default_corpus_files()  # pragma: no mutate -- the defect: the files named are not read
     train_parts: list[torch.Tensor] = []
     val_parts: list[torch.Tensor] = []
     for text in read_corpus(corpus):

@@ -89,6 +89,8 @@ def rank_device(device: torch.device, info: RankInfo | None = None) -> torch.dev
     info = info or rank_info()
     if device.type != "cuda" or not info.distributed or device.index is not None:
         return device
+    if FAULTS.active("ddp_ranks_share_first_gpu"):  # pragma: no mutate
+        return device  # pragma: no mutate -- the defect: every rank computes on the current GPU, cuda:0
     count = torch.cuda.device_count()
     if info.local_rank >= count:
         raise DistributedError(

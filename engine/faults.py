@@ -217,6 +217,12 @@ FAULTS.register(
 FAULTS.register(
     "few_pairs_hold_out_first", "with fewer examples than the validation stride, the first is held out, not the last"
 )
+FAULTS.register(
+    "nf4_misaligned_siblings_kept", "quantize_model leaves in full precision every layer after a misaligned one"
+)
+FAULTS.register("ddp_ranks_share_first_gpu", "rank_device leaves a bare cuda device: every rank on the first GPU")
+FAULTS.register("pretrain_data_argument_ignored", "pretrain trains on the default corpus, not the data it is given")
+FAULTS.register("user_corpus_ignored", "tokenize_corpus reads the default stdlib slice, not the files it is given")
 FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED tokens special tokens")
 FAULTS.register(
     "tokenizer_with_backend_resets_bos", "EngineTokenizer.with_backend gives the default add_bos_token back"

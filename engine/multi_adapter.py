@@ -137,9 +137,7 @@ def build_multi_adapter_model(
         model.add_adapter(job.name, job.settings.peft_config())
         if FAULTS.active("adapter_shared_state"):
             _share_with_first(model, first.name, job.name)  # pragma: no mutate
-    for n, p in model.named_parameters():
-        if ".lora_" in n and p.is_floating_point():
-            p.data = p.data.float()
+    # PEFT's add_adapter (autocast_adapter_dtype, its default) creates the adapter's weights in fp32
     if copies:  # pragma: no mutate
         model.add_module("base_copies", nn.ModuleList(copies))  # pragma: no mutate
     return model
@@ -287,11 +285,8 @@ def train_adapters(
             pending = [st for st in states.values() if st.step < cfg.steps]
             if schedule == "synchronized":
                 tick = pending
-            elif schedule == "round_robin":
-                names = [j.name for j in jobs]
-                while states[names[turn % len(names)]].step >= cfg.steps:
-                    turn += 1
-                tick = [states[names[turn % len(names)]]]
+            elif schedule == "round_robin":  # every adapter runs cfg.steps, so the next in turn is pending
+                tick = [states[jobs[turn % len(jobs)].name]]
                 turn += 1
             else:
                 tick = [min(pending, key=lambda st: (st.latest_val, st.job.name))]

@@ -65,6 +65,8 @@ def chat_defaults_and_refusals(engine_tokenizer: EngineTokenizer) -> dict[str, A
             if mine != theirs:
                 differing.append(f"{name}: {mine!r} != {theirs!r}")
     renders_differing = len(differing)
+    plain = EngineTokenizer.from_json(engine_tokenizer.to_json())
+    plain.chat_template = None
     alternate = "Conversation roles must alternate user/assistant/user/assistant/..."
     requests: list[tuple[Any, str]] = [
         (
@@ -90,6 +92,26 @@ def chat_defaults_and_refusals(engine_tokenizer: EngineTokenizer) -> dict[str, A
                 TEMPLATES["chatml"], [{"role": "user", "content": "a"}, {"role": "assistant", "content": ["b"]}]
             ),
             "message 1: content must be text, got list",
+        ),
+        (
+            lambda: render_chat(TEMPLATES["chatml"], []),
+            "a conversation is a non-empty list of {role, content} messages",
+        ),
+        (
+            lambda: render_chat(TEMPLATES["chatml"], "hello"),  # type: ignore[arg-type]
+            "a conversation is a non-empty list of {role, content} messages",
+        ),
+        (
+            lambda: render_chat(TEMPLATES["chatml"], [{"role": "user", "content": "a"}, "b"]),  # type: ignore[list-item]
+            "message 1 is not a mapping with `role` and `content`",
+        ),
+        (
+            lambda: render_chat(TEMPLATES["chatml"], [{"role": "tool", "content": "a"}]),
+            "message 0: role must be one of system, user, assistant, got 'tool'",
+        ),
+        (
+            lambda: plain.apply_chat_template([{"role": "user", "content": "a"}]),
+            "this tokenizer has no chat template; give a plain prompt instead",
         ),
     ]
     refusals = refusals_differing((call, TokenizerError, message) for call, message in requests)

@@ -342,7 +342,7 @@ def malformed_requests_refused(
 ) -> dict[str, Any]:
     """Each malformed request must raise ``GenerationError`` naming the argument at fault (and
     nothing else may escape); each request on the boundary of a rule must decode.  Also the two
-    refusals of ``pad_prompts`` (no prompts, an empty prompt)."""
+    refusals of ``pad_prompts`` (no prompts, an empty prompt), word for word."""
     from engine.errors import GenerationError
 
     model = tiny_model_factory(seed)
@@ -356,12 +356,16 @@ def malformed_requests_refused(
             named += word in str(exc)
         except Exception:  # refused, but not as a GenerationError a caller can catch: not counted
             pass
-    for prompts, word in (([], "prompts"), ([[5, 6], []], "prompt is empty")):
+    # pad_prompts' refusals are read word for word
+    for prompts, message in (
+        ([], "no prompts given"),
+        ([[5, 6], []], "a prompt is empty; start it with the BOS token at least"),
+    ):
         try:
             pad_prompts(prompts, engine_tokenizer.pad_id)
         except GenerationError as exc:
             refused += 1
-            named += word in str(exc)
+            named += str(exc) == message
     accepted = 0
     for _, request in accepted_cases:
         try:

@@ -99,7 +99,7 @@ def _logits(model: Any, ids: torch.Tensor) -> torch.Tensor:
         return model(ids).logits.float()
 
 
-@checker(observes=["max_abs_logit_diff", "adapters_checked"], ids=["FALSIFY-MULTI-003"])
+@checker(observes=["max_abs_logit_diff", "adapters_checked", "order"], ids=["FALSIFY-MULTI-003"])
 def checkpoint_reload(
     pretrained_init: Path,
     instruction_data: InstructionData,
@@ -133,11 +133,21 @@ def checkpoint_reload(
     for job in jobs:
         swap_adapter(reloaded, job.name)
         diffs.append(float((_logits(reloaded, ids) - expected[job.name]).abs().max()))
-    return {"max_abs_logit_diff": max(diffs, default=float("nan")), "adapters_checked": len(diffs)}
+    return {
+        "max_abs_logit_diff": max(diffs, default=float("nan")),
+        "adapters_checked": len(diffs),
+        "order": result.order,  # the adapter each step trained, in order
+    }
 
 
 @checker(
-    observes=["adapters", "tensors_differing_same_seed", "step0_losses_differing", "tensors_differing_other_seed"],
+    observes=[
+        "adapters",
+        "tensors_differing_same_seed",
+        "step0_losses_differing",
+        "tensors_differing_other_seed",
+        "defaults",
+    ],
     ids=["FALSIFY-MULTI-004"],
 )
 def seeds_pin_adapters(
@@ -165,6 +175,26 @@ def seeds_pin_adapters(
         names = [f"a{i}" for i in range(n_adapters)]
         return {n: _adapter_state(result.model, n) for n in names}, {n: result.adapters[n].losses[0] for n in names}
 
+    # build_multi_adapter_model's defaults on a bf16 base: not quantized, seed 0, and only the
+    # adapters' weights in fp32
+    from bitsandbytes.nn import Linear4bit
+
+    from engine.multi_adapter import build_multi_adapter_model
+
+    def bf16_jobs(tag: str) -> tuple[nn.Module, list[AdapterJob]]:
+        torch.manual_seed(20_000 + len(tag))
+        return _base(pretrained_init).to(torch.bfloat16), _jobs(n_adapters, rank, instruction_data, tmp_path / tag)
+
+    by_default = build_multi_adapter_model(*bf16_jobs("d"))
+    explicit = build_multi_adapter_model(*bf16_jobs("ee"), quantize=False, seed=0)
+    names = [f"a{i}" for i in range(n_adapters)]
+    params = dict(by_default.named_parameters())
+    defaults = [
+        sum(isinstance(m, Linear4bit) for m in by_default.modules()),
+        sum(len(changed_tensors(_adapter_state(by_default, n), _adapter_state(explicit, n))) for n in names),
+        sorted({str(p.dtype) for k, p in params.items() if ".lora_" in k}),
+        sorted({str(p.dtype) for k, p in params.items() if ".lora_" not in k}),
+    ]
     first, first_losses = run(seed, "a")
     again, again_losses = run(seed, "bb")
     other, _ = run(seed + 1, "ccc")
@@ -173,4 +203,5 @@ def seeds_pin_adapters(
         "tensors_differing_same_seed": sum(len(changed_tensors(first[n], again[n])) for n in first),
         "step0_losses_differing": sum(first_losses[n] != again_losses[n] for n in first),
         "tensors_differing_other_seed": sum(len(changed_tensors(first[n], other[n])) for n in first),
+        "defaults": defaults,
     }

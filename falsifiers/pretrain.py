@@ -262,7 +262,15 @@ def same_seed_same_run(
 
 
 @checker(
-    observes=["tensors_total", "tensors_trained", "checkpoint_loads", "resume_refused_naming_field"],
+    observes=[
+        "tensors_total",
+        "tensors_trained",
+        "checkpoint_loads",
+        "resume_refused_naming_field",
+        "manifest_keys",
+        "manifest_says",
+        "unknown_method_refused",
+    ],
     ids=["FALSIFY-PINIT-007"],
 )
 def full_finetune(
@@ -280,9 +288,12 @@ def full_finetune(
     before = load_checkpoint(pretrained_init).model.state_dict()
     loads = 0
     trained = 0
+    manifest: dict[str, Any] = {}
     if result.checkpoint is not None:
         try:
-            after = load_checkpoint(result.checkpoint / "model.safetensors").model.state_dict()
+            reloaded = load_checkpoint(result.checkpoint / "model.safetensors")
+            after = reloaded.model.state_dict()
+            manifest = dict(reloaded.manifest)
             loads = 1
             trained = sum(not torch.equal(before[k], after[k]) for k in before)
         except CheckpointError:
@@ -300,7 +311,17 @@ def full_finetune(
         )
     except ResumeError as exc:
         named = int("training config (lr)" in str(exc))  # exactly the field that changed, no other
+    try:
+        finetune(pretrained_init, fresh_dir(tmp_path, "dora-"), cfg, method="dora", data=instruction_data)
+        refusal = None
+    except ValueError as exc:
+        refusal = str(exc) == "unknown fine-tuning method 'dora'; expected full, lora or qlora"
     return {
+        # a full fine-tune is a model of its own: it records its base by path, not an adapter's
+        # identity of the base weights
+        "manifest_keys": sorted(manifest),
+        "manifest_says": [manifest.get("kind"), manifest.get("method"), manifest.get("base") == str(pretrained_init)],
+        "unknown_method_refused": refusal,
         "tensors_total": len(before),
         "tensors_trained": trained,
         "checkpoint_loads": loads,

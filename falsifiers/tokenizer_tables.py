@@ -64,13 +64,14 @@ def _tokens(tok: EngineTokenizer) -> list[str] | str:
         "digests_differing",
         "cache_entry",
         "unwritable_cache_gives_trained",
+        "default_cache_entries",
     ],
     ids=["FALSIFY-TOK-008"],
 )
 def tokenizer_tables(engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[str, Any]:
     """The session's tokenizer with a token added after training; a word-level tokenizer with and
     without a gap in its ids; the corpus digest of four texts; ``cached_tokenizer`` into a fresh
-    cache and into one that cannot be written."""
+    cache, into one that cannot be written, and into the default one under a fresh home folder."""
     backend = Tokenizer.from_str(engine_tokenizer.hf_json())
     backend.add_tokens([ADDED])
     added = engine_tokenizer.with_backend(backend)
@@ -118,4 +119,17 @@ def tokenizer_tables(engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[
         out["cache_entry"] = names == [f"bpe-v{VOCAB}-{_digest(texts)[:16]}.json"] and fresh == trained
     with mock.patch.dict(os.environ, {CACHE_ENV: str(unwritable)}):
         out["unwritable_cache_gives_trained"] = cached_tokenizer(VOCAB, files) == trained and unwritable.is_file()
+    # PV_ENGINE_CACHE unset, then empty: the documented default, ~/.cache/pv-engine
+    out["default_cache_entries"] = []
+    for setting in (None, ""):
+        home = fresh_dir(work, "home-")
+        env = {"HOME": str(home)} | ({} if setting is None else {CACHE_ENV: setting})
+        with mock.patch.dict(os.environ, env):
+            if setting is None:
+                os.environ.pop(CACHE_ENV, None)
+            cached_tokenizer(VOCAB, files)
+        out["default_cache_entries"].append(
+            sorted(str(p.relative_to(home)) for p in home.rglob("*.json"))
+            == [f".cache/pv-engine/tokenizers/bpe-v{VOCAB}-{_digest(texts)[:16]}.json"]
+        )
     return out

@@ -116,6 +116,8 @@ def pretrain(
     if tokenizer.vocab_size > config.vocab_size:
         raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens, model vocab_size is {config.vocab_size}")
     data = data if data is not None else tokenize_corpus(tokenizer)
+    if FAULTS.active("pretrain_data_argument_ignored"):  # pragma: no mutate
+        data = tokenize_corpus(tokenizer)  # pragma: no mutate -- the defect: the streams given are not trained on
     model.train()
     task = PretrainTask(model, tokenizer, data, cfg)
     result = run_training(
@@ -231,11 +233,9 @@ def finetune(
         out_dir,
         resume=resume,
         on_record=on_record,
-        manifest={
+        manifest={  # FinetuneTask.save adds the method, the base's path and the data digest
             **(manifest or {}),
             "kind": "finetune",
-            "method": method,
-            "base": str(base),
             **(identity if method != "full" else {}),
             **nf4_manifest(nf4, method),
         },

@@ -1,0 +1,86 @@
+"""What ``engine.train.pretrain`` trains on when it is given data, and what it refuses, word for word.
+
+The CLI always passes a model config and lets the data default to the stdlib corpus; a program
+that calls ``pretrain`` itself gives its own token streams, may give neither a config nor an init,
+or a tokenizer larger than the model's vocabulary.  The streams here are tokenized from a text of
+the falsifier's own, and the checkpoint's manifest must carry their digest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.tokenizer import EngineTokenizer
+from falsifiers._workdir import fresh_dir
+from falsifiers.init_architecture import header_config
+from pv.checkers import checker
+
+TEXT = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nprint(mean([1, 2, 3]))\n" * 40
+
+
+@checker(observes=["trained_on_given_data", "val_loss_diff", "refusals_differing"], ids=["FALSIFY-PINIT-019"])
+def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[str, Any]:
+    """One step of the tiny preset on streams of its own (the tokenizer's 512 tokens fill the
+    vocabulary exactly), then pretrain with neither config nor init, with a 300-token vocabulary,
+    and from the tiny init with the small preset's architecture."""
+    from safetensors import safe_open
+
+    from engine.checkpoint import load_checkpoint
+    from engine.config import ARCHITECTURE_KEYS, preset
+    from engine.data import tokenize_corpus
+    from engine.train import TrainConfig, pretrain
+
+    work = fresh_dir(tmp_path, "pretrain-api-")
+    (work / "text.py").write_text(TEXT, encoding="utf-8")
+    data = tokenize_corpus(engine_tokenizer, [work / "text.py"], val_fraction=0.25)
+    cfg = TrainConfig(steps=1, batch_size=2, seq_len=16, eval_every=0, save_every=1, eval_batches=2, seed=0)
+    result = pretrain(work / "run", cfg, config=preset("tiny"), tokenizer=engine_tokenizer, data=data, device="cpu")
+    digest = None
+    val_loss_diff = None
+    if result.checkpoint is not None:
+        with safe_open(str(result.checkpoint / "model.safetensors"), framework="pt") as fh:
+            digest = json.loads(fh.metadata()["manifest"]).get("data_digest")
+        # the validation loss at the end: the final model's mean loss over the first eval_batches
+        # batches of consecutive validation windows (all full, so the mean of the batch means)
+        model = load_checkpoint(result.checkpoint / "model.safetensors").model.eval()
+        n = data.val.numel() // cfg.seq_len
+        windows = data.val[: n * cfg.seq_len].reshape(n, cfg.seq_len)[: cfg.eval_batches * cfg.batch_size]
+        with torch.no_grad():
+            losses = [float(model(b, labels=b).loss) for b in windows.split(cfg.batch_size)]
+        logged = [
+            r
+            for r in map(json.loads, (work / "run" / "log.jsonl").read_text(encoding="utf-8").splitlines())
+            if r["kind"] == "val"
+        ]
+        val_loss_diff = abs(logged[-1]["val_loss"] - sum(losses) / len(losses)) if logged else None
+    init, small = header_config(Path(pretrained_init)), preset("small").to_dict()
+    differences = "; ".join(f"{k}: {init[k]!r} != {small[k]!r}" for k in ARCHITECTURE_KEYS if init[k] != small[k])
+    requests: list[tuple[dict[str, Any], str]] = [
+        ({}, "pretrain needs a model config or an --init checkpoint"),
+        (
+            {"config": preset("tiny", vocab_size=300), "tokenizer": engine_tokenizer},
+            "tokenizer has 512 tokens, model vocab_size is 300",
+        ),
+        (
+            {"config": preset("small"), "init": pretrained_init},
+            f"--init {pretrained_init} does not match the requested architecture: {differences}",
+        ),
+    ]
+    differing = []
+    for i, (kwargs, message) in enumerate(requests):
+        try:
+            pretrain(fresh_dir(work, f"refused-{i}-") / "run", cfg, device="cpu", **kwargs)
+            got = None
+        except ValueError as exc:
+            got = str(exc)
+        if got != message:
+            differing.append([message, got])
+    return {
+        "trained_on_given_data": digest == data.digest,
+        "val_loss_diff": val_loss_diff,
+        "refusals_differing": differing,
+    }
