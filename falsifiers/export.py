@@ -640,7 +640,7 @@ def gguf_tokenizer_fields(tmp_path: Path, engine_tokenizer: EngineTokenizer, tin
 
 
 @checker(
-    observes=["texts", "ids_mismatched", "decode_mismatched", "special_mismatches"],
+    observes=["texts", "ids_mismatched", "decode_mismatched", "special_mismatches", "pair_mismatched"],
     ids=["FALSIFY-EXPORT-012"],
 )
 def hf_tokenizer_read_back(
@@ -662,6 +662,14 @@ def hf_tokenizer_read_back(
         ids_bad += ours != theirs
         decode_bad += hf.decode(theirs) != engine_tokenizer.decode(ours)  # special tokens shown alike
         decode_bad += hf.decode(theirs, skip_special_tokens=True) != text
+    # a pair of texts, as transformers' Llama tokenizers template it: BOS A BOS B, types 0 then 1
+    first, second = (engine_tokenizer.encode(t) for t in TOKENIZER_TEXTS[:2])
+    pair = hf(TOKENIZER_TEXTS[0], TOKENIZER_TEXTS[1], return_token_type_ids=True)
+    bos = engine_tokenizer.bos_id
+    pair_mismatched = int(
+        list(pair["input_ids"]) != [bos, *first, bos, *second]
+        or list(pair["token_type_ids"]) != [0] * (1 + len(first)) + [1] * (1 + len(second))
+    )
     want = {
         "bos": (engine_tokenizer.bos_token, engine_tokenizer.bos_id),
         "eos": (engine_tokenizer.eos_token, engine_tokenizer.eos_id),
@@ -677,4 +685,5 @@ def hf_tokenizer_read_back(
         "ids_mismatched": int(ids_bad),
         "decode_mismatched": int(decode_bad),
         "special_mismatches": sum(1 for k in want if want[k] != got[k]),
+        "pair_mismatched": pair_mismatched,
     }

@@ -97,7 +97,8 @@ def export_command_writes_the_api_files(
         if result.exit_code != 0:
             out["exit_codes_nonzero"] += 1
             continue
-        out["announced"] += f"wrote {fmt} export to {target}" in " ".join(result.stderr.split())
+        # the one line the command writes: no progress bar or stray output beside it
+        out["announced"] += " ".join(result.stderr.split()) == f"wrote {fmt} export to {target}"
         reference.parent.mkdir(parents=True, exist_ok=True)
         _reference(fmt, dtype, pretrained_init, adapter if with_adapter else None, reference)
         mine, theirs = _digests(target), _digests(reference)

@@ -304,7 +304,8 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
 def _reexport_mismatches(source: Path, again: Path) -> int:
     """What transformers reads differently from the folder the import's checkpoint exports again
     than from the folder it was imported from: config fields, generation ids, special tokens, ids
-    of TEXTS and the chat rendering, and the weights file's metadata."""
+    of TEXTS and the chat rendering, the weights file's metadata, and the special token ids gguf-py
+    finds in each folder."""
     import transformers
     from safetensors import safe_open
 
@@ -326,6 +327,12 @@ def _reexport_mismatches(source: Path, again: Path) -> int:
     bad += chats[0] != chats[1]
     with safe_open(str(again / "model.safetensors"), framework="pt") as fh:
         bad += fh.metadata() != {"format": "pt"}  # what transformers' save_pretrained writes
+    # the special tokens llama.cpp's converter takes from the folder (gguf-py's SpecialVocab reads
+    # tokenizer_config.json and config.json): a BOS only where the source named one
+    import gguf
+
+    vocabs = [gguf.SpecialVocab(f, load_merges=False).special_token_ids for f in (source, again)]
+    bad += vocabs[0] != vocabs[1]
     return int(bad)
 
 

@@ -190,6 +190,7 @@ def formula_is_the_footprint(
         ("lora", torch.float32),
         ("lora", torch.float16),
         ("qlora", torch.float32),
+        ("qlora", torch.float16),  # asked for an fp16 base: the rest is still held as loaded, fp32
     )
     out: dict[str, Any] = {"setups": 0, "categories_compared": 0, "categories_differing": 0, "worst": ""}
     out |= {"fresh_fields_compared": 0, "fresh_fields_differing": 0}

@@ -22,7 +22,7 @@ from engine.config import preset as engine_preset
 from engine.data import InstructionData
 from engine.lora import LoraSettings, load_adapter, prepare_qlora
 from engine.model import build_model
-from engine.quant import NF4AlignmentWarning, is_nf4_linear, nf4_layers, quantize_model
+from engine.quant import NF4AlignmentWarning, NF4Config, is_nf4_linear, nf4_layers, quantize_model
 from engine.train import TrainConfig
 from falsifiers._workdir import fresh_dir
 from falsifiers.training import run_finetune, write_loss_evidence
@@ -43,7 +43,10 @@ def _is_peft_4bit_lora(module: nn.Module) -> bool:
     return type(module).__module__ == "peft.tuners.lora.bnb" and type(module).__name__ == "Linear4bit"
 
 
-@checker(observes=["lora_layers", "lora_layers_on_4bit", "adapter_matrices_4bit"], ids=["FALSIFY-QLORA-001"])
+@checker(
+    observes=["lora_layers", "lora_layers_on_4bit", "adapter_matrices_4bit", "nf4_settings_differing"],
+    ids=["FALSIFY-QLORA-001"],
+)
 def wrap_order(preset: str, rank: int) -> dict[str, Any]:
     """Count LoRA layers, and those that are PEFT's 4-bit LoRA around a bitsandbytes 4-bit base.
 
@@ -54,7 +57,21 @@ def wrap_order(preset: str, rank: int) -> dict[str, Any]:
     layers: list[Any] = [m for m in model.modules() if isinstance(m, LoraLayer)]
     on_4bit = [m for m in layers if _is_peft_4bit_lora(m) and is_nf4_linear(m.get_base_layer())]
     adapters_4bit = sum(1 for m in layers for d in (m.lora_A, m.lora_B) for sub in d.values() if is_nf4_linear(sub))
-    return {"lora_layers": len(layers), "lora_layers_on_4bit": len(on_4bit), "adapter_matrices_4bit": adapters_4bit}
+    # NF4 settings of its own (blocksize 32, no double quantization) reach every quantized layer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NF4AlignmentWarning)
+        other = prepare_qlora(
+            build_model(engine_preset(preset)),
+            LoraSettings(r=rank, alpha=2.0 * rank),
+            NF4Config(blocksize=32, double_quant=False),
+        )
+    states = [layer.weight.quant_state for _, layer in nf4_layers(other)]
+    return {
+        "lora_layers": len(layers),
+        "lora_layers_on_4bit": len(on_4bit),
+        "adapter_matrices_4bit": adapters_4bit,
+        "nf4_settings_differing": sum(int(q.blocksize) != 32 or bool(q.nested) for q in states) if states else -1,
+    }
 
 
 @checker(observes=["lora_trainable", "non_lora_trainable"], ids=["FALSIFY-QLORA-002"])
