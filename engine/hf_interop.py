@@ -382,14 +382,16 @@ def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
     if template is not None and not isinstance(template, str):
         raise ExportError(f"{config_path}: chat_template must be a string")
     post_bos = _adds_bos_in_post_processor(folder / "tokenizer.json", bos)  # read once, for both uses
-    add_bos = doc.get("add_bos_token")
-    if add_bos is None:
-        # as transformers (5) reads it: the post-processor decides; the tokenizer class implies nothing
-        add_bos = post_bos
-        if FAULTS.active("hf_import_llama_class_implies_bos"):  # the defect: transformers 4's Llama default
-            add_bos = post_bos or "Llama" in str(doc.get("tokenizer_class"))  # pragma: no mutate
-    if not isinstance(add_bos, bool):
-        raise ExportError(f"{config_path}: add_bos_token must be true or false, got {add_bos!r}")
+    written = doc.get("add_bos_token")
+    if written is not None and not isinstance(written, bool):
+        raise ExportError(f"{config_path}: add_bos_token must be true or false, got {written!r}")
+    # As transformers (5) reads these byte-level tokenizers (its TokenizersBackend): the
+    # post-processor alone decides; add_bos_token in tokenizer_config.json and the tokenizer class
+    # change nothing, also where add_bos_token says otherwise.
+    add_bos = post_bos
+    if FAULTS.active("hf_import_llama_class_implies_bos") and written is None:  # pragma: no mutate
+        # the defect: transformers 4's Llama default
+        add_bos = post_bos or "Llama" in str(doc.get("tokenizer_class"))  # pragma: no mutate
     return _TokenizerSettings(add_bos, template, post_bos)
 
 
@@ -464,7 +466,7 @@ def import_hf(
         )
     except TokenizerError as exc:
         raise ExportError(f"{tok_path}: {exc}") from None
-    if settings.add_bos_token and settings.bos_in_post_processor:
+    if settings.bos_in_post_processor:  # the engine keeps that rule as add_bos_token
         tokenizer = _without_bos_template(tokenizer)
     if tokenizer.vocab_size > config.vocab_size:
         raise ExportError(f"tokenizer has {tokenizer.vocab_size} tokens but vocab_size is {config.vocab_size}")
@@ -492,10 +494,8 @@ def import_hf(
         raise ExportError(f"unexpected tensor `{extra[0]}`")
     if len({t.dtype for t in state.values()}) > 1:
         state = {k: v.float() for k, v in state.items()}
-    try:
-        model = model_from_state(config, state, device=device, dtype=dtype)
-    except CheckpointError as exc:
-        raise ExportError(str(exc)) from None
+    # every tensor's name and shape were checked above: the state fits the architecture
+    model = model_from_state(config, state, device=device, dtype=dtype)
     # the runtime that converts the file is the one that writes the engine checkpoint: make_manifest's
     manifest: dict[str, Any] = {
         **make_manifest(step=0),

@@ -156,8 +156,11 @@ def adapter_folders_as_written(
         except AdapterError as exc:
             out["refusals"] += 1
             named = str(path) in str(exc)
-            if what == "no adapter":  # a full fine-tune's folder: the message says what to do instead
-                named = named and "use it as a checkpoint" in str(exc)
+            if what == "no adapter":  # a full fine-tune's folder: the message says what to do instead, word for word
+                named = str(exc) == (
+                    f"{path}: no adapter here (adapter_config.json not found); a full fine-tune writes a "
+                    "checkpoint, not an adapter: use it as a checkpoint"
+                )
             out["refusals_named"] += named
 
     # applied with the defaults: to its own base; another base and a misfit refused by name

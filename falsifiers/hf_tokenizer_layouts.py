@@ -39,6 +39,20 @@ def _post_processor_in_sequence(folder: Path) -> None:
     path.write_text(json.dumps(doc), encoding="utf-8")
 
 
+def _add_bos_false_beside_template(folder: Path) -> None:
+    """tokenizer_config.json saying add_bos_token false while the post-processor adds BOS."""
+    _edit_json(folder / "tokenizer_config.json", add_bos_token=False)
+
+
+def _add_bos_true_without_template(folder: Path) -> None:
+    """tokenizer_config.json saying add_bos_token true while no post-processor adds BOS."""
+    _edit_json(folder / "tokenizer_config.json", add_bos_token=True)
+    path = folder / "tokenizer.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["post_processor"] = None
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
 def _ids_of_its_own(folder: Path) -> None:
     """config.json and generation_config.json naming other special ids than the tokenizer's."""
     for name in ("config.json", "generation_config.json"):
@@ -126,6 +140,8 @@ def tokenizer_layouts_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, 
         ("Llama: the BOS template in a Sequence after ByteLevel", llama, _post_processor_in_sequence),
         ("Llama: a generation EOS list of one id", llama, _generation_eos_of_one),
         ("Qwen2: a generation EOS list of one id", qwen2, _generation_eos_of_one),
+        ("Llama: add_bos_token false beside the BOS template", llama, _add_bos_false_beside_template),
+        ("Llama: add_bos_token true without a BOS template", llama, _add_bos_true_without_template),
     ]
     out = dict.fromkeys((*COUNTS, "reexport_mismatches", "loaded_fields_differing", "tensors_differing"), 0)
     log: list[str] = []
