@@ -19,9 +19,9 @@ from typing import Any
 
 from torch import nn
 
-from engine.checkpoint import inspect_checkpoint
+from engine.checkpoint import inspect_checkpoint, load_checkpoint
 from engine.data import TokenData
-from engine.distill import distill, student_of_shape
+from engine.distill import distill, prepare_teacher, student_of_shape
 from engine.quant import NF4AlignmentWarning, NF4Config, is_nf4_linear
 from engine.train import TrainConfig
 from falsifiers._workdir import fresh_dir
@@ -47,7 +47,16 @@ def _teacher_linears(teacher: nn.Module) -> list[str]:
 
 
 @checker(
-    observes=["manifest_settings", "terms_mix_to_loss", "terms", "teacher_linears", "same_ran", "refusals_differing"],
+    observes=[
+        "manifest_settings",
+        "terms_mix_to_loss",
+        "terms",
+        "teacher_linears",
+        "same_ran",
+        "refusals_differing",
+        "resumed_done_terms",
+        "default_teacher",
+    ],
     ids=["FALSIFY-DISTILL-010"],
 )
 def distill_keywords(pretrained_init: Path, pretrain_data: TokenData, tmp_path: Path, steps: int) -> dict[str, Any]:
@@ -83,6 +92,19 @@ def distill_keywords(pretrained_init: Path, pretrain_data: TokenData, tmp_path: 
         )
     out_["teacher_linears"] = _teacher_linears(quantized.extra["teacher"])
 
+    # the finished run resumed: no step runs, so no term was measured
+    done = run(out_dir=out, student_config=student, resume=True)
+    out_["resumed_done_terms"] = [
+        len(done.losses),
+        *(isinstance(t, float) and math.isnan(t) for t in (done.extra.get("kl"), done.extra.get("ce"))),
+    ]
+    # prepare_teacher with its defaults: nothing quantized, every weight frozen, eval mode
+    teacher = prepare_teacher(load_checkpoint(pretrained_init).model.train())
+    out_["default_teacher"] = [
+        _teacher_linears(teacher),
+        sum(p.requires_grad for p in teacher.parameters()),
+        teacher.training,
+    ]
     same = run(out_dir=fresh_dir(tmp_path, "distill-same-"), student_init=pretrained_init, allow_same=True)
     out_["same_ran"] = len(same.losses)
     out_["refusals_differing"] = refusals_differing(

@@ -37,6 +37,9 @@ def lora_bytes(model: nn.Module, rank: int, targets: tuple[str, ...]) -> int:
     )
 
 
+REFUSAL = "measure at least 2 steps: the optimizer state only exists after the first"
+
+
 @checker(
     observes=[
         "param_bytes",
@@ -47,13 +50,14 @@ def lora_bytes(model: nn.Module, rank: int, targets: tuple[str, ...]) -> int:
         "lora_training_ratio",
         "default_lora_measured",
         "failure",
+        "in_process_refusal",
     ],
     ids=["FALSIFY-QMEM-008"],
 )
 def measurement_follows_the_request(preset: str = "small", rank: int = 64) -> dict[str, Any]:
     """measure_method in a fresh interpreter: a full fine-tune on an fp16 base for 3 steps, LoRA of
     ``rank`` on all seven projections of an fp32 base, LoRA with no settings given, and in a fresh
-    interpreter a request of 1 step, which the child refuses."""
+    interpreter a request of 1 step, which the child refuses; the same request in this process."""
     from engine.memory import measure_method
 
     config = engine_preset(preset)
@@ -80,6 +84,14 @@ def measurement_follows_the_request(preset: str = "small", rank: int = 64) -> di
         message = str(exc)
         out["failure"] = [
             message.startswith("memory measurement child failed (exit 1): "),
-            "ValueError: measure at least 2 steps: the optimizer state only exists after the first" in message,
+            f"ValueError: {REFUSAL}" in message,
         ]
+    # the same request in this process: the refusal itself
+    try:
+        measure_method(config, "full", steps=1)
+        out["in_process_refusal"] = "no error"
+    except ValueError as exc:
+        out["in_process_refusal"] = (
+            str(exc) == "measure at least 2 steps: the optimizer state only exists after the first"
+        )
     return out
