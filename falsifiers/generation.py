@@ -228,7 +228,7 @@ def sampling_distribution(
 
 
 @checker(
-    observes=["rows_mismatched", "rows", "distinct_lengths", "rows_finished"],
+    observes=["rows_mismatched", "rows", "distinct_lengths", "rows_finished", "all_finished_early"],
     ids=["FALSIFY-GEN-008"],
 )
 def eos_per_row(
@@ -249,11 +249,21 @@ def eos_per_row(
     eos = next((t for t in early if len({len(cut(row, t)) for row in free}) >= 2), free[0][1])
     out = generate(model, input_ids, mask, max_new_tokens=max_new_tokens, eos_token_id=eos)
     expected = [cut(row, eos) for row in free]
+    # every row's third token an EOS: all rows finish by step 3, and decoding stops there, so the
+    # sequences hold the prompts and as many columns as the longest row took
+    ends = sorted({row[2] for row in free})
+    early_out = generate(model, input_ids, mask, max_new_tokens=max_new_tokens, eos_token_id=ends)
+    first_end = [row[: next(i for i, t in enumerate(row) if t in ends) + 1] for row in free]
     return {
         "rows_mismatched": sum(1 for got, want in zip(out.new_tokens, expected, strict=True) if got != want),
         "rows": len(expected),
         "distinct_lengths": len({len(row) for row in expected}),
         "rows_finished": sum(out.finished),
+        "all_finished_early": [
+            early_out.new_tokens == first_end,
+            early_out.finished == [True] * len(free),
+            early_out.sequences.shape[1] - input_ids.shape[1] == max(len(row) for row in first_end),
+        ],
     }
 
 
