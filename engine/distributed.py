@@ -136,6 +136,8 @@ class DistContext:
     def close(self) -> None:
         if self.owns_group and dist.is_initialized():
             dist.destroy_process_group()
+        elif FAULTS.active("ddp_close_destroys_foreign_group") and dist.is_initialized():  # pragma: no mutate
+            dist.destroy_process_group()  # pragma: no mutate -- the defect: a group the caller made is torn down
         self.owns_group = False
 
     def wrap(self, model: nn.Module) -> nn.Module:

@@ -220,6 +220,7 @@ FAULTS.register(
 FAULTS.register(
     "nf4_misaligned_siblings_kept", "quantize_model leaves in full precision every layer after a misaligned one"
 )
+FAULTS.register("ddp_close_destroys_foreign_group", "DistContext.close destroys a process group it did not create")
 FAULTS.register("ddp_ranks_share_first_gpu", "rank_device leaves a bare cuda device: every rank on the first GPU")
 FAULTS.register("pretrain_data_argument_ignored", "pretrain trains on the default corpus, not the data it is given")
 FAULTS.register("user_corpus_ignored", "tokenize_corpus reads the default stdlib slice, not the files it is given")

@@ -125,8 +125,9 @@ def corpus_streams_as_tokenized(tmp_path: Path, engine_tokenizer: EngineTokenize
 
 
 def _windows(data: Any) -> dict[str, Any]:
-    """The windows, their counts and the validation batches of the mixed corpus at 0.25, against
-    slicing the streams by hand; and a window longer than the validation stream refused."""
+    """The windows and their counts (each split named, and the default), and the validation batches
+    (the first two, and all), of the mixed corpus at 0.25, against slicing the streams by hand; and
+    a window longer than the validation stream refused."""
     differing = []
     for seq_len in (7, 16):
         for split, stream in (("train", data.train), ("val", data.val)):
@@ -135,11 +136,17 @@ def _windows(data: Any) -> dict[str, Any]:
                 differing.append(f"num_windows {split} {seq_len}")
             if not torch.equal(data.windows(seq_len, split), stream[: n * seq_len].reshape(n, seq_len)):
                 differing.append(f"windows {split} {seq_len}")
+        n = data.train.numel() // seq_len  # the split left at its default: the training stream
+        if data.num_windows(seq_len) != n or not torch.equal(
+            data.windows(seq_len), data.train[: n * seq_len].reshape(n, seq_len)
+        ):
+            differing.append(f"default split {seq_len}")
         rows = data.val[: (data.val.numel() // seq_len) * seq_len].reshape(-1, seq_len)
-        want = [rows[i : i + 3] for i in range(0, rows.size(0), 3)][:2]
-        got = data.val_batches(3, seq_len, 2)
-        if len(got) != len(want) or not all(torch.equal(a, b) for a, b in zip(got, want, strict=False)):
-            differing.append(f"val_batches {seq_len}")
+        every = [rows[i : i + 3] for i in range(0, rows.size(0), 3)]
+        for limit in (2, 100):  # the first two batches, and all of them
+            got, want = data.val_batches(3, seq_len, limit), every[:limit]
+            if len(got) != len(want) or not all(torch.equal(a, b) for a, b in zip(got, want, strict=False)):
+                differing.append(f"val_batches {seq_len} up to {limit}")
     too_long = data.val.numel() + 1
     try:
         data.windows(too_long, "val")

@@ -1,0 +1,69 @@
+"""What a rank's ``DistContext`` asks of ``torch.distributed``: read with stand-ins for the collectives.
+
+The two-rank run of FALSIFY-DDP-001 exercises the CPU path of these calls for real.  What it
+cannot show on one machine without GPUs, or shows only within its loss tolerance, is read here
+with ``torch.distributed``'s functions replaced by stand-ins that record what they were asked (and
+``all_reduce`` adding a second rank's share): which GPU a CUDA barrier names, that ``close``
+destroys only a group this context created, and once, and that the global loss is the
+token-weighted mean computed in float64.  No process group and no GPU are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import torch
+
+from pv.checkers import checker
+
+OTHER_RANK = (1.234567891, 613)  # the second rank's mean loss and token count
+
+
+@checker(observes=["barriers", "closes", "global_loss"], ids=["FALSIFY-DDP-005"])
+def rank_collectives() -> dict[str, Any]:
+    """barrier on cuda:1, cuda and cpu; close with and without owning the group, twice; global_loss
+    of a rank whose 777 tokens have mean loss 2.3456789, beside the second rank's share."""
+    import torch.distributed as dist
+
+    from engine.distributed import DistContext, RankInfo
+
+    job = RankInfo(1, 2, 1)
+    calls: list[Any] = []
+    with mock.patch.object(dist, "barrier", lambda **kw: calls.append(kw)):
+        for device in ("cuda:1", "cuda", "cpu"):
+            DistContext(job, torch.device(device)).barrier()
+        DistContext(RankInfo(), torch.device("cuda:1")).barrier()  # one process: no barrier
+    barriers = [c.get("device_ids") or "none" for c in calls]
+
+    destroyed: list[str] = []
+    closes = []
+    with (
+        mock.patch.object(dist, "is_initialized", lambda: True),
+        mock.patch.object(dist, "destroy_process_group", lambda: destroyed.append("destroyed")),
+    ):
+        for owns in (False, True):
+            ctx = DistContext(job, torch.device("cpu"), owns_group=owns)
+            ctx.close()
+            ctx.close()
+            closes.append([owns, len(destroyed), ctx.owns_group])
+            destroyed.clear()
+
+    def second_rank(stats: torch.Tensor) -> None:
+        stats += torch.tensor([OTHER_RANK[0] * OTHER_RANK[1], OTHER_RANK[1]], dtype=stats.dtype)
+
+    loss, tokens = torch.tensor(2.3456789, requires_grad=True), 777
+    with mock.patch.object(dist, "all_reduce", second_rank):
+        scaled, value, total = DistContext(job, torch.device("cpu")).global_loss(loss, tokens)
+    # the reference: float64 throughout, each rank's mean loss times its tokens, over all tokens
+    want = (float(loss.detach()) * tokens + OTHER_RANK[0] * OTHER_RANK[1]) / (tokens + OTHER_RANK[1])
+    want_scale = tokens * 2 / (tokens + OTHER_RANK[1])
+    return {
+        "barriers": barriers,
+        "closes": closes,
+        "global_loss": [
+            value == want,
+            total == tokens + OTHER_RANK[1],
+            abs(float(scaled.detach()) - float(loss.detach()) * want_scale) <= 1e-6,
+        ],
+    }
