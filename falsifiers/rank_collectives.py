@@ -20,13 +20,14 @@ from pv.checkers import checker
 OTHER_RANK = (1.234567891, 613)  # the second rank's mean loss and token count
 
 
-@checker(observes=["barriers", "closes", "global_loss"], ids=["FALSIFY-DDP-005"])
+@checker(observes=["barriers", "closes", "global_loss", "wraps", "sharding"], ids=["FALSIFY-DDP-005"])
 def rank_collectives() -> dict[str, Any]:
     """barrier on cuda:1, cuda and cpu; close with and without owning the group, twice; global_loss
-    of a rank whose 777 tokens have mean loss 2.3456789, beside the second rank's share."""
+    of a rank whose 777 tokens have mean loss 2.3456789, beside the second rank's share; wrap on
+    cuda:1, cuda and cpu; shard_task and unshard_task."""
     import torch.distributed as dist
 
-    from engine.distributed import DistContext, RankInfo
+    from engine.distributed import DistContext, DistributedError, RankInfo, shard_task, unshard_task
 
     job = RankInfo(1, 2, 1)
     calls: list[Any] = []
@@ -58,7 +59,52 @@ def rank_collectives() -> dict[str, Any]:
     # the reference: float64 throughout, each rank's mean loss times its tokens, over all tokens
     want = (float(loss.detach()) * tokens + OTHER_RANK[0] * OTHER_RANK[1]) / (tokens + OTHER_RANK[1])
     want_scale = tokens * 2 / (tokens + OTHER_RANK[1])
+    # wrap: DistributedDataParallel (a stand-in recording its arguments) on the rank's GPU, with
+    # the buffers not broadcast; the model itself outside a torchrun job
+    made: list[Any] = []
+
+    def ddp(module: Any, **kw: Any) -> str:
+        made.append([kw.get("device_ids") or "none", kw.get("broadcast_buffers")])
+        return "wrapped"
+
+    model = torch.nn.Linear(2, 2)
+    with mock.patch("torch.nn.parallel.DistributedDataParallel", ddp):
+        for d in ("cuda:1", "cuda", "cpu"):
+            DistContext(job, torch.device(d)).wrap(model)
+        unwrapped = DistContext(RankInfo(), torch.device("cpu")).wrap(model) is model
+
+    # shard_task puts rank 1 of 2's view on the task's data and unshard_task restores it; a task
+    # without data is refused; one process changes nothing
+    class Task:
+        def __init__(self, data: Any) -> None:
+            self.data = data
+
+    class Data:
+        def batch(self, step: int, batch_size: int) -> None:
+            return None
+
+    data, task = Data(), Task(None)
+    task.data = data
+    original = shard_task(task, DistContext(job))
+    view = task.data
+    unshard_task(task, original, DistContext(job))
+    alone = Task(data)
+    kept = shard_task(alone, DistContext()) is data and alone.data is data
+    try:
+        shard_task(Task(None), DistContext(job))
+        refusal = None
+    except DistributedError as exc:
+        refusal = str(exc) == "Task has no `data` with a `batch` method, so it cannot be sharded over ranks"
+    sharding = [
+        type(view).__name__,
+        [getattr(view, "rank", None), getattr(view, "world_size", None), getattr(view, "data", None) is data],
+        original is data and task.data is data,
+        kept,
+        refusal,
+    ]
     return {
+        "wraps": [made, unwrapped],
+        "sharding": sharding,
         "barriers": barriers,
         "closes": closes,
         "global_loss": [
