@@ -47,10 +47,7 @@ def _add_bos_false_beside_template(folder: Path) -> None:
 def _add_bos_true_without_template(folder: Path) -> None:
     """tokenizer_config.json saying add_bos_token true while no post-processor adds BOS."""
     _edit_json(folder / "tokenizer_config.json", add_bos_token=True)
-    path = folder / "tokenizer.json"
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    doc["post_processor"] = None
-    path.write_text(json.dumps(doc), encoding="utf-8")
+    _edit_json(folder / "tokenizer.json", post_processor=None)
 
 
 def _ids_of_its_own(folder: Path) -> None:

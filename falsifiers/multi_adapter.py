@@ -179,8 +179,6 @@ def seeds_pin_adapters(
     # adapters' weights in fp32
     from bitsandbytes.nn import Linear4bit
 
-    from engine.multi_adapter import build_multi_adapter_model
-
     def bf16_jobs(tag: str) -> tuple[nn.Module, list[AdapterJob]]:
         torch.manual_seed(20_000 + len(tag))
         return _base(pretrained_init).to(torch.bfloat16), _jobs(n_adapters, rank, instruction_data, tmp_path / tag)

@@ -27,8 +27,6 @@ def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_p
     """One step of the tiny preset on streams of its own (the tokenizer's 512 tokens fill the
     vocabulary exactly), then pretrain with neither config nor init, with a 300-token vocabulary,
     and from the tiny init with the small preset's architecture."""
-    from safetensors import safe_open
-
     from engine.checkpoint import load_checkpoint
     from engine.config import ARCHITECTURE_KEYS, preset
     from engine.data import tokenize_corpus
@@ -42,11 +40,11 @@ def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_p
     digest = None
     val_loss_diff = None
     if result.checkpoint is not None:
-        with safe_open(str(result.checkpoint / "model.safetensors"), framework="pt") as fh:
-            digest = json.loads(fh.metadata()["manifest"]).get("data_digest")
+        loaded = load_checkpoint(result.checkpoint / "model.safetensors")
+        digest = loaded.manifest.get("data_digest")
         # the validation loss at the end: the final model's mean loss over the first eval_batches
         # batches of consecutive validation windows (all full, so the mean of the batch means)
-        model = load_checkpoint(result.checkpoint / "model.safetensors").model.eval()
+        model = loaded.model.eval()
         n = data.val.numel() // cfg.seq_len
         windows = data.val[: n * cfg.seq_len].reshape(n, cfg.seq_len)[: cfg.eval_batches * cfg.batch_size]
         with torch.no_grad():

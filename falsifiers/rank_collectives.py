@@ -83,8 +83,8 @@ def rank_collectives() -> dict[str, Any]:
         def batch(self, step: int, batch_size: int) -> None:
             return None
 
-    data, task = Data(), Task(None)
-    task.data = data
+    data = Data()
+    task = Task(data)
     original = shard_task(task, DistContext(job))
     view = task.data
     unshard_task(task, original, DistContext(job))
