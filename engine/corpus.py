@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.faults import FAULTS
+
 DEFAULT_MAX_BYTES = 1_000_000  # enough text for a few-thousand-token BPE, trains in seconds
 
 
@@ -49,6 +51,8 @@ def default_corpus_files(max_bytes: int = DEFAULT_MAX_BYTES) -> list[CorpusFile]
         size = path.stat().st_size
         if total + size >= max_bytes:
             chosen.append(CorpusFile(path, max_bytes - total))
+            if FAULTS.active("default_corpus_last_file_uncut"):  # pragma: no mutate
+                chosen[-1] = CorpusFile(path)  # pragma: no mutate -- the defect: the cap overrun by the last file
             break
         chosen.append(CorpusFile(path))
         total += size

@@ -199,6 +199,8 @@ def setup(device: torch.device, environ: Mapping[str, str] | None = None) -> Dis
                 f"the process group (rank {dist.get_rank()} of {dist.get_world_size()}) does not match "
                 f"RANK={info.rank} WORLD_SIZE={info.world_size}"
             )
+        if FAULTS.active("ddp_setup_adopts_group_as_own"):  # pragma: no mutate
+            return DistContext(info, device, owns_group=True)  # pragma: no mutate -- the defect: close destroys it
         return DistContext(info, device, owns_group=False)
     backend = backend_for(device)
     if backend == "nccl" and not dist.is_nccl_available():

@@ -286,4 +286,9 @@ FAULTS.register("cli_refusal_traceback", "a command's refusal escapes as a trace
 FAULTS.register(
     "step_weights_head_from_model", "a tied step file is loaded with the model's own head over the saved embedding"
 )
+FAULTS.register(
+    "ddp_setup_adopts_group_as_own", "setup takes a process group the caller made as its own, so close tears it down"
+)
+FAULTS.register("train_state_unlabelled", "a training checkpoint's train_state.safetensors carries no format label")
+FAULTS.register("default_corpus_last_file_uncut", "the default corpus reads its last file whole, past max_bytes")
 FAULTS.register("weights_digest_hashes_tied_head", "weights_digest hashes a tied head that no checkpoint file holds")

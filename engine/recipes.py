@@ -32,6 +32,8 @@ from engine.faults import FAULTS
 
 RECIPE_KEY = "recipe"
 _META = "engine_recipe"
+# libyaml's loader where PyYAML was built with it, else the pure-Python one: same values, faster
+_SAFE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class RecipeError(EngineError, ValueError):
@@ -56,7 +58,7 @@ def load_recipe(path: str | Path) -> Recipe:
     except OSError as exc:
         raise RecipeError(f"recipe {p}: {exc.strerror or exc}") from None
     try:
-        doc = yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = yaml.load(data, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise RecipeError(f"recipe {p}: not valid YAML: {exc}") from None
     if not isinstance(doc, dict):

@@ -306,7 +306,10 @@ def save_training_checkpoint(
         info = {**dict(manifest or {}), "step": step, "seed": cfg.seed, "train_config": cfg.to_dict()}
         task.save(tmp, info)
         tensors, meta = state_to_files(optimizer, scheduler, names)
-        save_tensors(tensors, str(tmp / STATE_TENSORS), metadata={"format": "pv-engine-train-state"})
+        labels = {"format": "pv-engine-train-state"}
+        if FAULTS.active("train_state_unlabelled"):  # pragma: no mutate
+            labels = {}  # pragma: no mutate -- the defect: nothing says what the file holds
+        save_tensors(tensors, str(tmp / STATE_TENSORS), metadata=labels)
         meta.update(
             {
                 "step": step,
