@@ -9,11 +9,13 @@ per mutant, with what the verdict depended on:
   reset a verdict).
 - a **killed** mutant names the falsifiers that failed under it and, per falsifier, the digest of
   what decides its verdict: its own entry in its contract (check, params, expect, ...), its
-  checker's module and the shared fixtures and inputs (``contracts/conftest.py``, ``conftest.py``,
+  checker's module as that checker sees it (the module less the other checkers' definitions that
+  nothing left in it names: widening one checker leaves its neighbours' kills standing) and the
+  shared fixtures and inputs (``contracts/conftest.py``, ``conftest.py``,
   ``falsifiers/_*.py``, ``recipes/``).  The verdict stands while those are unchanged, whatever else
   the suite gains (a new falsifier in the same contract included).  Lines written when the digest
   covered the whole contract are restated once, while that older digest still holds
-  (:func:`migrate`).
+  (:func:`migrate`), and so are lines written when it covered the checker's whole module.
 - any other outcome (survived, reached by no falsifier, a hang or crash with no falsifier named)
   names the falsifiers that reached the mutated function in mutmut's coverage stats
   (``mutants/mutmut-stats.json``) with the same per-falsifier digests: it stands while the same
@@ -22,6 +24,11 @@ per mutant, with what the verdict depended on:
   it decides what is current) re-runs it; one that does not, leaves it standing.  Older lines hold
   the digest of the whole suite instead and are run again once any contract or checker changes.
 
+A verdict that no longer holds is dropped, but who killed the mutant is kept in
+``bench/mutation-killers.json`` (mutant -> falsifiers, the last run's killers): when the mutant is
+run again those falsifiers run first (``pv-mutation-hints.json``, read by pv's mutation hooks), so
+a kill that an unrelated edit re-opened costs one falsifier instead of every faster one before it.
+
 Digests are taken from the copies mutmut ran (``mutants/contracts``, ``mutants/falsifiers``), so
 editing the repository while a chunk runs never labels a verdict with code it did not run.
 The file is read by ``pv mutation report --results``.
@@ -29,8 +36,10 @@ The file is read by ``pv mutation report --results``.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -80,6 +89,39 @@ def _sha(parts: Iterable[tuple[str, bytes]]) -> str:
     return h.hexdigest()[:16]
 
 
+def _is_checker(decorator: ast.expr) -> bool:
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(func, ast.Name) and func.id == "checker") or (
+        isinstance(func, ast.Attribute) and func.attr == "checker"
+    )
+
+
+def checker_view(source: bytes, function: str) -> bytes:
+    """``source`` (a checker module) as ``function`` depends on it: without the definitions of the
+    module's other ``@checker`` functions, except those the rest of the module names (a checker
+    that calls another keeps it).  Helpers, constants and imports stay: they may be shared."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    spans: dict[str, tuple[int, int]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(map(_is_checker, node.decorator_list)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            spans[node.name] = (start, node.end_lineno or node.lineno)
+    if function not in spans:
+        return source
+    lines = source.decode("utf-8").splitlines(keepends=True)
+    drop = set(spans) - {function}
+    while True:
+        gone = {i for name in drop for i in range(*spans[name])}
+        kept = "".join(line for i, line in enumerate(lines) if i not in gone)
+        named = {name for name in drop if re.search(rf"\b{re.escape(name)}\b", kept)}
+        if not named:
+            return kept.encode("utf-8")
+        drop -= named
+
+
 @dataclass(frozen=True)
 class SuiteDigests:
     """Digests of the contract suite a chunk ran: the whole suite, and what decides each falsifier."""
@@ -90,6 +132,8 @@ class SuiteDigests:
     by_node: dict[str, str] = field(default_factory=dict)
     # the digests as first defined (the whole contract's binding instead of the falsifier's entry)
     legacy: dict[str, str] = field(default_factory=dict)
+    # the digests as next defined (the checker's whole module instead of the checker's view of it)
+    previous: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, root: Path) -> SuiteDigests:
@@ -102,6 +146,7 @@ class SuiteDigests:
         by_falsifier: dict[str, str] = {}
         by_node: dict[str, str] = {}
         legacy: dict[str, str] = {}
+        previous: dict[str, str] = {}
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -109,20 +154,23 @@ class SuiteDigests:
             binding = contract_binding_digest(raw, path).encode()
             every.append((path.name, binding))
             for falsifier in data.get("falsification_tests") or []:
-                module = str(falsifier.get("check", "")).partition(":")[0]
+                module, _, function = str(falsifier.get("check", "")).partition(":")
                 own = json.dumps(falsifier, sort_keys=True, default=str).encode()
                 checker = root / (module.replace(".", "/") + ".py")
-                code = (
+                whole = (
                     [(checker.relative_to(root).as_posix(), checker.read_bytes())]
                     if module and checker.is_file()
                     else []
                 )
+                view = [(f"{name}#{function}", checker_view(code, function)) for name, code in whole]
                 key = f"{data['metadata']['id']}::{falsifier['id']}"
-                by_falsifier[key] = _sha([*shared, (f"{path.name}#{falsifier['id']}", own), *code])
-                legacy[key] = _sha([*shared, (path.name, binding), *code])
+                entry = (f"{path.name}#{falsifier['id']}", own)
+                by_falsifier[key] = _sha([*shared, entry, *view])
+                previous[key] = _sha([*shared, entry, *whole])
+                legacy[key] = _sha([*shared, (path.name, binding), *whole])
                 by_node[f"contracts/{path.name}::{falsifier['id']}"] = key
         every += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted((root / "falsifiers").rglob("*.py"))]
-        return cls(_sha(every), by_falsifier, by_node, legacy)
+        return cls(_sha(every), by_falsifier, by_node, legacy, previous)
 
     def of(self, falsifier: str) -> str | None:
         return self.by_falsifier.get(falsifier)
@@ -152,12 +200,13 @@ class SuiteDigests:
 
 
 def migrate(record: Record, suite: SuiteDigests) -> Record:
-    """``record`` with its digests restated in the current scheme where it rests on digests of the
-    first scheme that still hold for ``suite`` (same inputs, so the new digest is as good)."""
+    """``record`` with its digests restated in the current scheme where it rests on digests of an
+    earlier scheme that still hold for ``suite`` (same inputs, so the new digest is as good)."""
 
     def restated(digests: dict[str, str]) -> dict[str, str] | None:
-        if digests and all(suite.legacy.get(k) == d for k, d in digests.items()):
-            return {k: suite.by_falsifier[k] for k in digests}
+        for scheme in (suite.legacy, suite.previous):
+            if digests and all(scheme.get(k) == d for k, d in digests.items()):
+                return {k: suite.by_falsifier[k] for k in digests}
         return None
 
     if record.killer_digests and (new := restated(record.killer_digests)) is not None:
@@ -209,7 +258,9 @@ def stale_stats(mutants: Path, suite: SuiteDigests) -> list[str]:
     path = mutants / STATS_SUITE
     doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     then: dict[str, str] = doc.get("nodes", {}) if doc.get("version") == STATS_VERSION else {}
-    return sorted(node for node, digest in suite.by_node_id().items() if then.get(node) != digest)
+    # stats marked under the checker's whole module are as good while that digest holds
+    previous = {node: suite.previous.get(key) for node, key in suite.by_node.items()}
+    return sorted(node for node, digest in suite.by_node_id().items() if then.get(node) not in (digest, previous[node]))
 
 
 def drop_stats(mutants: Path, nodes: Iterable[str]) -> None:
@@ -312,3 +363,32 @@ def forget(mutants: Path, names: Iterable[str]) -> None:
             for name in hit:
                 codes[name] = None
             meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+
+
+def read_killers(path: Path) -> dict[str, list[str]]:
+    """mutant -> the falsifiers (``contract::FALSIFY-ID``) that last killed it."""
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {str(k): [str(f) for f in v] for k, v in data.items()}
+
+
+def remember_killers(path: Path, records: Iterable[Record]) -> dict[str, list[str]]:
+    """Fold the killers of ``records`` into ``path`` (a later kill replaces an earlier one's)."""
+    killers = read_killers(path) | {r.mutant: r.killers for r in records if r.killers}
+    tmp = path.with_suffix(".tmp")
+    # one mutant a line, so that a chunk's diff shows the kills it changed
+    lines = (f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(killers[k])}" for k in sorted(killers))
+    tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    tmp.replace(path)
+    return killers
+
+
+def write_hints(path: Path, names: Iterable[str], killers: Mapping[str, list[str]], suite: SuiteDigests) -> int:
+    """pv's hint file for a chunk: mutant -> node ids of its earlier killers still in ``suite``;
+    how many of ``names`` have one."""
+    node_of = {key: node for node, key in suite.by_node.items()}
+    hints = {n: [node_of[k] for k in killers.get(n, []) if k in node_of] for n in names}
+    hints = {n: nodes for n, nodes in hints.items() if nodes}
+    path.write_text(json.dumps(hints, ensure_ascii=False), encoding="utf-8")
+    return len(hints)

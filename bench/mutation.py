@@ -40,6 +40,8 @@ MUTANTS = ROOT / "mutants"
 CHUNK = MUTANTS / "pv-chunk.json"
 LOG = MUTANTS / "pv-mutation-log.jsonl"
 RESULTS = ROOT / "bench" / "mutation-results.jsonl"
+KILLERS = ROOT / "bench" / "mutation-killers.json"
+HINTS = MUTANTS / "pv-mutation-hints.json"
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
 
 
@@ -183,6 +185,8 @@ sys.exit(cli())
 def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
     cache.forget(MUTANTS, names)
     cache.Chunk(names, suite).save(CHUNK)
+    hinted = cache.write_hints(HINTS, names, cache.read_killers(KILLERS), suite)
+    print(f"{hinted} of them run their earlier killers first", flush=True)
     if LOG.exists():  # a crash under this chunk must not inherit an older run's verdicts
         LOG.replace(LOG.with_suffix(".previous.jsonl"))
     env = mutmut_env()
@@ -250,6 +254,7 @@ def main() -> int:
             print(f"{len(stale)} falsifiers changed since mutmut's stats: the next chunk re-judges them")
         return report(generated, current(records, generated, suite, cache.read_reach(MUTANTS)), args.module)
     reach = refresh_stats(suite)
+    cache.remember_killers(KILLERS, records.values())  # before the verdicts that no longer hold go
     records = current(records, generated, suite, reach)
     cache.write(RESULTS, records)
     if collected:
@@ -265,6 +270,7 @@ def main() -> int:
     start = time.perf_counter()
     code = run_chunk(todo, args.minutes, args.max_children, suite)
     collected = collect(records)
+    cache.remember_killers(KILLERS, records.values())
     reach = cache.read_reach(MUTANTS)  # what mutmut ran with (it may have collected new stats)
     cache.write(RESULTS, current(records, generated, suite, reach))
     elapsed = time.perf_counter() - start

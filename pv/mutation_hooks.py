@@ -7,7 +7,10 @@ the log; see :mod:`pv.mutation`.
 
 Under a mutant, the falsifiers run fastest first when mutmut's stats (``mutmut-stats.json`` in the
 directory mutmut runs from) give their durations: mutmut stops at the first failure, so a mutant
-that a one-second falsifier kills no longer waits for the half-minute ones listed before it.
+that a one-second falsifier kills no longer waits for the half-minute ones listed before it.  The
+falsifiers that killed the same mutant in an earlier run, named in ``pv-mutation-hints.json`` beside
+the stats (``{mutant: [node id, ...]}``, written by the driver of a resumed run), go before all of
+them: a kill re-opened by an edit elsewhere is most likely re-confirmed by its old killer.
 
 mutmut learns which tests reach which function from the test process alone.  A falsifier that runs
 the system in a child process reaches functions mutmut never sees, and their mutants would be
@@ -50,6 +53,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 MUTMUT_STATS = "mutmut-stats.json"
+KILLER_HINTS = "pv-mutation-hints.json"
 CHILD_HITS_ENV = "PV_MUTMUT_CHILD_HITS"
 
 
@@ -97,13 +101,24 @@ def _durations(path: Path) -> dict[str, float]:
         return {}  # no stats, or not mutmut's: keep pytest's order
 
 
+def _earlier_killers(path: Path, mutant: str) -> set[str]:
+    try:
+        named = json.loads(path.read_text(encoding="utf-8")).get(mutant, [])
+    except (OSError, ValueError, AttributeError):
+        return set()  # no hints, or not ours: the stats' order alone
+    return {str(n) for n in named} if isinstance(named, list) else set()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not settings_of(config).mutation_log or not mutant_id_from_env():
+    mutant = mutant_id_from_env()
+    if not settings_of(config).mutation_log or not mutant:
         return
     durations = _durations(Path.cwd() / MUTMUT_STATS)
-    if durations:
-        items.sort(key=lambda item: durations.get(item.nodeid, math.inf))  # stable: ties keep their order
+    killers = _earlier_killers(Path.cwd() / KILLER_HINTS, mutant)
+    if durations or killers:
+        # stable: ties keep their order
+        items.sort(key=lambda item: (item.nodeid not in killers, durations.get(item.nodeid, math.inf)))
 
 
 def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:

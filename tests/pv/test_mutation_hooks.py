@@ -87,6 +87,25 @@ def test_under_a_mutant_the_fastest_falsifiers_run_first(two: ToyProject, monkey
     assert _order(two.pytester.runpytest("-v", "-p", "no:randomly", "--pv-mutation-log", "log.jsonl")) == written
 
 
+def test_under_a_mutant_its_earlier_killers_run_first(two: ToyProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = two.pytester.runpytest("--collect-only", "-q", "-p", "no:randomly").outlines
+    node = {line.rsplit("-", 1)[1]: line for line in ids if "::FALSIFY-" in line}
+    durations = {node["001"]: 9.0, node["002"]: 0.5, node["003"]: 2.0}
+    (two.root / "mutmut-stats.json").write_text(json.dumps({"duration_by_test": durations}))
+    hints = {"toysystem.x_system_value__mutmut_1": [node["001"]], "toysystem.x_other__mutmut_1": [node["003"]]}
+    (two.root / "pv-mutation-hints.json").write_text(json.dumps(hints))
+    run = ("-v", "-p", "no:randomly", "--pv-mutation-log", "log.jsonl")
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_system_value__mutmut_1")
+    assert _order(two.pytester.runpytest(*run)) == ["FALSIFY-ALPHA-001", "FALSIFY-ALPHA-002", "FALSIFY-ALPHA-003"]
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_system_value__mutmut_2")  # no hint: fastest first
+    assert _order(two.pytester.runpytest(*run)) == ["FALSIFY-ALPHA-002", "FALSIFY-ALPHA-003", "FALSIFY-ALPHA-001"]
+    (two.root / "mutmut-stats.json").unlink()  # hints alone, the rest in pytest's order
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_other__mutmut_1")
+    assert _order(two.pytester.runpytest(*run)) == ["FALSIFY-ALPHA-003", "FALSIFY-ALPHA-001", "FALSIFY-ALPHA-002"]
+    (two.root / "pv-mutation-hints.json").write_text("[not hints]")
+    assert _order(two.pytester.runpytest(*run)) == ["FALSIFY-ALPHA-001", "FALSIFY-ALPHA-002", "FALSIFY-ALPHA-003"]
+
+
 CHILD_CHECKER = """
 import subprocess, sys
 from pv.checkers import checker

@@ -242,3 +242,88 @@ def test_function_hashes_are_keyed_as_mutmut_keys_its_stats(tmp_path: Path) -> N
         "engine.train.loop.x_lr_factor": "bb",
         "engine.train.loop.xǁTrainConfigǁto_dict": "cc",
     }
+
+
+def test_a_reopened_kill_keeps_its_killer_as_the_first_to_run(mutants: Path, tmp_path: Path) -> None:
+    records = harvest(mutants)
+    store = tmp_path / "killers.json"
+    cache.remember_killers(store, records.values())
+    assert cache.read_killers(store) == {
+        "sut.m.x_f__mutmut_1": ["a-v1::FALSIFY-A-001"],
+        "sut.m.x_f__mutmut_2": ["b-v1::FALSIFY-B-001"],
+    }  # the survivor and the hang named no killer
+    later = replace(records["sut.m.x_f__mutmut_2"], killers=["a-v1::FALSIFY-A-001"])
+    cache.remember_killers(store, [later])  # the latest kill replaces the earlier one, the rest stay
+    assert cache.read_killers(store)["sut.m.x_f__mutmut_2"] == ["a-v1::FALSIFY-A-001"]
+    assert len(cache.read_killers(store)) == 2
+    # B's checker is edited: its kill no longer holds, but the hint for its rerun still names A
+    (mutants / "falsifiers" / "b.py").write_text("def check(): return {'ok': False}\n")
+    suite = cache.SuiteDigests.measure(mutants)
+    hints = mutants / "pv-mutation-hints.json"
+    names = ["sut.m.x_f__mutmut_2", "sut.m.x_f__mutmut_3"]
+    assert cache.write_hints(hints, names, cache.read_killers(store), suite) == 1
+    assert json.loads(hints.read_text()) == {"sut.m.x_f__mutmut_2": ["contracts/a-v1.yaml::FALSIFY-A-001"]}
+    (mutants / "contracts" / "a-v1.yaml").unlink()  # a killer gone from the suite is no hint
+    assert cache.write_hints(hints, names, cache.read_killers(store), cache.SuiteDigests.measure(mutants)) == 0
+
+
+TWO_CHECKERS = """\
+from pv.checkers import checker
+
+LIMIT = 3
+
+
+def helper():
+    return LIMIT
+
+
+@checker(observes=["ok"])
+def first():
+    return {"ok": helper() == 3}
+
+
+@checker(observes=["ok"])
+def second():
+    return {"ok": True}
+"""
+
+
+def test_widening_one_checker_leaves_its_neighbours_kills_standing(mutants: Path) -> None:
+    module = mutants / "falsifiers" / "a.py"
+    module.write_text(TWO_CHECKERS)
+    a = mutants / "contracts" / "a-v1.yaml"
+    a.write_text(a.read_text().replace("falsifiers.a:check", "falsifiers.a:first"))
+    b = mutants / "contracts" / "b-v1.yaml"
+    b.write_text(b.read_text().replace("falsifiers.b:check", "falsifiers.a:second"))
+    records = harvest(mutants)
+    a_kill, b_kill = records["sut.m.x_f__mutmut_1"], records["sut.m.x_f__mutmut_2"]
+    module.write_text(TWO_CHECKERS.replace('return {"ok": True}', 'return {"ok": 1 + 1 == 2}'))
+    after = cache.SuiteDigests.measure(mutants)
+    assert after.current(a_kill) and not after.current(b_kill)  # only the edited checker's kill re-opens
+    module.write_text(TWO_CHECKERS.replace("LIMIT = 3", "LIMIT = 4"))  # what both may read
+    after = cache.SuiteDigests.measure(mutants)
+    assert not after.current(a_kill) and not after.current(b_kill)
+    calling = TWO_CHECKERS.replace('return {"ok": helper() == 3}', "return second()")
+    module.write_text(calling)
+    kept = cache.SuiteDigests.measure(mutants)
+    module.write_text(calling.replace('return {"ok": True}', 'return {"ok": False}'))
+    assert kept.of("a-v1::FALSIFY-A-001") != cache.SuiteDigests.measure(mutants).of("a-v1::FALSIFY-A-001")
+
+
+def test_lines_of_the_whole_module_scheme_are_restated_while_they_hold(mutants: Path) -> None:
+    (mutants / "falsifiers" / "a.py").write_text(TWO_CHECKERS)
+    a = mutants / "contracts" / "a-v1.yaml"
+    a.write_text(a.read_text().replace("falsifiers.a:check", "falsifiers.a:first"))
+    records = harvest(mutants)
+    suite = cache.SuiteDigests.measure(mutants)
+    kill = records["sut.m.x_f__mutmut_1"]
+    whole_module = replace(kill, killer_digests={k: suite.previous[k] for k in kill.killers})
+    assert suite.previous["a-v1::FALSIFY-A-001"] != suite.of("a-v1::FALSIFY-A-001")
+    assert not suite.current(whole_module) and cache.migrate(whole_module, suite) == kill
+    # stats marked under the whole-module digests are not collected again while those hold
+    cache.mark_stats_current(mutants, replace(suite, by_falsifier=suite.previous))
+    assert cache.stale_stats(mutants, suite) == []
+    (mutants / "falsifiers" / "a.py").write_text(TWO_CHECKERS + "\n# edited\n")
+    changed = cache.SuiteDigests.measure(mutants)
+    assert cache.migrate(whole_module, changed) == whole_module
+    assert cache.stale_stats(mutants, changed) == ["contracts/a-v1.yaml::FALSIFY-A-001"]
