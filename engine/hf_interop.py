@@ -344,18 +344,20 @@ class _TokenizerSettings:
 
 
 def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
-    """Whether ``tokenizer.json``'s post-processor puts ``bos`` before a single sequence."""
-    post = _read_json(tokenizer_json).get("post_processor")
+    """Whether ``tokenizer.json``'s post-processor puts ``bos`` before a single sequence: asked of
+    the tokenizers library, which applies it, as transformers' fast tokenizers do."""
+    from tokenizers import Tokenizer
+
     if FAULTS.active("hf_import_post_processor_bos_missed"):  # the defect: only tokenizer_config is read
-        post = None  # pragma: no mutate
-    processors = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
-    for proc in processors:
-        if isinstance(proc, dict) and proc.get("type") == "TemplateProcessing":
-            single = proc.get("single") or []
-            first = single[0] if single else {}
-            if isinstance(first, dict) and first.get("SpecialToken", {}).get("id") == bos:
-                return True
-    return False
+        return False  # pragma: no mutate
+    try:
+        backend = Tokenizer.from_file(str(tokenizer_json))
+    except Exception as exc:  # tokenizers raises a bare Exception for a file it cannot read
+        raise ExportError(f"{tokenizer_json}: not a tokenizer the tokenizers library reads: {exc}") from None
+    bos_id = backend.token_to_id(bos)
+    # no words at all: what comes back is what the post-processor adds
+    added = backend.encode([], is_pretokenized=True, add_special_tokens=True).ids
+    return bos_id is not None and next(iter(added), None) == bos_id
 
 
 def _without_bos_template(tok: EngineTokenizer) -> EngineTokenizer:

@@ -6,7 +6,8 @@ their whole text.  Here: a path that is not a folder, a folder with no weights, 
 head differs from its embedding and one whose head stands alone, a weight file that is JSON (the
 message is the one ``inspect`` gives for that file), a special token the vocabulary lacks, a
 config whose heads do not divide (the engine's rule after a fixed prefix), an unreadable
-special-tokens map (a fixed prefix, then the JSON parser's words), and the two refusals of
+special-tokens map (a fixed prefix, then the JSON parser's words), a tokenizer.json the tokenizers
+library cannot read (a fixed prefix, then the library's words), and the two refusals of
 ``export_hf``.  A folder with no special-tokens map and no tokenizer config imports with the
 engine's own special tokens, as documented.
 """
@@ -82,6 +83,10 @@ def _broken_map(folder: Path) -> None:
     (folder / "special_tokens_map.json").write_text("{not json", encoding="utf-8")
 
 
+def _unknown_tokenizer_model(folder: Path) -> None:
+    _edit_json(folder / "tokenizer.json", model={"type": "NoSuchModel"})
+
+
 # (what, family, how to break the copy, the message for the copy, the whole message or its start)
 CASES: list[tuple[str, str, Callable[[Path], None], Callable[[Path], str], bool]] = [
     ("weights only as JSON", "llama", _weights_are_json, lambda f: _header_message(f / "model.safetensors"), True),
@@ -96,6 +101,8 @@ CASES: list[tuple[str, str, Callable[[Path], None], Callable[[Path], str], bool]
      lambda f: "config.json is inconsistent: ", False),
     ("a special-tokens map that is not JSON", "llama", _broken_map,
      lambda f: f"{f / 'special_tokens_map.json'}: not valid JSON: ", False),
+    ("a tokenizer.json of an unknown model", "qwen2", _unknown_tokenizer_model,
+     lambda f: f"{f / 'tokenizer.json'}: not a tokenizer the tokenizers library reads: ", False),
 ]  # fmt: skip
 
 

@@ -116,6 +116,7 @@ def _generation_eos_of_one(folder: Path) -> None:
         "reexport_mismatches",
         "loaded_fields_differing",
         "tensors_differing",
+        "backend_specials_added",
     ],
     ids=["FALSIFY-HFI-005"],
 )
@@ -140,7 +141,8 @@ def tokenizer_layouts_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, 
         ("Llama: add_bos_token false beside the BOS template", llama, _add_bos_false_beside_template),
         ("Llama: add_bos_token true without a BOS template", llama, _add_bos_true_without_template),
     ]
-    out = dict.fromkeys((*COUNTS, "reexport_mismatches", "loaded_fields_differing", "tensors_differing"), 0)
+    counted = ("reexport_mismatches", "loaded_fields_differing", "tensors_differing", "backend_specials_added")
+    out = dict.fromkeys((*COUNTS, *counted), 0)
     log: list[str] = []
     for n, (what, base, rewrite) in enumerate(cases):
         folder = work / f"case-{n}"
@@ -151,6 +153,10 @@ def tokenizer_layouts_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, 
             continue
         # what import_hf returns besides the model: the folder it read, no safetensors metadata
         out["loaded_fields_differing"] += (imported.path != folder) + (imported.metadata != {})
+        # the BOS rule lives in add_bos_token alone: the backend the checkpoint keeps adds no token of
+        # its own, so a caller encoding with tokenizers' defaults does not get a second BOS
+        backend = imported.tokenizer.backend
+        out["backend_specials_added"] += backend.encode(what).ids != backend.encode(what, add_special_tokens=False).ids
         # each weight as stored: one dtype kept as it is, several read as float32
         stored = _stored(folder)
         kinds = {t.dtype for t in stored.values()}
