@@ -28,7 +28,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models
 from engine.atomic import file_sha256
 from engine.checkpoint import LoadedCheckpoint, make_manifest, model_from_state
 from engine.config import ModelConfig, default_context
-from engine.errors import CheckpointError, ExportError, TokenizerError
+from engine.errors import CheckpointError, ExportError
 from engine.faults import FAULTS
 from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf
 from engine.pretokenizers import PRE_TOKENIZERS, gpt2
@@ -175,10 +175,8 @@ def gguf_tokenizer(fields: Mapping[str, Any]) -> EngineTokenizer:
     pad = name("padding_token_id", tokens.index(eos))
     template = _field(fields, "tokenizer.chat_template", str, None)
     add_bos = bool(_field(fields, "tokenizer.ggml.add_bos_token", bool, False))
-    try:
-        return EngineTokenizer(backend, bos, eos, pad, add_bos_token=add_bos, chat_template=template)
-    except TokenizerError as exc:
-        raise ExportError(str(exc)) from None
+    # bos, eos and pad are entries of the vocabulary the backend was built from, so none is missing
+    return EngineTokenizer(backend, bos, eos, pad, add_bos_token=add_bos, chat_template=template)
 
 
 def import_gguf(
@@ -215,10 +213,10 @@ def import_gguf(
         model = model_from_state(config, state, device=device, dtype=wanted)
     except CheckpointError as exc:
         raise ExportError(f"{path}: {exc}") from None
-    file_type = contents.fields.get("general.file_type")
+    file_type: Any = contents.fields.get("general.file_type")  # whatever the file holds there
     try:
-        file_type_name = gguf.LlamaFileType(file_type).name if isinstance(file_type, int) else None
-    except ValueError:
+        file_type_name = gguf.LlamaFileType(file_type).name
+    except ValueError:  # absent (None), or a number gguf-py has no name for
         file_type_name = None
     # the runtime that converts the file is the one that writes the engine checkpoint: make_manifest's
     manifest: dict[str, Any] = {
