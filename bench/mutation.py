@@ -16,6 +16,7 @@ function.  Interrupted or killed, the next invocation picks up the finished part
     python bench/mutation.py --minutes 0               # no time limit: until every mutant is decided
     python bench/mutation.py --module engine/lora.py   # only this module's pending mutants
     python bench/mutation.py --report                  # the figures so far; runs nothing
+    python bench/mutation.py --forget-kills-by qa-gates-v1::FALSIFY-QAG-004   # a falsifier found flaky
     nox -s mutation -- --minutes 120
 """
 
@@ -34,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import _equivalents as equivalents  # noqa: E402
 import _mutation_cache as cache  # noqa: E402
 
 MUTANTS = ROOT / "mutants"
@@ -43,6 +45,7 @@ RESULTS = ROOT / "bench" / "mutation-results.jsonl"
 KILLERS = ROOT / "bench" / "mutation-killers.json"
 HINTS = MUTANTS / "pv-mutation-hints.json"
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
+EQUIVALENT_LOCK = ROOT / "bench" / "mutation-equivalent-diffs.json"
 
 
 def generate() -> None:
@@ -221,8 +224,40 @@ def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Recor
             print(f"  {module:<30} {done[module]:>5} of {total[module]:>5}")
     command = ["pv", "mutation", "report", "--results", str(RESULTS), "--survivors", "0", "--by-function"]
     if EQUIVALENT.is_file():
-        command += ["--equivalent", str(EQUIVALENT)]
+        command += ["--equivalent", str(current_equivalents())]
     return subprocess.run(command, cwd=ROOT).returncode
+
+
+def current_equivalents() -> Path:
+    """The reviewed equivalent mutants that still name the mutant reviewed (bench/_equivalents.py),
+    as a file for ``pv mutation report``; the stale ones are listed and left out."""
+    from pv.mutation import read_equivalent
+
+    reviewed = read_equivalent(EQUIVALENT)
+    bad = equivalents.stale(reviewed, equivalents.read_lock(EQUIVALENT_LOCK), equivalents.current_changes(reviewed))
+    if bad:
+        print(f"\n{len(bad)} reviewed equivalents are stale and left out (review them again):")
+        for name, why in sorted(bad.items()):
+            print(f"  {name}: {why}")
+    out = MUTANTS / "pv-equivalent-current.txt"
+    out.write_text("".join(f"{n}  # {why}\n" for n, why in reviewed.items() if n not in bad), encoding="utf-8")
+    return out
+
+
+def lock_equivalents() -> int:
+    """Record the change of every reviewed equivalent that has none recorded (a new review)."""
+    from pv.mutation import read_equivalent
+
+    reviewed = read_equivalent(EQUIVALENT)
+    lock = {n: c for n, c in equivalents.read_lock(EQUIVALENT_LOCK).items() if n in reviewed}
+    now = equivalents.current_changes(n for n in reviewed if n not in lock)
+    missing = sorted(n for n, c in now.items() if c is None)
+    lock |= {n: c for n, c in now.items() if c is not None}
+    equivalents.write_lock(EQUIVALENT_LOCK, lock)
+    print(f"locked {len(now) - len(missing)} newly reviewed equivalents; {len(lock)} in all")
+    for name in missing:
+        print(f"  no such mutant: {name}")
+    return 1 if missing else 0
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -238,14 +273,36 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=60, help="stop after this long (0: no limit)")
     parser.add_argument("--module", action="append", default=[], help="only these modules (engine/x.py)")
     parser.add_argument("--report", action="store_true", help="print the figures so far and run nothing")
+    parser.add_argument(
+        "--lock-equivalents",
+        action="store_true",
+        help="record the change of each newly reviewed equivalent (bench/mutation-equivalent-diffs.json) and exit",
+    )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--forget-kills-by",
+        action="append",
+        default=[],
+        metavar="CONTRACT::FALSIFY-ID",
+        help="drop the kills these falsifiers alone made, so that they are judged again (a falsifier "
+        "found to fail under a mutant it does not tell apart, or one that was flaky when it killed)",
+    )
     args = parser.parse_args()
     os.chdir(ROOT)
     records = cache.read(RESULTS)
+    if args.forget_kills_by:
+        doubted = set(args.forget_kills_by)
+        dropped = [n for n, r in records.items() if r.killers and set(r.killers) <= doubted]
+        for name in dropped:
+            del records[name]
+        cache.write(RESULTS, records)
+        print(f"forgot {len(dropped)} kills made by {', '.join(sorted(doubted))} alone", flush=True)
     collected = collect(records)
     generate()
     generated = cache.current_function_digests(MUTANTS)
     suite = cache.SuiteDigests.measure(MUTANTS)
+    if args.lock_equivalents:
+        return lock_equivalents()
     if args.report:
         # runs nothing: the stats as last collected judge what is current, and the file is left as
         # it is (stats stale for a changed falsifier must not drop a line for good)

@@ -211,6 +211,9 @@ class MutationSummary:
     kills_by_falsifier: dict[str, int]  # every falsifier the log saw, with its kill count
     unexplained: list[str]  # killed per the tool, yet no falsifier in the log failed under it
     equivalent: dict[str, str]
+    # listed as equivalent, yet killed: counted as killed (a falsifier told it apart); the entry is
+    # wrong, or stale (the function changed and mutmut numbered its mutants anew)
+    contradicted: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> ModuleScore:
@@ -251,6 +254,7 @@ class MutationSummary:
             "kills_by_falsifier": self.kills_by_falsifier,
             "unexplained": self.unexplained,
             "equivalent": self.equivalent,
+            "contradicted": self.contradicted,
         }
 
 
@@ -268,6 +272,7 @@ def summarize(
     killers: dict[str, list[str]] = {}
     survivors: list[MutantOutcome] = []
     unexplained: list[str] = []
+    contradicted: list[str] = []
     kills: dict[str, int] = defaultdict(int)
     for verdicts in log.values():
         for falsifier in verdicts:
@@ -277,8 +282,10 @@ def summarize(
             continue
         score = modules.setdefault(m.module, ModuleScore(m.module))
         if m.name in equivalent:
-            score.equivalent += 1
-            continue
+            if m.status not in KILLED:
+                score.equivalent += 1
+                continue
+            contradicted.append(m.name)
         score.counts[m.status] += 1
         if m.status in KILLED:
             by = sorted(f for f, v in log.get(m.name, {}).items() if v in KILLING_VERDICTS)
@@ -296,4 +303,5 @@ def summarize(
         kills_by_falsifier=dict(sorted(kills.items(), key=lambda kv: (-kv[1], kv[0]))),
         unexplained=unexplained,
         equivalent={k: v for k, v in equivalent.items() if not keep or k in keep},
+        contradicted=contradicted,
     )

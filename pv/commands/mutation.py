@@ -105,6 +105,13 @@ def _print(summary: MutationSummary, survivors: int, *, by_function: bool = Fals
         typer.echo(
             f"\n{len(summary.unexplained)} killed mutants have no failing falsifier in the log (a crash, or no log)"
         )
+    if summary.contradicted:
+        typer.echo(
+            f"\n{len(summary.contradicted)} mutants listed as equivalent were killed (counted as killed): "
+            "each entry is wrong, or stale if its function changed and mutmut numbered its mutants anew"
+        )
+        for name in summary.contradicted:
+            typer.echo(f"  {name}")
     if by_function and summary.survivors:
         typer.echo(f"\nsurvivors by function ({len(summary.survivors)}):")
         for (module, function), n in summary.survivors_by_function().items():

@@ -87,6 +87,16 @@ def test_equivalent_mutants_leave_the_denominator_and_need_a_reason(run: Path, t
         read_equivalent(equiv)
 
 
+def test_an_equivalent_entry_for_a_killed_mutant_is_reported_and_the_kill_counts(run: Path, tmp_path: Path) -> None:
+    equiv = tmp_path / "equivalent.txt"
+    equiv.write_text("sut.model.x_g__mutmut_3  # reviewed\nsut.model.x_f__mutmut_1  # stale: renumbered since\n")
+    summary = summarize(read_mutmut(run / "mutants"), {}, read_equivalent(equiv))
+    model = summary.modules["sut/model.py"]
+    assert (model.killed, model.tested, model.equivalent) == (3, 5, 1)  # the kill stands
+    assert summary.contradicted == ["sut.model.x_f__mutmut_1"]
+    assert summary.to_json()["contradicted"] == ["sut.model.x_f__mutmut_1"]
+
+
 def test_a_sample_scores_only_the_mutants_it_names(run: Path) -> None:
     summary = summarize(read_mutmut(run / "mutants"), {}, only=["sut.model.x_f__mutmut_1", "sut.model.x_f__mutmut_3"])
     assert list(summary.modules) == ["sut/model.py"]
@@ -162,6 +172,11 @@ def test_a_results_file_kept_across_runs_is_scored_raw_and_without_the_equivalen
         for line in result.output.splitlines()
     ), result.output
     assert "2  sut/m.py  C.g" in result.output
+    assert "listed as equivalent were killed" not in result.output
+    (tmp_path / "equivalent.txt").write_text("sut.m.x_f__mutmut_2  # reviewed\nsut.m.x_f__mutmut_1  # stale\n")
+    stale = runner.invoke(app, args)
+    assert "1 mutants listed as equivalent were killed" in stale.output
+    assert "  sut.m.x_f__mutmut_1" in stale.output.splitlines()
     outcomes, log = read_results(results)
     assert log["sut.m.x_f__mutmut_1"] == {"c::FALSIFY-A-001": "falsified"}
     assert [o.status for o in outcomes] == ["killed", "survived", "survived", "no tests"]

@@ -1,0 +1,64 @@
+"""The reviewed equivalent mutants, held to the mutants they were reviewed as.
+
+``bench/mutation_equivalent.txt`` names each reviewed mutant by mutmut's name, and mutmut numbers
+a function's mutants in order: an edit to the function renumbers them, and the entry then names
+another mutant (one a falsifier may kill, or one that is no mutant at all).  So each entry's change,
+the lines ``mutmut show`` prints as removed and added, is kept in
+``bench/mutation-equivalent-diffs.json`` when it is reviewed (``python bench/mutation.py
+--lock-equivalents``), and an entry whose mutant now changes something else, or no longer exists,
+is stale: it is left out of the figures and listed for a new review.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+Change = list[str]
+
+
+def current_changes(names: Iterable[str]) -> dict[str, Change | None]:
+    """Each mutant's removed and added lines as mutmut shows them (run from the repository root,
+    with ``mutants/`` generated); None for a name mutmut has no mutant for."""
+    from mutmut.__main__ import setup_source_paths
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    setup_source_paths()
+    out: dict[str, Change | None] = {}
+    for name in names:
+        try:
+            diff = get_diff_for_mutant(name)
+        except FileNotFoundError:
+            out[name] = None
+            continue
+        out[name] = [
+            line.strip() for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+    return out
+
+
+def read_lock(path: Path) -> dict[str, Change]:
+    if not path.is_file():
+        return {}
+    return {str(k): [str(x) for x in v] for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+
+
+def write_lock(path: Path, changes: Mapping[str, Change]) -> None:
+    lines = (
+        f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(changes[k], ensure_ascii=False)}" for k in sorted(changes)
+    )
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+
+
+def stale(reviewed: Mapping[str, str], lock: Mapping[str, Change], now: Mapping[str, Change | None]) -> dict[str, str]:
+    """The entries of ``reviewed`` that no longer hold, each with why."""
+    out: dict[str, str] = {}
+    for name in reviewed:
+        if name not in lock:
+            out[name] = "never locked: review it, then run --lock-equivalents"
+        elif now.get(name) is None:
+            out[name] = "mutmut has no such mutant any more"
+        elif now[name] != lock[name]:
+            out[name] = "the mutant changes other code than was reviewed: " + " / ".join(now[name] or [])
+    return out
