@@ -437,9 +437,7 @@ def _read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
             with safe_open(str(path), framework="pt", device="cpu") as fh:
                 for name in fh.keys():  # noqa: SIM118 (safe_open has no __iter__)
                     state[name] = fh.get_tensor(name)
-        except ExportError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # safetensors raises its own SafetensorError, and others below it
             raise ExportError(f"{path}: cannot read safetensors weights: {exc}") from None
     return state
 

@@ -7,7 +7,8 @@ head differs from its embedding and one whose head stands alone, a weight file t
 message is the one ``inspect`` gives for that file), a special token the vocabulary lacks, a
 config whose heads do not divide (the engine's rule after a fixed prefix), an unreadable
 special-tokens map (a fixed prefix, then the JSON parser's words), a tokenizer.json the tokenizers
-library cannot read (a fixed prefix, then the library's words), and the two refusals of
+library cannot read and a weight of a dtype safetensors does not know (a fixed prefix, then the
+library's words), and the two refusals of
 ``export_hf``.  A folder with no special-tokens map and no tokenizer config imports with the
 engine's own special tokens, as documented.
 """
@@ -83,6 +84,21 @@ def _broken_map(folder: Path) -> None:
     (folder / "special_tokens_map.json").write_text("{not json", encoding="utf-8")
 
 
+def _unknown_weight_dtype(folder: Path) -> None:
+    """One model.safetensors whose first tensor claims a dtype safetensors does not know; the
+    header stays well formed, so only reading the weights finds it."""
+    _single_file(folder, lambda state: None)
+    path = folder / "model.safetensors"
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    first = next(k for k in sorted(header) if k != "__metadata__")
+    header[first]["dtype"] = "Q7"
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + size :])
+
+
 def _unknown_tokenizer_model(folder: Path) -> None:
     _edit_json(folder / "tokenizer.json", model={"type": "NoSuchModel"})
 
@@ -101,6 +117,8 @@ CASES: list[tuple[str, str, Callable[[Path], None], Callable[[Path], str], bool]
      lambda f: "config.json is inconsistent: ", False),
     ("a special-tokens map that is not JSON", "llama", _broken_map,
      lambda f: f"{f / 'special_tokens_map.json'}: not valid JSON: ", False),
+    ("a weight of a dtype safetensors does not know", "llama", _unknown_weight_dtype,
+     lambda f: f"{f / 'model.safetensors'}: cannot read safetensors weights: ", False),
     ("a tokenizer.json of an unknown model", "qwen2", _unknown_tokenizer_model,
      lambda f: f"{f / 'tokenizer.json'}: not a tokenizer the tokenizers library reads: ", False),
 ]  # fmt: skip
