@@ -289,6 +289,7 @@ FAULTS.register(
 FAULTS.register(
     "ddp_setup_adopts_group_as_own", "setup takes a process group the caller made as its own, so close tears it down"
 )
+FAULTS.register("latest_pointer_trusted", "latest.json is followed to a step folder without its training state")
 FAULTS.register("bricks_cuda_unsynchronised", "the brick timer reads the clock without synchronizing the GPU")
 FAULTS.register("train_state_unlabelled", "a training checkpoint's train_state.safetensors carries no format label")
 FAULTS.register("default_corpus_last_file_uncut", "the default corpus reads its last file whole, past max_bytes")

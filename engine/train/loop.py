@@ -173,7 +173,9 @@ def run_training(
     if resume:
         folder = latest_checkpoint(out)
         if folder is None:
-            raise ResumeError(f"--resume: {out} holds no complete checkpoint ({LATEST_NAME} missing)")
+            pointed = (out / LATEST_NAME).is_file()
+            why = f"{LATEST_NAME} names a folder without {STATE_JSON}" if pointed else f"{LATEST_NAME} missing"
+            raise ResumeError(f"--resume: {out} holds no complete checkpoint ({why})")
         meta = json.loads((folder / STATE_JSON).read_text())
         if meta["config"] != json.loads(json.dumps(cfg.to_dict())):
             diff = sorted(k for k in cfg.to_dict() if meta["config"].get(k) != cfg.to_dict()[k])
