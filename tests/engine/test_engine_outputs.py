@@ -9,32 +9,22 @@ id named must exist, and the generated page docs/engine-outputs.md must be curre
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from safetensors import safe_open
 from typer.testing import CliRunner
 
+from tests.scripts_loader import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("engine_outputs", ROOT / "scripts" / "engine_outputs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-outputs = _load_script()
+outputs = load_script("scripts/engine_outputs.py")
 INVENTORY: dict[str, Any] = outputs.load_inventory()
 ENGINE_SOURCE = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "engine").rglob("*.py")))
 

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from pv.mutation import append_run, read_results, summarize
+from tests.scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_mutation_cache", ROOT / "bench" / "_mutation_cache.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building the class
-    spec.loader.exec_module(module)
-    return module
-
-
-cache = _load()
+cache = load_script("bench/_mutation_cache.py")
 
 CONTRACT = """\
 metadata: {{id: {cid}, version: 1.0.0, kind: inference, status: DRAFT, description: d}}

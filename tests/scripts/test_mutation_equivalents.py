@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts_loader import load_script
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_equivalents", ROOT / "bench" / "_equivalents.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-equivalents = _load()
+equivalents = load_script("bench/_equivalents.py")
 
 REVIEWED = {
     "sut.m.x_f__mutmut_3": "float('NAN') is float('nan')",
