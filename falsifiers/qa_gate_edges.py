@@ -54,7 +54,7 @@ def _reference(model: Any, ids: list[int]) -> tuple[float, int]:
 
 
 @checker(
-    observes=["scored", "perplexity_differing", "short_refusal", "overflow_gate", "early_stop_gate"],
+    observes=["scored", "perplexity_differing", "short_refusal", "overflow_gate", "early_stop_gate", "cached_decoding"],
     ids=["FALSIFY-QAG-009"],
 )
 def gates_at_their_edges(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
