@@ -289,6 +289,9 @@ FAULTS.register(
 FAULTS.register(
     "ddp_setup_adopts_group_as_own", "setup takes a process group the caller made as its own, so close tears it down"
 )
+FAULTS.register(
+    "hf_export_unadded_bos_dropped", "HF export names no BOS for a tokenizer whose own BOS is not added to prompts"
+)
 FAULTS.register("qa_perplexity_last_pair_skipped", "perplexity leaves a last window of two tokens unscored")
 FAULTS.register("latest_pointer_trusted", "latest.json is followed to a step folder without its training state")
 FAULTS.register("bricks_cuda_unsynchronised", "the brick timer reads the clock without synchronizing the GPU")

@@ -216,6 +216,8 @@ def _scramble_qk(state: dict[str, torch.Tensor]) -> None:
 
 def _bos_is_stand_in(tok: EngineTokenizer) -> bool:
     """A tokenizer without a BOS of its own (Qwen2) gets its EOS in the role; it is never exported as a BOS."""
+    if FAULTS.active("hf_export_unadded_bos_dropped"):  # pragma: no mutate
+        return not tok.add_bos_token  # pragma: no mutate -- the defect: a BOS the tokenizer does not add goes unnamed
     return tok.bos_id == tok.eos_id and not tok.add_bos_token
 
 
