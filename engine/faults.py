@@ -292,6 +292,7 @@ FAULTS.register(
 FAULTS.register(
     "hf_export_unadded_bos_dropped", "HF export names no BOS for a tokenizer whose own BOS is not added to prompts"
 )
+FAULTS.register("inspect_names_read_as_markup", "inspect's tables read brackets in a name or value as rich markup")
 FAULTS.register("qa_perplexity_last_pair_skipped", "perplexity leaves a last window of two tokens unscored")
 FAULTS.register("latest_pointer_trusted", "latest.json is followed to a step folder without its training state")
 FAULTS.register("bricks_cuda_unsynchronised", "the brick timer reads the clock without synchronizing the GPU")
