@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
+from tokenizers import Tokenizer, processors
 
 from engine.atomic import atomic_file, write_atomic
 from engine.checkpoint import (
@@ -227,8 +228,6 @@ def _exported_tokenizer_json(tok: EngineTokenizer) -> str:
     encode never applies it; ``PreTrainedTokenizerFast`` follows only the post-processor)."""
     if not tok.add_bos_token or FAULTS.active("hf_export_bos_rule_dropped"):
         return tok.hf_json()
-    from tokenizers import Tokenizer, processors
-
     backend = Tokenizer.from_str(tok.hf_json())
     bos = tok.bos_token
     backend.post_processor = processors.TemplateProcessing(
@@ -340,22 +339,24 @@ def _special_names(folder: Path) -> _SpecialNames:
 
 @dataclass(frozen=True)
 class _TokenizerSettings:
+    backend: Tokenizer  # tokenizer.json as the tokenizers library reads it, read once for every use
     add_bos_token: bool
     chat_template: str | None
     bos_in_post_processor: bool  # tokenizer.json's post-processor starts a sequence with BOS
 
 
-def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
-    """Whether ``tokenizer.json``'s post-processor puts ``bos`` before a single sequence: asked of
-    the tokenizers library, which applies it, as transformers' fast tokenizers do."""
-    from tokenizers import Tokenizer
-
-    if FAULTS.active("hf_import_post_processor_bos_missed"):  # the defect: only tokenizer_config is read
-        return False  # pragma: no mutate
+def _read_backend(tokenizer_json: Path) -> Tokenizer:
     try:
-        backend = Tokenizer.from_file(str(tokenizer_json))
+        return Tokenizer.from_file(str(tokenizer_json))
     except Exception as exc:  # tokenizers raises a bare Exception for a file it cannot read
         raise ExportError(f"{tokenizer_json}: not a tokenizer the tokenizers library reads: {exc}") from None
+
+
+def _adds_bos_in_post_processor(backend: Tokenizer, bos: str) -> bool:
+    """Whether the tokenizer's post-processor puts ``bos`` before a single sequence: asked of the
+    tokenizers library, which applies it, as transformers' fast tokenizers do."""
+    if FAULTS.active("hf_import_post_processor_bos_missed"):  # the defect: only tokenizer_config is read
+        return False  # pragma: no mutate
     bos_id = backend.token_to_id(bos)
     # no words at all: what comes back is what the post-processor adds
     added = backend.encode([], is_pretokenized=True, add_special_tokens=True).ids
@@ -365,15 +366,13 @@ def _adds_bos_in_post_processor(tokenizer_json: Path, bos: str) -> bool:
 def _without_bos_template(tok: EngineTokenizer) -> EngineTokenizer:
     """``tok`` without the post-processor that adds BOS: the engine keeps that rule as
     ``add_bos_token`` (its encode never applies a post-processor), and export writes it back."""
-    from tokenizers import Tokenizer
-
     doc = json.loads(tok.hf_json())
     doc["post_processor"] = None
     return tok.with_backend(Tokenizer.from_str(json.dumps(doc)))
 
 
 def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
-    """``add_bos_token`` and the chat template as transformers reads them from the folder."""
+    """The folder's tokenizer, ``add_bos_token`` and chat template as transformers reads them."""
     config_path = folder / "tokenizer_config.json"
     doc = _read_json(config_path) if config_path.is_file() else {}
     template: Any = doc.get("chat_template")
@@ -385,7 +384,8 @@ def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
         template = jinja.read_text(encoding="utf-8")
     if template is not None and not isinstance(template, str):
         raise ExportError(f"{config_path}: chat_template must be a string")
-    post_bos = _adds_bos_in_post_processor(folder / "tokenizer.json", bos)  # read once, for both uses
+    backend = _read_backend(folder / "tokenizer.json")
+    post_bos = _adds_bos_in_post_processor(backend, bos)
     written = doc.get("add_bos_token")
     if written is not None and not isinstance(written, bool):
         raise ExportError(f"{config_path}: add_bos_token must be true or false, got {written!r}")
@@ -396,7 +396,7 @@ def _tokenizer_settings(folder: Path, bos: str) -> _TokenizerSettings:
     if FAULTS.active("hf_import_llama_class_implies_bos") and written is None:  # pragma: no mutate
         # the defect: transformers 4's Llama default
         add_bos = post_bos or "Llama" in str(doc.get("tokenizer_class"))  # pragma: no mutate
-    return _TokenizerSettings(add_bos, template, post_bos)
+    return _TokenizerSettings(backend, add_bos, template, post_bos)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -458,8 +458,8 @@ def import_hf(
     names = _special_names(folder)
     settings = _tokenizer_settings(folder, names.bos)
     try:
-        tokenizer = EngineTokenizer.from_hf_file(
-            tok_path,
+        tokenizer = EngineTokenizer(
+            settings.backend,
             names.bos,
             names.eos,
             names.pad,
