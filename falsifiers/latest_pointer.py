@@ -20,7 +20,7 @@ import torch
 from engine.data import TokenData
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.refusals import Refusal, refusals_differing
 from pv.checkers import checker
 
 STEP = "step-000002"
@@ -72,7 +72,7 @@ def latest_pointer_followed_to_complete_folders(
     )
     resume = partial(run_training, task, cfg, resume=True)
     pointed = folders["a missing folder"]
-    requests = [
+    requests: list[Refusal] = [
         (
             partial(resume, folders["no pointer"]),
             ResumeError,
@@ -89,19 +89,4 @@ def latest_pointer_followed_to_complete_folders(
         ),
         (partial(find_adapter, pointed), AdapterError, f"{pointed}: latest.json names no checkpoint folder"),
     ]
-    # anything else raised (a resume that went into the folder and failed there) is a difference too
-    return {"latest": latest, "refusals_differing": refusals_differing(_caught(r) for r in requests)}
-
-
-def _caught(request: tuple[Any, type[Exception], str]) -> tuple[Any, type[Exception], str]:
-    call, refused, message = request
-
-    def guarded() -> object:
-        try:
-            return call()
-        except refused:
-            raise
-        except Exception as exc:
-            raise refused(f"{type(exc).__name__}: {exc}") from None
-
-    return guarded, refused, message
+    return {"latest": latest, "refusals_differing": refusals_differing(requests)}

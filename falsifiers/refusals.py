@@ -13,7 +13,9 @@ Refusal = tuple[Callable[[], object], type[BaseException] | tuple[type[BaseExcep
 
 def refusals_differing(requests: Iterable[Refusal]) -> list[str]:
     """For each ``(call, exception type(s), message)``: "not refused" when the call returns, the
-    message and the expected text when they differ; nothing when the refusal is word for word."""
+    message and the expected text when they differ, the exception when the call fails another way
+    (a crash where a refusal was due is a difference, not an error of the falsifier); nothing when
+    the refusal is word for word."""
     differing = []
     for call, refused, message in requests:
         try:
@@ -21,6 +23,9 @@ def refusals_differing(requests: Iterable[Refusal]) -> list[str]:
         except refused as exc:
             if str(exc) != message:
                 differing.append(f"{str(exc)!r} != {message!r}")
+            continue
+        except Exception as exc:
+            differing.append(f"{type(exc).__name__}: {str(exc)!r} instead of the refusal {message!r}")
             continue
         differing.append(f"not refused: {message!r}")
     return differing

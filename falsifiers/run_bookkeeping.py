@@ -28,9 +28,14 @@ STEPS, SAVE_EVERY, BATCH = 3, 2, 2
 STATE_LABELS = {"format": "pv-engine-train-state"}  # what the engine's docs say the file carries
 
 
-def _read(path: Path) -> list[list[Any]]:
-    """A JSON object file as its [key, value] pairs in key order."""
-    return [[k, v] for k, v in sorted(json.loads(path.read_text(encoding="utf-8")).items())]
+def _pairs(doc: dict[str, Any]) -> list[list[Any]]:
+    """A JSON object as its [key, value] pairs in key order (an expect holds no dict literal)."""
+    return [[k, v] for k, v in sorted(doc.items())]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return doc
 
 
 @checker(
@@ -80,15 +85,15 @@ def run_bookkeeping_as_documented(
     checkpoints = [
         result.checkpoint == out / saved[-1],
         [Path(r["path"]).relative_to(out).as_posix() for r in log if r["kind"] == "checkpoint"],
-        _read(out / "latest.json"),
+        _pairs(_read(out / "latest.json")),
     ]
 
     state_files = []
     for folder in saved:
         with safe_open(str(out / folder / "train_state.safetensors"), framework="pt") as f:
             labels = f.metadata()
-        position = dict(_read(out / folder / "train_state.json"))["data_position"]
-        state_files.append([folder, labels == STATE_LABELS, sorted([k, v] for k, v in position.items())])
+        position = _read(out / folder / "train_state.json")["data_position"]
+        state_files.append([folder, labels == STATE_LABELS, _pairs(position)])
     return {
         "elapsed_as_documented": elapsed_ok,
         "seconds_as_documented": seconds_ok,
