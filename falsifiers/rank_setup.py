@@ -10,6 +10,7 @@ the four refusals, word for word.  No process group is made and no GPU is used.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any
 from unittest import mock
 
@@ -33,15 +34,24 @@ class _Dist:
         self.available, self.group, self.nccl = available, group, nccl
         self.inits: list[dict[str, Any]] = []
 
-    def patches(self, dist: Any) -> list[Any]:
-        return [
-            mock.patch.object(dist, "is_available", lambda: self.available),
-            mock.patch.object(dist, "is_initialized", lambda: self.group is not None),
-            mock.patch.object(dist, "get_rank", lambda: self.group[0] if self.group else -1),
-            mock.patch.object(dist, "get_world_size", lambda: self.group[1] if self.group else -1),
-            mock.patch.object(dist, "is_nccl_available", lambda: self.nccl),
-            mock.patch.object(dist, "init_process_group", lambda **kw: self.inits.append(kw)),
-        ]
+    def setup(self, device: str, environ: dict[str, str]) -> Any:
+        """engine.distributed.setup with this stand-in in torch.distributed's place."""
+        import torch.distributed as dist
+
+        from engine.distributed import setup
+
+        patches = {
+            "is_available": lambda: self.available,
+            "is_initialized": lambda: self.group is not None,
+            "get_rank": lambda: self.group[0] if self.group else -1,
+            "get_world_size": lambda: self.group[1] if self.group else -1,
+            "is_nccl_available": lambda: self.nccl,
+            "init_process_group": lambda **kw: self.inits.append(kw),
+        }
+        with ExitStack() as stack:
+            for name, stand_in in patches.items():
+                stack.enter_context(mock.patch.object(dist, name, stand_in))
+            return setup(torch.device(device), environ)
 
 
 def _init_call(kwargs: dict[str, Any]) -> list[list[Any]]:
@@ -52,11 +62,7 @@ def _init_call(kwargs: dict[str, Any]) -> list[list[Any]]:
 def rank_joins_group() -> dict[str, Any]:
     """setup on cpu, cuda:1 and cuda with rank 1 of 2's torchrun variables, outside torchrun and
     with WORLD_SIZE=1, and beside a group already made; the four setups it must refuse."""
-    from contextlib import ExitStack
-
-    import torch.distributed as dist
-
-    from engine.distributed import DistributedError, setup
+    from engine.distributed import DistributedError
 
     cases: list[tuple[str, str, dict[str, str], _Dist]] = [
         ("outside torchrun", "cpu", {}, _Dist()),
@@ -67,10 +73,7 @@ def rank_joins_group() -> dict[str, Any]:
     ]
     joins: list[list[Any]] = []
     for name, device, environ, stand_in in cases:
-        with ExitStack() as stack:
-            for patch in stand_in.patches(dist):
-                stack.enter_context(patch)
-            ctx = setup(torch.device(device), environ)
+        ctx = stand_in.setup(device, environ)
         joins.append(
             [name, [ctx.rank, ctx.world_size], str(ctx.device), ctx.owns_group, [_init_call(c) for c in stand_in.inits]]
         )
@@ -84,13 +87,10 @@ def rank_joins_group() -> dict[str, Any]:
     differing: list[list[Any]] = []
     for name, (device, stand_in) in refusing.items():
         said: Any = "no refusal"
-        with ExitStack() as stack:
-            for patch in stand_in.patches(dist):
-                stack.enter_context(patch)
-            try:
-                setup(torch.device(device), TORCHRUN)
-            except DistributedError as exc:
-                said = str(exc)
+        try:
+            stand_in.setup(device, TORCHRUN)
+        except DistributedError as exc:
+            said = str(exc)
         if said != REFUSALS[name] or stand_in.inits:
             differing.append([name, said, len(stand_in.inits)])
     return {"joins": joins, "refusals_differing": differing}
