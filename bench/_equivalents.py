@@ -11,9 +11,10 @@ is stale: it is left out of the figures and listed for a new review.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from _mutation_cache import read_lists, write_lists
 
 Change = list[str]
 
@@ -39,16 +40,11 @@ def current_changes(names: Iterable[str]) -> dict[str, Change | None]:
 
 
 def read_lock(path: Path) -> dict[str, Change]:
-    if not path.is_file():
-        return {}
-    return {str(k): [str(x) for x in v] for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+    return read_lists(path)
 
 
 def write_lock(path: Path, changes: Mapping[str, Change]) -> None:
-    lines = (
-        f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(changes[k], ensure_ascii=False)}" for k in sorted(changes)
-    )
-    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    write_lists(path, changes)
 
 
 def stale(reviewed: Mapping[str, str], lock: Mapping[str, Change], now: Mapping[str, Change | None]) -> dict[str, str]:

@@ -365,22 +365,32 @@ def forget(mutants: Path, names: Iterable[str]) -> None:
             meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
 
 
-def read_killers(path: Path) -> dict[str, list[str]]:
-    """mutant -> the falsifiers (``contract::FALSIFY-ID``) that last killed it."""
+def read_lists(path: Path) -> dict[str, list[str]]:
+    """A committed JSON object of string lists keyed by mutant ({} when the file is absent)."""
     if not path.is_file():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {str(k): [str(f) for f in v] for k, v in data.items()}
+    return {str(k): [str(x) for x in v] for k, v in data.items()}
+
+
+def write_lists(path: Path, lists: Mapping[str, list[str]]) -> None:
+    """``lists`` as a JSON object, one mutant a line in name order, so that a diff shows the
+    mutants it changed; replaced atomically."""
+    lines = (f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(lists[k], ensure_ascii=False)}" for k in sorted(lists))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def read_killers(path: Path) -> dict[str, list[str]]:
+    """mutant -> the falsifiers (``contract::FALSIFY-ID``) that last killed it."""
+    return read_lists(path)
 
 
 def remember_killers(path: Path, records: Iterable[Record]) -> dict[str, list[str]]:
     """Fold the killers of ``records`` into ``path`` (a later kill replaces an earlier one's)."""
     killers = read_killers(path) | {r.mutant: r.killers for r in records if r.killers}
-    tmp = path.with_suffix(".tmp")
-    # one mutant a line, so that a chunk's diff shows the kills it changed
-    lines = (f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(killers[k])}" for k in sorted(killers))
-    tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
-    tmp.replace(path)
+    write_lists(path, killers)
     return killers
 
 

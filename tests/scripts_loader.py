@@ -11,8 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script(relative: str) -> ModuleType:
-    """``bench/_mutation_cache.py`` -> that file as a module named for its stem."""
+    """``bench/_mutation_cache.py`` -> that file as a module named for its stem; its folder goes on
+    the import path, as running the script puts it, so that it imports its siblings."""
     path = ROOT / relative
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
