@@ -51,6 +51,7 @@ KILLED = frozenset({"killed", "timeout", "segfault"})
 NOT_COUNTED = frozenset({"not checked", "skipped", "interrupted", "caught by type check"})
 KILLING_VERDICTS = frozenset({"falsified", "error"})
 ENV_MUTANT = "MUTANT_UNDER_TEST"
+REASON_CHARS = 400
 _MUTMUT_SENTINELS = frozenset({"", "fail", "stats", "list_all_tests", "mutant_generation"})
 
 
@@ -68,12 +69,19 @@ def mutant_id_from_env() -> str | None:
     return None if name in _MUTMUT_SENTINELS else name
 
 
-def append_run(log: Path, mutant: str, verdicts: Mapping[str, str]) -> None:
+def append_run(log: Path, mutant: str, verdicts: Mapping[str, str], reasons: Mapping[str, str] | None = None) -> None:
     """Append one run's falsifier verdicts under ``mutant`` to the JSON-lines ``log``.
 
-    Mutation tools run several suites at once: one ``O_APPEND`` write per run keeps lines whole.
+    ``reasons`` (falsifier -> failure message) are kept, cut to :data:`REASON_CHARS`, for the
+    verdicts that kill: a kill that does not reproduce outside the mutation tool can then be traced
+    to the observation that failed.  Mutation tools run several suites at once: one ``O_APPEND``
+    write per run keeps lines whole.
     """
-    line = json.dumps({"mutant": mutant, "verdicts": dict(sorted(verdicts.items()))}, sort_keys=True) + "\n"
+    record: dict[str, Any] = {"mutant": mutant, "verdicts": dict(sorted(verdicts.items()))}
+    why = {k: v[:REASON_CHARS] for k, v in sorted((reasons or {}).items()) if verdicts.get(k) in KILLING_VERDICTS}
+    if why:
+        record["why"] = why
+    line = json.dumps(record, sort_keys=True) + "\n"
     log.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:

@@ -129,5 +129,6 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
     verdicts = {
         f"{r.contract_id}::{r.falsify_id}": r.verdict.value for r in run.results if r.verdict != Verdict.NOT_RUN
     }
+    reasons = {f"{r.contract_id}::{r.falsify_id}": r.message for r in run.results if r.message}
     if verdicts:
-        append_run(target, mutant, verdicts)
+        append_run(target, mutant, verdicts, reasons)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 import pv.commands.mutation  # noqa: F401  (registers `pv mutation`)
 from pv.app import app
 from pv.mutation import (
+    REASON_CHARS,
     MutationReportError,
     append_run,
     function_of,
@@ -114,6 +115,16 @@ def test_the_newest_log_line_of_a_mutant_wins_and_a_torn_last_line_is_skipped(tm
         fh.write('\n{"mutant": "m3", "verdicts": {}}\n')
     with pytest.raises(MutationReportError, match=r"log.jsonl:3"):
         read_log(log)
+
+
+def test_a_kill_is_logged_with_its_reason_cut_and_a_survivor_without(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    append_run(log, "m1", {"f": "falsified", "g": "survived"}, {"f": "x" * 1000, "g": "not a kill"})
+    append_run(log, "m2", {"f": "survived"}, {})
+    first, second = (json.loads(line) for line in log.read_text().splitlines())
+    assert first["why"] == {"f": "x" * REASON_CHARS}
+    assert "why" not in second
+    assert read_log(log) == {"m1": {"f": "falsified", "g": "survived"}, "m2": {"f": "survived"}}
 
 
 def test_unknown_exit_codes_are_suspicious_and_missing_results_are_errors(tmp_path: Path) -> None:
