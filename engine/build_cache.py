@@ -42,14 +42,15 @@ def engine_source_digest() -> str:
 
 def artefact_key(key: Mapping[str, Any]) -> str:
     """The digest an artefact is stored under: the caller's ``key``, the engine's source, the faults."""
-    faults = os.environ.get(FAULTS_ENV_VAR, "")
+    faults = os.environ.get(FAULTS_ENV_VAR)
     engine = engine_source_digest()
     if FAULTS.active("build_cache_ignores_engine_source"):  # the defect: an engine change reuses old artefacts
         engine = ""  # pragma: no mutate
     ordered = True
     if FAULTS.active("build_cache_key_order_matters"):  # the defect: one key in another order builds again
         ordered = False  # pragma: no mutate
-    blob = json.dumps({"key": key, "engine": engine, "faults": faults}, sort_keys=ordered, default=str)
+    # a list, not named fields: the digest separates the three parts by position
+    blob = json.dumps([key, engine, faults], sort_keys=ordered, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -59,7 +60,7 @@ def built_once(kind: str, key: Mapping[str, Any], build: Callable[[Path], None],
     ``build`` writes into the empty folder it is given; the folder is renamed into place when it
     returns, so a reader never sees half an artefact."""
     base = (root or cache_dir()) / kind
-    final = base / artefact_key(key)[:32]
+    final = base / artefact_key(key)
     if (final / DONE).is_file():
         return final
     base.mkdir(parents=True, exist_ok=True)
@@ -71,7 +72,7 @@ def built_once(kind: str, key: Mapping[str, Any], build: Callable[[Path], None],
         work.mkdir()
         try:
             build(work)
-            (work / DONE).write_text(json.dumps(dict(key), sort_keys=True, default=str) + "\n", encoding="utf-8")
+            (work / DONE).write_bytes((json.dumps(dict(key), sort_keys=True, default=str) + "\n").encode())
             shutil.rmtree(final, ignore_errors=True)  # an unfinished folder of an older layout
             os.replace(work, final)
         finally:

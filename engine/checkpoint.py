@@ -72,13 +72,13 @@ def runtime_versions() -> dict[str, str]:
     }
 
 
-def weights_digest(model: torch.nn.Module) -> str:
+def weights_digest(model: DecoderLM) -> str:
     """sha256 over every tensor's name, dtype, shape and bytes (a tied head once): which weights
     these are, whatever file or manifest they came in."""
     import hashlib
 
     h = hashlib.sha256()
-    tied = bool(getattr(getattr(model, "config", None), "tie_word_embeddings", False))
+    tied = model.config.tie_word_embeddings
     if FAULTS.active("weights_digest_hashes_tied_head"):  # the defect: the digest of no file's tensors
         tied = False  # pragma: no mutate
     for name, tensor in sorted(model.state_dict().items()):

@@ -6,7 +6,7 @@ same mapping in another insertion order, and one holding a path, name one artefa
 The DONE marker holds the key as sorted JSON (paths as text) and a newline, written out here.  A
 partial folder a killed build of this process left, and an unfinished folder of an older layout
 at the artefact's place, are cleared by the next build.  Nothing is written outside the root: the
-working directory gains no file.
+builds run in a fresh working directory, which stays empty.
 """
 
 from __future__ import annotations
@@ -26,9 +26,19 @@ from pv.checkers import checker
 )
 def built_once_in_process(tmp_path: Path) -> dict[str, Any]:
     """Keys in two orders and with a path, a stale partial folder and an older unfinished one."""
+    # a fresh, empty working directory: a file left there by an earlier run must not hide one
+    # this build leaves (a lock named after no folder lands in the working directory)
+    cwd, here = Path.cwd(), fresh_dir(tmp_path, "cwd-")
+    os.chdir(here)
+    try:
+        return _builds(tmp_path, here)
+    finally:
+        os.chdir(cwd)
+
+
+def _builds(tmp_path: Path, here: Path) -> dict[str, Any]:
     from engine.build_cache import DONE, built_once
 
-    cwd_before = set(os.listdir("."))
     root = fresh_dir(tmp_path, "cache-") / "not" / "yet"
     calls: list[Path] = []
 
@@ -58,5 +68,5 @@ def built_once_in_process(tmp_path: Path) -> dict[str, Any]:
     except OSError:
         cleared = False
     out["stale_folders_cleared"] = cleared
-    out["stray_files"] = len(set(os.listdir(".")) - cwd_before)
+    out["stray_files"] = len(os.listdir(here))
     return out
