@@ -16,7 +16,6 @@ The formula is :func:`engine.memory.estimate` on the same architecture built on 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -100,16 +99,14 @@ def measure(
     trainable = [p for p in model.parameters() if p.requires_grad]
     model_bytes = sum(n for k, n in live_tensor_storages().items() if k not in before)
     trainable_bytes = _storages(trainable)
-    opt = torch.optim.AdamW(trainable, lr=1e-4)
-    config: Any = model.config  # the engine's ModelConfig, seen through PEFT's wrapper
-    vocab = int(config.vocab_size)
-    gen = torch.Generator().manual_seed(0)
+    # AdamW's defaults and token ids of 0: learning rate and ids change values, not one allocation
+    opt = torch.optim.AdamW(trainable)
+    ids = torch.zeros((batch_size, seq_len), dtype=torch.long)
     model.train()
     for _ in range(steps):
-        ids = torch.randint(0, vocab, (batch_size, seq_len), generator=gen)
+        # no zero_grad: each backward adds into the gradient buffers, part of the footprint
         model(ids, labels=ids).loss.backward()
         opt.step()
-        opt.zero_grad(set_to_none=False)  # the gradient buffers are part of the footprint
     grads = _storages([p.grad for p in trainable if p.grad is not None])
     state = _storages([v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim()])
     return CheckpointMemory(
@@ -159,23 +156,18 @@ def measure_checkpoint(
         "batch_size": batch_size,
         "seq_len": seq_len,
     }
-    child_env = dict(os.environ if env is None else env)
-    # the child imports this engine wherever it was imported from, installed or not
-    root = str(Path(__file__).resolve().parents[1])
-    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, child_env.get("PYTHONPATH", "")) if p)
+    # the child imports the engine as this process does: the package is installed (editable in
+    # a checkout) and the child starts in the caller's working directory
     proc = subprocess.run(
         [sys.executable, "-c", CHILD],
         input=json.dumps(request),
         capture_output=True,
         text=True,
-        check=False,
-        env=child_env,
+        env=None if env is None else dict(env),
     )
+    if proc.returncode != 0:  # the child prints its result line last, so exit 0 means it printed one
+        raise RuntimeError(f"memory measurement of {path} ({method}) failed (exit {proc.returncode}): {proc.stderr}")
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(
-            f"memory measurement of {path} ({method}) failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
-        )
     data = json.loads(lines[-1][len(RESULT_MARK) :])
     data.pop("total_bytes")
     return CheckpointMemory(**data)

@@ -67,13 +67,10 @@ def state_from_files(
     state: dict[int, dict[str, Any]] = {}
     for key, value in tensors.items():
         if key.startswith("optim."):
-            _, idx, name = key.split(".", 2)
+            _, idx, name = key.split(".")  # optim.{index}.{name}: no state name holds a dot
             state.setdefault(int(idx), {})[name] = value if name == "step" else value.to(device)
-    groups = [dict(g) for g in meta["param_groups"]]
-    for g in groups:
-        if "betas" in g:
-            g["betas"] = tuple(g["betas"])
-    optimizer.load_state_dict({"state": state, "param_groups": groups})
+    # betas come back a JSON list; AdamW reads them by index as it reads the tuple
+    optimizer.load_state_dict({"state": state, "param_groups": [dict(g) for g in meta["param_groups"]]})
     scheduler.load_state_dict(dict(meta["scheduler"]))
     rng = tensors["rng.cpu"]
     if FAULTS.active("resume_rng_not_restored"):  # the defect: the resuming process's own generator goes on
@@ -99,7 +96,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     # the defect: keys in the order they were inserted, so two runs' files differ by their history
     if FAULTS.active("run_json_keys_unsorted"):  # pragma: no mutate
         sort = False  # pragma: no mutate
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=sort, default=str) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=sort) + "\n")
 
 
 class JsonlLog:
@@ -108,10 +105,10 @@ class JsonlLog:
         self.path = path
         if FAULTS.active("resumed_log_truncated"):  # the defect: a resume starts the log afresh
             append = False  # pragma: no mutate
-        self._fh = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
+        self._fh = open(path, "ab" if append else "wb")  # noqa: SIM115 (closed by close())
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, sort_keys=True) + "\n")
+        self._fh.write((json.dumps(record, sort_keys=True) + "\n").encode())
         self._fh.flush()
 
     def close(self) -> None:
