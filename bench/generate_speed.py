@@ -26,6 +26,7 @@ from engine.generate import generate, pad_prompts
 from engine.hf_interop import export_hf
 from engine.model import build_model
 from engine.tokenizer import cached_tokenizer
+from pv.noise import cpu_seconds
 
 
 @dataclass
@@ -43,9 +44,9 @@ def _interleaved(runs: dict[str, Callable[[], torch.Tensor]], repeats: int) -> d
         fn()  # warm-up: allocator, kernels, lazy imports
     for _ in range(repeats):
         for name, fn in runs.items():
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu = time.perf_counter(), cpu_seconds()
             result = fn()
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
             best = out.get(name)
             if best is None:
                 out[name] = Timing(wall, cpu, result)

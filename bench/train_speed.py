@@ -45,6 +45,7 @@ from engine.lora import LoraSettings, prepare_qlora  # noqa: E402
 from engine.memory import compare_lora_qlora, measure_method, memory_table, seven_b_report  # noqa: E402
 from engine.model import build_model  # noqa: E402
 from engine.tokenizer import cached_tokenizer  # noqa: E402
+from pv.noise import cpu_seconds  # noqa: E402
 
 
 @dataclass
@@ -59,11 +60,11 @@ def interleaved(runs: dict[str, Callable[[], None]], repeats: int) -> dict[str, 
     best: dict[str, Best] = {}
     for _ in range(repeats):
         for name, fn in runs.items():
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu = time.perf_counter(), cpu_seconds()
             fn()
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
             b = best.get(name)
             best[name] = Best(wall, cpu) if b is None else Best(min(b.wall_s, wall), min(b.cpu_s, cpu))
     return best

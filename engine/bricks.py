@@ -39,6 +39,7 @@ from engine.config import ModelConfig, preset
 from engine.faults import FAULTS
 from engine.lora import LoraSettings, apply_lora, prepare_qlora
 from engine.model import build_model
+from pv.noise import cpu_seconds
 
 BRICKS: tuple[str, ...] = ("lora_forward", "optimizer", "loss", "train_step", "ttft", "throughput", "batch")
 
@@ -216,13 +217,13 @@ def time_call(
     for attempt in range(RETIME_ROUNDS + 1):
         rep_s, cpu_s, ref_s, ref_cpu_s = [], [], [], []
         for _ in range(reps):
-            c0 = time.process_time()
+            c0 = cpu_seconds()
             rep_s.append(_timed_batch(fn, n, device, clock))
-            cpu_s.append(time.process_time() - c0)
+            cpu_s.append(cpu_seconds() - c0)
             if reference is not None:
-                c0 = time.process_time()
+                c0 = cpu_seconds()
                 ref_s.append(_timed_batch(reference, m, device, clock) / m)
-                ref_cpu_s.append((time.process_time() - c0) / m)
+                ref_cpu_s.append((cpu_seconds() - c0) / m)
         if min(rep_s) >= min_rep_s or attempt == RETIME_ROUNDS:
             break
         # A few hundred calls in, a microsecond brick runs faster than it did while calibrating

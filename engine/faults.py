@@ -299,3 +299,7 @@ FAULTS.register("bricks_cuda_unsynchronised", "the brick timer reads the clock w
 FAULTS.register("train_state_unlabelled", "a training checkpoint's train_state.safetensors carries no format label")
 FAULTS.register("default_corpus_last_file_uncut", "the default corpus reads its last file whole, past max_bytes")
 FAULTS.register("weights_digest_hashes_tied_head", "weights_digest hashes a tied head that no checkpoint file holds")
+FAULTS.register(
+    "qa_throughput_cpu_clock_sampled",
+    "the throughput gate reads CPU time from a clock a CPU-time limit samples at the tick",
+)

@@ -43,6 +43,7 @@ from engine.checkpoint import LoadedCheckpoint, load_checkpoint
 from engine.errors import EngineError
 from engine.faults import FAULTS
 from engine.generate import generate
+from pv.noise import cpu_seconds
 
 Status = Literal["pass", "fail", "skipped", "inconclusive"]
 GATES = ("loads", "tokenizer_roundtrip", "finite_logits", "golden", "perplexity", "throughput")
@@ -339,14 +340,17 @@ def _throughput(loaded: LoadedCheckpoint, tokens: int, bound: float | None) -> G
     from pv.noise import rate_interval
 
     greedy(loaded, "def ", 2)  # warm-up: first-call allocations are not decode speed
+    clock = cpu_seconds
+    if FAULTS.active("qa_throughput_cpu_clock_sampled"):  # the defect: a clock a CPU-time limit samples at the tick
+        clock = time.process_time  # pragma: no mutate
     walls, cpus, produced = [], [], 0
     for _ in range(THROUGHPUT_REPEATS):
-        c0, start = time.process_time(), time.perf_counter()
+        c0, start = clock(), time.perf_counter()
         produced = len(greedy(loaded, "def ", tokens))
         if FAULTS.active("qa_throughput_counts_requested_tokens"):
             produced = tokens  # the defect: a decode that stopped on EOS is credited in full  # pragma: no mutate
         walls.append(time.perf_counter() - start)
-        cpus.append(time.process_time() - c0)
+        cpus.append(clock() - c0)
         if FAULTS.active("qa_throughput_cpu_since_start"):  # the defect: the process's CPU clock, not the decode's
             cpus[-1] += c0  # pragma: no mutate
     rate = rate_interval(produced, walls, cpus, threads=torch.get_num_threads())

@@ -29,7 +29,7 @@ PRODUCED = 20  # tokens each decode gives back, of the 32 asked
 
 
 class _Script:
-    """``time.perf_counter`` / ``time.process_time`` advanced only by the scripted decodes."""
+    """The wall clock and the CPU clock (``pv.noise.cpu_seconds``) advanced only by the scripted decodes."""
 
     def __init__(self) -> None:
         self.wall, self.cpu, self.timed = 64.0, CPU_START, 0
@@ -37,7 +37,7 @@ class _Script:
     def perf_counter(self) -> float:
         return self.wall
 
-    def process_time(self) -> float:
+    def cpu_seconds(self) -> float:
         return self.cpu
 
     def greedy(self, _loaded: Any, _prompt: str, max_new_tokens: int) -> list[int]:
@@ -54,13 +54,13 @@ class _Script:
 def _scripted(script: _Script) -> Iterator[None]:
     import engine.qa as qa
 
-    saved = qa.time, qa.greedy
-    clock = types.SimpleNamespace(perf_counter=script.perf_counter, process_time=script.process_time)
-    qa.time, qa.greedy = clock, script.greedy  # type: ignore[assignment]
+    saved = qa.time, qa.cpu_seconds, qa.greedy
+    qa.time = types.SimpleNamespace(perf_counter=script.perf_counter)  # type: ignore[assignment]
+    qa.cpu_seconds, qa.greedy = script.cpu_seconds, script.greedy  # type: ignore[assignment]
     try:
         yield
     finally:
-        qa.time, qa.greedy = saved
+        qa.time, qa.cpu_seconds, qa.greedy = saved
 
 
 @checker(observes=["gates", "timed_decodes", "mismatches", "statuses"], ids=["FALSIFY-QAG-008"])

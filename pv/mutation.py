@@ -51,7 +51,7 @@ KILLED = frozenset({"killed", "timeout", "segfault"})
 NOT_COUNTED = frozenset({"not checked", "skipped", "interrupted", "caught by type check"})
 KILLING_VERDICTS = frozenset({"falsified", "error"})
 ENV_MUTANT = "MUTANT_UNDER_TEST"
-REASON_CHARS = 400
+REASON_CHARS = 1000
 _MUTMUT_SENTINELS = frozenset({"", "fail", "stats", "list_all_tests", "mutant_generation"})
 
 
@@ -72,13 +72,13 @@ def mutant_id_from_env() -> str | None:
 def append_run(log: Path, mutant: str, verdicts: Mapping[str, str], reasons: Mapping[str, str] | None = None) -> None:
     """Append one run's falsifier verdicts under ``mutant`` to the JSON-lines ``log``.
 
-    ``reasons`` (falsifier -> failure message) are kept, cut to :data:`REASON_CHARS`, for the
-    verdicts that kill: a kill that does not reproduce outside the mutation tool can then be traced
-    to the observation that failed.  Mutation tools run several suites at once: one ``O_APPEND``
-    write per run keeps lines whole.
+    ``reasons`` (falsifier -> failure message) are kept for the verdicts that kill, without the
+    lines restating the contract and cut to :data:`REASON_CHARS`: a kill that does not reproduce
+    outside the mutation tool can then be traced to the observation that failed.  Mutation tools
+    run several suites at once: one ``O_APPEND`` write per run keeps lines whole.
     """
     record: dict[str, Any] = {"mutant": mutant, "verdicts": dict(sorted(verdicts.items()))}
-    why = {k: v[:REASON_CHARS] for k, v in sorted((reasons or {}).items()) if verdicts.get(k) in KILLING_VERDICTS}
+    why = {k: _reason(v) for k, v in sorted((reasons or {}).items()) if verdicts.get(k) in KILLING_VERDICTS}
     if why:
         record["why"] = why
     line = json.dumps(record, sort_keys=True) + "\n"
@@ -88,6 +88,16 @@ def append_run(log: Path, mutant: str, verdicts: Mapping[str, str], reasons: Map
         os.write(fd, line.encode())
     finally:
         os.close(fd)
+
+
+# A failure report's lines that restate the contract, not what was measured.
+_RESTATED = ("  rule:", "  prediction:", "  if it fails:")
+
+
+def _reason(message: str) -> str:
+    """What failed, from a falsifier's failure report: its expect, values and observations."""
+    kept = [line for line in message.splitlines() if not line.startswith(_RESTATED)]
+    return "\n".join(kept)[:REASON_CHARS]
 
 
 def read_log(log: Path) -> dict[str, dict[str, str]]:

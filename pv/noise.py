@@ -17,7 +17,8 @@ The helpers build such intervals from what is cheap to measure on any machine:
   statistics), for medians of interleaved ratios;
 - :func:`rate_interval`: work per second between the slowest wall time and the CPU time the work
   really got (a process that waited for a core ran slower than its code);
-- :func:`machine_noise`: load average and core count, recorded beside every interval.
+- :func:`machine_noise`: load average and core count, recorded beside every interval;
+- :func:`cpu_seconds`: the process's CPU time, read so that it stays exact under a CPU-time limit.
 
 Torch-free: it is part of the harness.
 """
@@ -29,6 +30,7 @@ import itertools
 import math
 import os
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,6 +106,21 @@ def decides(
 
 
 # --- building intervals -----------------------------------------------------------------------
+
+
+def cpu_seconds() -> float:
+    """User plus system CPU seconds of this process, all its threads.
+
+    ``time.process_time`` reads ``CLOCK_PROCESS_CPUTIME_ID``, which Linux samples at the scheduler
+    tick once a process-wide CPU timer is armed (``ulimit -t``, ``RLIMIT_CPU`` set by a batch
+    scheduler or a mutation tool's runner): a decode of a few milliseconds then reads 0 s of CPU,
+    and a rate's upper end goes to infinity.  ``getrusage`` sums the threads' exact run times."""
+    try:
+        import resource
+    except ImportError:  # not on Windows, where no such limit is armed
+        return time.process_time()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def machine_noise() -> dict[str, float]:

@@ -150,7 +150,9 @@ def test_a_throughput_floor_the_noise_cannot_decide_is_inconclusive_not_failed(
 ) -> None:
     import engine.qa
 
-    monkeypatch.setattr(engine.qa, "time", _BusyClock())
+    clock = _BusyClock()
+    monkeypatch.setattr(engine.qa, "time", clock)
+    monkeypatch.setattr(engine.qa, "cpu_seconds", clock.process_time)
     monkeypatch.setattr(engine.qa.torch, "get_num_threads", lambda: 1)
     gate = run_qa(ckpt, QAOptions(gates=("throughput",))).gate("throughput")
     assert gate.value is not None and gate.interval is not None

@@ -119,10 +119,11 @@ def test_the_newest_log_line_of_a_mutant_wins_and_a_torn_last_line_is_skipped(tm
 
 def test_a_kill_is_logged_with_its_reason_cut_and_a_survivor_without(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
-    append_run(log, "m1", {"f": "falsified", "g": "survived"}, {"f": "x" * 1000, "g": "not a kill"})
+    report = "FALSIFIED c::f\n  prediction:   words\n  expect:       x\n  with values:  " + "x" * 2000
+    append_run(log, "m1", {"f": "falsified", "g": "survived"}, {"f": report, "g": "not a kill"})
     append_run(log, "m2", {"f": "survived"}, {})
     first, second = (json.loads(line) for line in log.read_text().splitlines())
-    assert first["why"] == {"f": "x" * REASON_CHARS}
+    assert first["why"] == {"f": report.replace("\n  prediction:   words", "")[:REASON_CHARS]}
     assert "why" not in second
     assert read_log(log) == {"m1": {"f": "falsified", "g": "survived"}, "m2": {"f": "survived"}}
 

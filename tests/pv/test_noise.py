@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -222,3 +224,23 @@ def test_a_decided_interval_fails_as_falsified(noisy: ToyProject) -> None:
     result = noisy.pytester.runpytest()
     result.assert_outcomes(failed=1)
     assert "FALSIFIED noisy::FALSIFY-NOISY-001" in result.stdout.str()
+
+
+def test_the_cpu_clock_keeps_counting_short_work_under_a_cpu_time_limit() -> None:
+    # in a child: a CPU-time limit armed here would stay armed for the rest of the test session
+    script = """
+import json, resource, time
+from pv.noise import cpu_seconds
+resource.setrlimit(resource.RLIMIT_CPU, (600, 601))
+spent = []
+for _ in range(20):
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    while time.perf_counter() - t0 < 0.0005:
+        pass
+    spent.append(cpu_seconds() - c0)
+print(json.dumps(spent))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    spent = json.loads(out)
+    assert all(s > 0 for s in spent), spent  # time.process_time reads 0 s for most of these on Linux
+    assert sum(spent) < 1.0
