@@ -421,11 +421,10 @@ def measure_method(
         input=json.dumps(request),
         capture_output=True,
         text=True,
-        check=False,
     )
+    if proc.returncode != 0:  # the child prints its result line last, so exit 0 means it printed one
+        raise RuntimeError(f"memory measurement child failed (exit {proc.returncode}): {proc.stderr}")
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"memory measurement child failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     return MeasuredMemory(**json.loads(lines[-1][len(RESULT_MARK) :]))
 
 

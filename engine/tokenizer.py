@@ -147,7 +147,7 @@ class EngineTokenizer:
     def merges(self) -> list[str]:
         """BPE merges in rank order as ``"left right"`` strings (the GGUF/llama.cpp form)."""
         model = json.loads(self._tok.to_str())["model"]
-        return [m if isinstance(m, str) else f"{m[0]} {m[1]}" for m in model.get("merges", [])]
+        return [f"{left} {right}" for left, right in model.get("merges", [])]  # pairs since tokenizers 0.20
 
     # --- serialization --------------------------------------------------------------------
     def hf_json(self) -> str:
