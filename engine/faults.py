@@ -303,3 +303,6 @@ FAULTS.register(
     "qa_throughput_cpu_clock_sampled",
     "the throughput gate reads CPU time from a clock a CPU-time limit samples at the tick",
 )
+FAULTS.register(
+    "qa_golden_record_length_ignored", "the golden gate decodes as many tokens as the file holds, not as it asks"
+)

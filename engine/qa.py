@@ -188,8 +188,7 @@ def _roundtrip(loaded: LoadedCheckpoint) -> Gate:
 def _logits(loaded: LoadedCheckpoint, ids: Sequence[int]) -> torch.Tensor:
     device = next(loaded.model.parameters()).device
     with torch.no_grad():
-        out = loaded.model(torch.tensor([list(ids)], device=device))
-    logits: torch.Tensor = out.logits if hasattr(out, "logits") else out
+        logits: torch.Tensor = loaded.model(torch.tensor([list(ids)], device=device)).logits
     return logits[0].float()
 
 
@@ -287,11 +286,14 @@ def golden_gate(loaded: LoadedCheckpoint, golden: dict[str, Any] | None) -> Gate
         )
     else:
         want = list(golden["new_ids"])
-        got = greedy(loaded, golden["prompt"], int(golden.get("max_new_tokens", len(want))))
+        asked = int(golden.get("max_new_tokens", len(want)))
+        if FAULTS.active("qa_golden_record_length_ignored"):  # the defect: as many tokens as the file holds
+            asked = len(want)  # pragma: no mutate
+        got = greedy(loaded, golden["prompt"], asked)
         source = "the golden file"
     same = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
     if FAULTS.active("qa_golden_first_difference_off_by_one") and got != want:
-        same += 1
+        same += 1  # pragma: no mutate
     ok = got == want
     detail = (
         f"{len(want)} tokens from {source}"
