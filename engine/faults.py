@@ -306,3 +306,4 @@ FAULTS.register(
 FAULTS.register(
     "qa_golden_record_length_ignored", "the golden gate decodes as many tokens as the file holds, not as it asks"
 )
+FAULTS.register("qa_loads_first_mismatch_only", "the loads gate names the first special id that disagrees, not all")
