@@ -307,3 +307,4 @@ FAULTS.register(
     "qa_golden_record_length_ignored", "the golden gate decodes as many tokens as the file holds, not as it asks"
 )
 FAULTS.register("qa_loads_first_mismatch_only", "the loads gate names the first special id that disagrees, not all")
+FAULTS.register("generate_pad_ignores_config", "generate fills a finished row with its EOS, not the config's pad")

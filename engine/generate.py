@@ -184,6 +184,8 @@ def generate(
         eos_ids = []  # pragma: no mutate
     if pad_token_id is None:
         pad_token_id = cfg.pad_token_id if cfg.pad_token_id is not None else (eos_ids[0] if eos_ids else 0)
+        if FAULTS.active("generate_pad_ignores_config"):  # the defect: the EOS fills after a row's end
+            pad_token_id = eos_ids[0] if eos_ids else 0  # pragma: no mutate
 
     device = input_ids.device
     batch, width = input_ids.shape
