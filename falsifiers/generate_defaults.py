@@ -6,7 +6,9 @@ other rows go on, defaults to the config's pad, else the first EOS id; logits co
 asked for.  Greedy decoding is written out here (no cache) to find, for two prompts, an id the
 first row produces second and the second row never does: with it as EOS the first row stops
 after two tokens and the second runs on.  The refusals a caller reads are compared with their
-documented wording, including the context-window bound at both sides of its edge.
+documented wording, including the context-window bound at both sides of its edge.  Sampling
+settings must reach the draw (top-k 1 and a vanishing top-p give the greedy token whatever the
+seed), and decoding without the KV cache must mask a left-padded row's padding as with it.
 """
 
 from __future__ import annotations
@@ -109,7 +111,21 @@ def generate_defaults_and_refusals(tiny_model_factory: Any) -> dict[str, Any]:
         check(f"refusal, {label}", refusal(call), words)
     full = torch.ones((1, CONTEXT), dtype=torch.long)
     try:
-        check("a prompt filling the window, nothing asked", generate(base, full, max_new_tokens=0).new_tokens, [[]])
+        nothing = generate(base, full, max_new_tokens=0)
+        got: Any = [nothing.new_tokens, list(nothing.sequences.shape)]
     except Exception as exc:
-        check("a prompt filling the window, nothing asked", f"{type(exc).__name__}: {exc}", [[]])
+        got = f"{type(exc).__name__}: {exc}"
+    check("a prompt filling the window, nothing asked", got, [[[]], [1, CONTEXT]])
+
+    # sampling settings reach the draw: top-k 1 and a top-p no second token reaches are greedy
+    firsts = [t[0] for t in tokens]
+    for label, setting in (("top-k 1", {"top_k": 1}), ("top-p 1e-6", {"top_p": 1e-6})):
+        drawn = [generate(base, ids, max_new_tokens=1, temperature=1.0, seed=s, **setting).new_tokens for s in range(4)]
+        check(f"sampling with {label} draws the greedy token", drawn, [[[f] for f in firsts]] * 4)
+    # without the KV cache, a left-padded row still ignores its padding
+    padded_ids = torch.tensor([[0, 0, prompts[0][-1]], prompts[1]])
+    mask = torch.tensor([[0, 0, 1], [1, 1, 1]])
+    with_cache = generate(base, padded_ids, mask, max_new_tokens=3, eos_token_id=[]).new_tokens
+    without = generate(base, padded_ids, mask, max_new_tokens=3, eos_token_id=[], use_cache=False).new_tokens
+    check("a padded batch decodes alike without the cache", without, with_cache)
     return {"cases": cases, "differing": differing}
