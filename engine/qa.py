@@ -205,8 +205,9 @@ def _finite(loaded: LoadedCheckpoint) -> Gate:
     return Gate("finite_logits", "fail" if bad else "pass", float(bad), 0.0, f"{len(SAMPLE_PROMPTS)} prompts")
 
 
-def greedy(loaded: LoadedCheckpoint, prompt: str, max_new_tokens: int, use_cache: bool = True) -> list[int]:
-    return _decode(loaded, prompt, max_new_tokens, use_cache)[0]
+def greedy(loaded: LoadedCheckpoint, prompt: str, max_new_tokens: int) -> list[int]:
+    """Greedy decoding with the KV cache, as generation runs it: the new token ids."""
+    return _decode(loaded, prompt, max_new_tokens)[0]
 
 
 def _decode(
