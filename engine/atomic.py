@@ -86,11 +86,8 @@ def atomic_dir(path: Path) -> Iterator[Path]:
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file's bytes, read in 1 MiB blocks (model files run to gigabytes)."""
+    """sha256 of a file's bytes, read in blocks (model files run to gigabytes)."""
     import hashlib
 
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
