@@ -210,7 +210,9 @@ def malformed_refused(
 
     from engine.errors import CheckpointError
 
-    good = _save(tmp_path, tiny_model_factory(seed), engine_tokenizer, seed)
+    model = tiny_model_factory(seed)
+    vocab = model.config.vocab_size  # the first id outside the vocabulary: the bound itself
+    good = _save(tmp_path, model, engine_tokenizer, seed)
     work = fresh_dir(tmp_path, "malformed-")
     zipped = io.BytesIO()
     with zipfile.ZipFile(zipped, "w") as zf:
@@ -236,8 +238,8 @@ def malformed_refused(
         (lambda m: m.pop("format_version"), "format_version"),
         (lambda m: m.update(format="other"), "not a pv engine checkpoint"),
         (manifest_without_step, "manifest lacks `step`"),
-        (lambda m: m.update(pad_token_id="4096"), "`pad_token_id` must be a token id below vocab_size, got"),
-        (lambda m: m.update(eos_token_id="[2, 4096]"), "or a list of them"),
+        (lambda m: m.update(pad_token_id=str(vocab)), "`pad_token_id` must be a token id below vocab_size, got"),
+        (lambda m: m.update(eos_token_id=f"[2, {vocab}]"), "or a list of them"),
     ]
     for i, (edit, word) in enumerate(edits):
         paths.append((_rewrite(good, work / f"meta{i}.safetensors", edit), word))
