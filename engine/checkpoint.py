@@ -86,7 +86,7 @@ def weights_digest(model: DecoderLM) -> str:
             continue
         t = tensor.detach().to("cpu").contiguous()
         h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 

@@ -366,15 +366,9 @@ class DecoderLM(nn.Module):
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=0.02)
 
-    def num_parameters(self, trainable_only: bool = False) -> int:
-        seen: set[int] = set()
-        total = 0
-        for p in self.parameters():
-            if id(p) in seen or (trainable_only and not p.requires_grad):
-                continue
-            seen.add(id(p))
-            total += p.numel()
-        return total
+    def num_parameters(self) -> int:
+        """Parameters, a tied head once (``parameters()`` yields a shared tensor once)."""
+        return sum(p.numel() for p in self.parameters())
 
     def forward(
         self,
