@@ -16,11 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from falsifiers._workdir import fresh_dir
+from falsifiers.qa_gate_reports import _fields
 from pv.checkers import checker
-
-
-def _fields(gate: Any) -> list[Any]:
-    return [gate.name, gate.status, gate.value, "none" if gate.bound is None else gate.bound, gate.detail]
 
 
 @checker(observes=["cases", "differing", "unknown_refusal"], ids=["FALSIFY-QAG-012"])
