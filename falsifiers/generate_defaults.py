@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 CONTEXT = 16
@@ -83,15 +84,6 @@ def generate_defaults_and_refusals(tiny_model_factory: Any) -> dict[str, Any]:
         want,
     )
 
-    def refusal(call: Any) -> str:
-        try:
-            call()
-        except GenerationError as exc:
-            return str(exc)
-        except Exception as exc:
-            return f"{type(exc).__name__}: {exc}"
-        return "not refused"
-
     refusals = (
         ("empty prompt", lambda: generate(base, torch.zeros((1, 0), dtype=torch.long), max_new_tokens=1),
          "the prompt is empty"),
@@ -107,8 +99,8 @@ def generate_defaults_and_refusals(tiny_model_factory: Any) -> dict[str, Any]:
                                                              max_new_tokens=0),
          f"prompt of {CONTEXT + 1} tokens is longer than the context window of {CONTEXT} tokens"),
     )  # fmt: skip
-    for label, call, words in refusals:
-        check(f"refusal, {label}", refusal(call), words)
+    differing += refusals_differing((call, GenerationError, words) for _, call, words in refusals)
+    cases += len(refusals)
     full = torch.ones((1, CONTEXT), dtype=torch.long)
     try:
         nothing = generate(base, full, max_new_tokens=0)
