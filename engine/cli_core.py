@@ -86,6 +86,13 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code=code)
 
 
+def os_error_text(exc: OSError) -> str:
+    """An operating-system failure as a command reports it: the path the system named and its
+    reason (``runs/x: Not a directory``), or the reason alone where the failing call names no file
+    (a write to a full disk), never Python's ``[Errno N]`` rendering."""
+    return f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+
+
 def _guarded(fn: Callable[[], T]) -> T:
     try:
         return fn()
@@ -94,7 +101,7 @@ def _guarded(fn: Callable[[], T]) -> T:
             raise  # pragma: no mutate
         raise _fail(str(exc)) from None
     except OSError as exc:
-        raise _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from None
+        raise _fail(os_error_text(exc)) from None
 
 
 @contextmanager

@@ -13,7 +13,8 @@ import typer
 from rich.table import Table
 
 from engine.app import app
-from engine.cli_core import _err, _fail, _guarded, _out, _progress, _text
+from engine.cli_core import _err, _guarded, _out, _progress, _text
+from engine.faults import FAULTS
 
 EXIT_GATE_FAILED = 1
 _STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "inconclusive": "magenta"}
@@ -37,21 +38,21 @@ def qa(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
     """Check a checkpoint: loads, tokenizer round trip, finite logits, golden output, perplexity, throughput."""
+    from engine.atomic import write_atomic
     from engine.checkpoint import load_checkpoint
-    from engine.qa import HELD_OUT_TEXT, QAOptions, golden_record, run_qa
+    from engine.qa import HELD_OUT_TEXT, QAOptions, golden_record, read_held_out, run_qa
 
     if write_golden is not None:
         loaded = _guarded(lambda: load_checkpoint(checkpoint, device=device))
-        record = golden_record(loaded)
-        write_golden.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        record = json.dumps(golden_record(loaded), indent=2, ensure_ascii=False) + "\n"
+        if FAULTS.active("qa_golden_write_unguarded"):  # the defect: a failed write ends in a traceback
+            write_atomic(write_golden, record)  # pragma: no mutate
+        _guarded(lambda: write_atomic(write_golden, record))
         _err.print(f"wrote golden output of {checkpoint} to {write_golden}", markup=False)
         return
     held_out = HELD_OUT_TEXT
     if text is not None:
-        try:
-            held_out = text.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise _fail(f"{text}: {exc.strerror or exc}") from None
+        held_out = _guarded(lambda: read_held_out(text))
     options = QAOptions(golden, max_ppl, min_tok_s, held_out, device=device)
     with _progress(f"qa {checkpoint.name}"):
         report = _guarded(lambda: run_qa(checkpoint, options))

@@ -18,7 +18,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engine.app import app
-from engine.cli_core import _err, _fail, _out
+from engine.cli_core import _err, _fail, _out, os_error_text
 from engine.config import ALL_PROJECTIONS, PRESETS, preset
 from engine.errors import EngineError, NonFiniteLossError
 from engine.faults import FAULTS
@@ -62,7 +62,7 @@ def _guarded(fn: Callable[[], T]) -> T:
         # the defect: Python's own rendering, "[Errno 28] No space left on device"
         if FAULTS.active("cli_os_error_shown_raw"):  # pragma: no mutate
             raise _fail(str(exc)) from None  # pragma: no mutate
-        raise _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from None
+        raise _fail(os_error_text(exc)) from None
 
 
 @contextmanager

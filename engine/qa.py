@@ -228,10 +228,20 @@ def golden_record(loaded: LoadedCheckpoint, prompt: str = GOLDEN_PROMPT, tokens:
     return {"prompt": prompt, "max_new_tokens": tokens, "new_ids": new, "text": loaded.tokenizer.decode(new)}
 
 
-def read_golden(path: Path) -> dict[str, Any]:
+def read_held_out(path: Path) -> str:
+    """The perplexity gate's held-out text from a file; a file that is not UTF-8 is refused by name
+    (an unreadable one raises the OSError that names it)."""
+    data = path.read_bytes()
     try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QAError(f"held-out text {path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_golden(path: Path) -> dict[str, Any]:
+    try:  # an unreadable file raises the OSError that names it, reported as the system words it
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         raise QAError(f"golden file {path}: {exc}") from None
     ids = data.get("new_ids") if isinstance(data, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("prompt"), str) or not isinstance(ids, list):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -242,3 +243,25 @@ def test_golden_ids_must_be_token_ids(tmp_path: Path) -> None:
         read_golden(path)
     with FAULTS.enabled("golden_ids_unchecked"):
         assert read_golden(path)["new_ids"] == [1, 2.5]
+
+
+def test_held_out_text_must_be_utf8_and_a_missing_golden_file_is_the_systems_error(tmp_path: Path) -> None:
+    from engine.qa import read_held_out
+
+    text = tmp_path / "held-out.txt"
+    text.write_bytes(b"ok \xff")
+    with pytest.raises(QAError, match=r"held-out text .*held-out.txt: not UTF-8 text \(byte 3\)"):
+        read_held_out(text)
+    text.write_text("déjà vu\n", encoding="utf-8")
+    assert read_held_out(text) == "déjà vu\n"
+    with pytest.raises(FileNotFoundError):  # the command line reports it as the path and the reason
+        read_golden(tmp_path / "missing.json")
+
+
+def test_a_golden_file_that_cannot_be_written_is_refused_and_nothing_is_left(ckpt: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    result = runner.invoke(app, ["qa", str(ckpt), "--write-golden", str(blocker / "sub" / "golden.json")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{blocker / 'sub'}: {os.strerror(errno.ENOTDIR)}" in " ".join(result.stderr.split())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
