@@ -49,12 +49,10 @@ def pad_prompts(
     if any(len(p) == 0 for p in prompts):
         raise GenerationError("a prompt is empty; start it with the BOS token at least")
     width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, p in enumerate(prompts):
-        ids[row, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
-        mask[row, width - len(p) :] = 1
-    return ids.to(device), mask.to(device)
+    # Python ints make int64 (torch.long) tensors, the dtype the model's embedding reads
+    ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
+    mask = torch.tensor([[False] * (width - len(p)) + [True] * len(p) for p in prompts], device=device)
+    return ids, mask.long()
 
 
 def _check_args(
@@ -187,17 +185,18 @@ def generate(
         if FAULTS.active("generate_pad_ignores_config"):  # the defect: the EOS fills after a row's end
             pad_token_id = eos_ids[0] if eos_ids else 0  # pragma: no mutate
 
-    device = input_ids.device
+    # every working tensor is made from the (long) prompt: its dtype and device, wherever it lives
+    input_ids = input_ids.long()
     batch, width = input_ids.shape
     total = width + max_new_tokens
-    seq = torch.full((batch, total), pad_token_id, dtype=torch.long, device=device)
+    seq = input_ids.new_full((batch, total), pad_token_id)
     seq[:, :width] = input_ids
-    mask = torch.ones((batch, total), dtype=torch.long, device=device)
-    mask[:, :width] = attention_mask.to(device=device, dtype=torch.long)
-    eos_tensor = torch.tensor(eos_ids, dtype=torch.long, device=device)
-    finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    lengths = torch.full((batch,), max_new_tokens, dtype=torch.long, device=device)
-    generator = torch.Generator(device=device)
+    mask = input_ids.new_ones((batch, total))
+    mask[:, :width] = attention_mask  # cast and moved by the copy: a float or bool mask reads as 0/1
+    eos_tensor = input_ids.new_tensor(eos_ids)
+    finished = input_ids.new_zeros(batch, dtype=torch.bool)
+    lengths = input_ids.new_full((batch,), max_new_tokens)
+    generator = torch.Generator(device=input_ids.device)
     if seed is None:
         generator.seed()
     else:

@@ -598,7 +598,7 @@ def resume_refuses_other_parameters() -> dict[str, Any]:
             f"the checkpoint trained a different parameter set: only in checkpoint {theirs}, only in this run {ours}"
         )
         try:
-            state_from_files(opt, sched, list(running), tensors, meta, torch.device("cpu"))
+            state_from_files(opt, sched, list(running), tensors, meta)
         except ResumeError as exc:
             out["refused_by_name"] += str(exc) == message
         except Exception:  # torch's own size check: a refusal that names nothing
@@ -609,7 +609,7 @@ def resume_refuses_other_parameters() -> dict[str, Any]:
     target, target_sched = optimizer(names)
     for p in target.param_groups[0]["params"]:
         target.state[p]["exp_avg"].zero_()
-    state_from_files(target, target_sched, list(names), tensors, meta, torch.device("cpu"))
+    state_from_files(target, target_sched, list(names), tensors, meta)
     pairs = zip(source.state_dict()["state"].values(), target.state_dict()["state"].values(), strict=True)
     out["same_set_resumed"] = int(all(torch.equal(a[k], b[k]) for a, b in pairs for k in a))
     return out

@@ -182,7 +182,7 @@ def run_training(
             raise ResumeError(f"--resume with a different training config ({', '.join(diff)}); same config needed")
         task.load(folder)
         if not FAULTS.active("resume_optimizer_state_dropped"):  # the defect: AdamW restarts from zero moments
-            state_from_files(optimizer, scheduler, names, load_file(str(folder / STATE_TENSORS)), meta, device)
+            state_from_files(optimizer, scheduler, names, load_file(str(folder / STATE_TENSORS)), meta)
         start = int(meta["step"])
         last_good = folder
     else:

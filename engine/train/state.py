@@ -53,7 +53,6 @@ def state_from_files(
     names: list[str],
     tensors: Mapping[str, torch.Tensor],
     meta: Mapping[str, Any],
-    device: torch.device,
 ) -> None:
     mismatch = list(meta["param_names"]) != names
     if FAULTS.active("resume_param_names_unchecked"):  # the defect: state loaded by position, unchecked
@@ -68,7 +67,8 @@ def state_from_files(
     for key, value in tensors.items():
         if key.startswith("optim."):
             _, idx, name = key.split(".")  # optim.{index}.{name}: no state name holds a dot
-            state.setdefault(int(idx), {})[name] = value if name == "step" else value.to(device)
+            # load_state_dict moves each moment to its parameter's device and dtype (torch's own rule)
+            state.setdefault(int(idx), {})[name] = value
     # betas come back a JSON list; AdamW reads them by index as it reads the tuple
     optimizer.load_state_dict({"state": state, "param_groups": [dict(g) for g in meta["param_groups"]]})
     scheduler.load_state_dict(dict(meta["scheduler"]))
