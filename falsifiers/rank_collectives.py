@@ -20,7 +20,7 @@ from pv.checkers import checker
 OTHER_RANK = (1.234567891, 613)  # the second rank's mean loss and token count
 
 
-@checker(observes=["barriers", "closes", "global_loss", "wraps", "sharding"], ids=["FALSIFY-DDP-005"])
+@checker(observes=["barriers", "closes", "global_loss", "empty_batches", "wraps", "sharding"], ids=["FALSIFY-DDP-005"])
 def rank_collectives() -> dict[str, Any]:
     """barrier on cuda:1, cuda and cpu; close with and without owning the group, twice; global_loss
     of a rank whose 777 tokens have mean loss 2.3456789, beside the second rank's share; wrap on
@@ -59,6 +59,20 @@ def rank_collectives() -> dict[str, Any]:
     # the reference: float64 throughout, each rank's mean loss times its tokens, over all tokens
     want = (float(loss.detach()) * tokens + OTHER_RANK[0] * OTHER_RANK[1]) / (tokens + OTHER_RANK[1])
     want_scale = tokens * 2 / (tokens + OTHER_RANK[1])
+    # a batch in which this rank holds no learned token, beside a second rank holding none, then one
+    empty_batches: list[Any] = []
+    for other_tokens in (0, 1):
+
+        def other_rank(stats: torch.Tensor, n: int = other_tokens) -> None:
+            stats += torch.tensor([0.0, float(n)], dtype=stats.dtype)
+
+        with mock.patch.object(dist, "all_reduce", other_rank):
+            try:
+                empty_batches.append(DistContext(job, torch.device("cpu")).global_loss(torch.tensor(0.0), 0)[2])
+            except DistributedError as exc:
+                empty_batches.append(str(exc))
+            except Exception as exc:  # a crash where a refusal was due: named, so the expect reads it
+                empty_batches.append(f"{type(exc).__name__}: {exc}")
     # wrap: DistributedDataParallel (a stand-in recording its arguments) on the rank's GPU, with
     # the buffers not broadcast; the model itself outside a torchrun job
     made: list[Any] = []
@@ -112,4 +126,5 @@ def rank_collectives() -> dict[str, Any]:
             total == tokens + OTHER_RANK[1],
             abs(float(scaled.detach()) - float(loss.detach()) * want_scale) <= 1e-6,
         ],
+        "empty_batches": empty_batches,
     }
