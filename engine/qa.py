@@ -233,7 +233,7 @@ def read_held_out(path: Path) -> str:
     (an unreadable one raises the OSError that names it)."""
     data = path.read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode()  # bytes.decode reads UTF-8 unless told otherwise
     except UnicodeDecodeError as exc:
         raise QAError(f"held-out text {path}: not UTF-8 text (byte {exc.start})") from None
 

@@ -1,4 +1,4 @@
-"""Every field of the perplexity, finite-logits and golden gates as ``run_qa`` reports them.
+"""Every field of the perplexity, finite-logits, golden and throughput gates as ``run_qa`` reports them.
 
 A QA report is read by people and by CI: a gate's name, status, value, bound and detail are each
 an output.  Here each is compared with what the falsifier works out itself:
@@ -15,7 +15,11 @@ an output.  Here each is compared with what the falsifier works out itself:
   within the tolerance (logits reaching 5,000, so the tolerance is above its floor) it passes with
   the drift, the tolerance and the dtype in its detail; a drift of 1 fails with the drift's own
   detail; two empty decodes pass over 0 tokens; decodes that part where the reference's margin is
-  2.5 times the drift (no near tie) fail at the parting token.
+  2.5 times the drift (no near tie) fail at the parting token; a drift equal to the tolerance
+  passes, and decodes parting where the margin is exactly two drifts pass as a near tie, compared
+  up to the parting token;
+- the throughput gate with its rate interval stood in for: a floor at either end of the interval
+  and above it, and none, each with the status, figures and wording the gate documents.
 """
 
 from __future__ import annotations
@@ -112,6 +116,18 @@ def gates_reported_in_full(tmp_path: Path, engine_tokenizer: Any, tiny_model_fac
     small = torch.zeros(3, vocab)
     small[1, 6], small[1, 8] = 1.0, 1.0 - 2.5e-4
     shifted = small + 1e-4
+    # at the tolerance exactly: logits reaching 2,048 give 8 float32 ulps of it, 2**-9, and one logit
+    # drifts by that much (every figure a power of two, so the comparison meets equality exactly)
+    edge = torch.zeros(3, vocab)
+    edge[:, 0] = 2048.0
+    at_tol = edge.clone()
+    at_tol[1, 3] += 2.0**-9
+    edge_tol = cache_logit_tolerance(torch.float32, 2048.0)
+    # parting at step 1 where the reference's margin is exactly two drifts: a near tie, compared up to it
+    tie = torch.zeros(3, vocab)
+    tie[1, 6], tie[1, 8] = 1.0, 1.0 - 2.0**-11
+    tied = tie + 2.0**-12
+    floor = cache_logit_tolerance(torch.float32, 1.0)
     stood_in: tuple[tuple[str, tuple[list[int], torch.Tensor], tuple[list[int], torch.Tensor], list[Any]], ...] = (
         ("within the tolerance", ([5, 6, 7], near), ([5, 6, 7], big), ["pass", 3.0, 3.0, f"3 tokens from {source}"]),
         (
@@ -138,6 +154,30 @@ def gates_reported_in_full(tmp_path: Path, engine_tokenizer: Any, tiny_model_fac
             ([5, 6, 7], small),
             ["fail", 1.0, 3.0, "first difference at token 1: [8, 9] != [6, 7]"],
         ),
+        (
+            "drifting by the tolerance",
+            ([5, 6, 7], at_tol),
+            ([5, 6, 7], edge),
+            [
+                "pass",
+                3.0,
+                3.0,
+                f"3 tokens from greedy decoding without the KV cache (logits within {2.0**-9:.2g} <= "
+                f"{edge_tol:.2g} for float32)",
+            ],
+        ),
+        (
+            "parting where the margin is two drifts",
+            ([5, 8, 9], tied),
+            ([5, 6, 7], tie),
+            [
+                "pass",
+                1.0,
+                1.0,
+                f"1 tokens from greedy decoding without the KV cache (logits within {2.0**-12:.2g} <= "
+                f"{floor:.2g} for float32); parted at a near tie at step 1 (margin {2.0**-11:.2g}), compared up to it",
+            ],
+        ),
     )
     for label, cached, uncached, want in stood_in:
         try:
@@ -147,4 +187,47 @@ def gates_reported_in_full(tmp_path: Path, engine_tokenizer: Any, tiny_model_fac
         except Exception as exc:  # a crash where a report was due is a difference
             differing.append(f"stood-in decodes, {label}: {type(exc).__name__}: {exc}")
         cases += 1
-    return {"cases": cases, "differing": differing}
+    more, differing_more = _throughput_reports(gate)
+    return {"cases": cases + more, "differing": differing + differing_more}
+
+
+def _throughput_reports(gate: Any) -> tuple[int, list[str]]:
+    """The throughput gate with its rate interval stood in for (80..125 tok/s around 100, CPU/wall
+    0.5), under 3 torch threads: a floor at the low end passes, one at the high end is
+    inconclusive, one above it fails, none is skipped; each names the decoded tokens and the
+    interval, and the interval was asked for over the 3 threads."""
+    from pv.noise import Measured
+
+    asked: list[tuple[float, int]] = []
+
+    def interval(work: float, walls: Any, cpus: Any, threads: int = 1, **_noise: Any) -> Measured:
+        asked.append((work, threads))
+        return Measured(100.0, 80.0, 125.0, {"cpu_over_wall": 0.5})
+
+    floors = (
+        (80.0, "pass", ""),
+        (125.0, "inconclusive", "; the machine was too busy to decide the floor"),
+        (125.5, "fail", ""),
+        (None, "skipped", "; no bound given"),
+    )
+    differing: list[str] = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        for bound, status, note in floors:
+            label = f"throughput, floor {bound}"
+            try:
+                with mock.patch("pv.noise.rate_interval", interval):
+                    got = gate("throughput", min_tokens_per_s=bound, throughput_tokens=4)
+            except Exception as exc:  # a crash where a report was due is a difference
+                differing.append(f"{label}: {type(exc).__name__}: {exc}")
+                continue
+            work, used = asked[-1] if asked else (0.0, 0)
+            detail = f"{int(work)} tokens x 5, median of rates; 80..125 tok/s within the noise (CPU/wall 0.50){note}"
+            want = ["throughput", status, 100.0, "none" if bound is None else bound, detail]
+            differing += _differing(label, got, want)
+            if got.interval != (80.0, 125.0) or used != 3 or not 0 < work <= 4:
+                differing.append(f"{label}: interval {got.interval}, over {used} threads, {work} tokens")
+    finally:
+        torch.set_num_threads(threads)
+    return len(floors), differing
