@@ -56,8 +56,8 @@ def _guarded(fn: Callable[[], T]) -> T:
         return fn()
     except NonFiniteLossError as exc:
         raise _fail(str(exc), EXIT_NONFINITE) from None
-    except (EngineError, ValueError, KeyError) as exc:
-        raise _fail(str(exc).strip("'\"")) from None
+    except (EngineError, ValueError) as exc:  # a message is printed whole: one may end on a quoted name
+        raise _fail(str(exc)) from None
     except OSError as exc:
         # the defect: Python's own rendering, "[Errno 28] No space left on device"
         if FAULTS.active("cli_os_error_shown_raw"):  # pragma: no mutate
