@@ -112,6 +112,9 @@ FAULTS.register(
 )
 FAULTS.register("package_gguf_none_unsaid", "a package that ships no GGUF file is refused with an empty listing")
 FAULTS.register("run_json_keys_unsorted", "a run's JSON files keep their keys in insertion order, not sorted")
+FAULTS.register(
+    "fused_layers_take_half_precision", "fused decoding takes fp16/bf16 layers, skipping RMSNorm's float32 upcast"
+)
 FAULTS.register("qa_golden_write_unguarded", "qa --write-golden lets a failed write escape as a traceback")
 FAULTS.register("cli_os_error_shown_raw", "a training command prints an OSError as Python renders it, errno and all")
 FAULTS.register(

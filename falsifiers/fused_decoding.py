@@ -1,0 +1,64 @@
+"""Which decoder layers ``engine.model.fused_layers`` fuses, and that a fused layer is the module.
+
+Decoding runs eligible layers as four matmuls on rearranged weights (:meth:`DecoderLayer.fuse`).
+Only float32 layers of plain linears and RMSNorms qualify: half-precision layers take RMSNorm's
+float32 upcast, which the fused norm does not copy, and LoRA-wrapped projections keep their own
+forward.  Which layers are fused is read directly (each layer's ``fused`` inside the block), not
+through logits that may happen to agree: a float32 model has every layer fused, bf16 and fp16
+models and a LoRA-wrapped one none, and a layer whose two norms hold different epsilons is left
+alone (the fused path has one).  A fused layer must compute what the module does, so the
+model's logits with and without the block are compared on Llama and Qwen2 (q/k/v biases)
+models, including one whose ``rms_norm_eps`` is 0.5, large enough that a norm dropping it shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from pv.checkers import checker
+
+FUSED_TOLERANCE = 1e-4  # float32 logits of reordered matmuls, N(0, 0.2) weights: about 1e-6 measured
+
+
+def _fused(model: Any) -> list[bool]:
+    from engine.model import DecoderLayer, fused_layers
+
+    layers = [m for m in model.modules() if isinstance(m, DecoderLayer)]
+    with fused_layers(model):
+        inside = [layer.fused is not None for layer in layers]
+    return inside + [layer.fused is not None for layer in layers]  # and none left fused after it
+
+
+@checker(observes=["fused", "max_abs_diff", "models_compared"], ids=["FALSIFY-GEN-018"])
+def fused_layers_are_the_module(tiny_model_factory: Any, seed: int = 0) -> dict[str, Any]:
+    """fused_layers on float32, bf16, fp16, LoRA-wrapped and unequal-eps models; logits with and
+    without it on three float32 models."""
+    from engine.lora import LoraSettings, apply_lora
+    from engine.model import fused_layers
+
+    uneven = tiny_model_factory(seed)
+    uneven.model.layers[0].post_attention_layernorm.eps = 2e-6
+    fused = [
+        _fused(tiny_model_factory(seed)),
+        _fused(tiny_model_factory(seed).to(torch.bfloat16)),
+        _fused(tiny_model_factory(seed).to(torch.float16)),
+        _fused(apply_lora(tiny_model_factory(seed), LoraSettings(r=4, targets=("q_proj", "v_proj")))),
+        _fused(uneven),
+    ]
+    gen = torch.Generator().manual_seed(seed)
+    worst = 0.0
+    models = [
+        tiny_model_factory(seed, std=0.2),
+        tiny_model_factory(seed, std=0.2, rms_norm_eps=0.5),
+        tiny_model_factory(seed, std=0.2, architecture="qwen2", attention_bias=True),
+    ]
+    for model in models:
+        ids = torch.randint(3, model.config.vocab_size, (2, 12), generator=gen)
+        with torch.inference_mode():
+            module = model(ids).logits.float()
+            with fused_layers(model):
+                fused_logits = model(ids).logits.float()
+        worst = max(worst, float((module - fused_logits).abs().max()))
+    return {"fused": fused, "max_abs_diff": worst, "models_compared": len(models)}
