@@ -103,6 +103,14 @@ def _unknown_tokenizer_model(folder: Path) -> None:
     _edit_json(folder / "tokenizer.json", model={"type": "NoSuchModel"})
 
 
+def _heads_not_dividing(folder: Path) -> None:
+    """Attention heads that do not divide hidden_size, one key-value head, and a head_dim written as
+    the quotient's floor (what a hand-edited config holds): the width's rule refuses it, not head_dim's."""
+    hidden = json.loads((folder / "config.json").read_text(encoding="utf-8"))["hidden_size"]
+    heads = next(n for n in (3, 5, 7) if hidden % n)
+    _edit_json(folder / "config.json", num_attention_heads=heads, num_key_value_heads=1, head_dim=hidden // heads)
+
+
 # (what, family, how to break the copy, the message for the copy, the whole message or its start)
 CASES: list[tuple[str, str, Callable[[Path], None], Callable[[Path], str], bool]] = [
     ("weights only as JSON", "llama", _weights_are_json, lambda f: _header_message(f / "model.safetensors"), True),
@@ -114,6 +122,8 @@ CASES: list[tuple[str, str, Callable[[Path], None], Callable[[Path], str], bool]
     ("a BOS the vocabulary lacks", "llama", lambda f: _special(f, bos_token=NOT_IN_VOCAB),
      lambda f: f"{f / 'tokenizer.json'}: bos token '{NOT_IN_VOCAB}' is not in the tokenizer's vocabulary", True),
     ("heads that do not divide", "llama", lambda f: _edit_json(f / "config.json", num_key_value_heads=3),
+     lambda f: "config.json is inconsistent: ", False),
+    ("heads that do not divide the width, head_dim its floor", "llama", _heads_not_dividing,
      lambda f: "config.json is inconsistent: ", False),
     ("a special-tokens map that is not JSON", "llama", _broken_map,
      lambda f: f"{f / 'special_tokens_map.json'}: not valid JSON: ", False),
