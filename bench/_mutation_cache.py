@@ -21,7 +21,10 @@ per mutant, with what the verdict depended on:
   (``mutants/mutmut-stats.json``) with the same per-falsifier digests: it stands while the same
   falsifiers, unchanged, are all that reach the function.  A new or edited falsifier that reaches
   it (``bench/mutation.py`` re-collects the stats of every falsifier whose digest changed before
-  it decides what is current) re-runs it; one that does not, leaves it standing.  Older lines hold
+  it decides what is current) re-runs it; one that does not, leaves it standing.  The stats of
+  an unchanged falsifier are collected again too when it reached an engine function whose source
+  changed since (mutmut's digests, kept beside the stats): the function may call others now, a
+  helper split out of it included, and mutmut alone would never see the falsifier reach them.  Older lines hold
   the digest of the whole suite instead and are run again once any contract or checker changes.
 
 A verdict that no longer holds is dropped, but who killed the mutant is kept in
@@ -252,15 +255,35 @@ def read_reach(mutants: Path) -> dict[str, set[str]]:
 STATS_VERSION = 2
 
 
+def function_digests(mutants: Path) -> dict[str, str]:
+    """Mangled function name (as mutmut's stats name it) -> mutmut's digest of its source now."""
+    digests: dict[str, str] = {}
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        module = meta.relative_to(mutants).as_posix().removesuffix(".py.meta").replace("/", ".")
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        for name, digest in data.get("hash_by_function_name", {}).items():
+            digests[f"{module}.{name}"] = digest
+    return digests
+
+
 def stale_stats(mutants: Path, suite: SuiteDigests) -> list[str]:
     """Node ids of the falsifiers whose stats were collected under other code (or never): a changed
-    checker may reach other functions, and mutmut itself only collects stats for new tests."""
+    checker may reach other functions, and mutmut itself only collects stats for new tests.  So may
+    an unchanged checker that reached an engine function whose source changed since: the function
+    may now call others (a helper split out of it, a new callee), which its stats do not list."""
     path = mutants / STATS_SUITE
     doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     then: dict[str, str] = doc.get("nodes", {}) if doc.get("version") == STATS_VERSION else {}
     # stats marked under the checker's whole module are as good while that digest holds
     previous = {node: suite.previous.get(key) for node, key in suite.by_node.items()}
-    return sorted(node for node, digest in suite.by_node_id().items() if then.get(node) not in (digest, previous[node]))
+    stale = {node for node, digest in suite.by_node_id().items() if then.get(node) not in (digest, previous[node])}
+    if "functions" not in doc:  # stats marked before function digests were kept: nothing says what changed
+        return sorted(suite.by_node_id()) if then else sorted(stale)
+    before: dict[str, str] = doc["functions"]
+    changed = {name for name, digest in function_digests(mutants).items() if before.get(name) != digest}
+    reach = read_reach(mutants)
+    stale |= {node for name in changed for node in reach.get(name, ()) if node in suite.by_node_id()}
+    return sorted(stale)
 
 
 def drop_stats(mutants: Path, nodes: Iterable[str]) -> None:
@@ -278,7 +301,7 @@ def drop_stats(mutants: Path, nodes: Iterable[str]) -> None:
 
 
 def mark_stats_current(mutants: Path, suite: SuiteDigests) -> None:
-    doc = {"version": STATS_VERSION, "nodes": suite.by_node_id()}
+    doc = {"version": STATS_VERSION, "nodes": suite.by_node_id(), "functions": function_digests(mutants)}
     (mutants / STATS_SUITE).write_text(json.dumps(doc, sort_keys=True, indent=1), encoding="utf-8")
 
 

@@ -316,3 +316,23 @@ def test_lines_of_the_whole_module_scheme_are_restated_while_they_hold(mutants: 
     changed = cache.SuiteDigests.measure(mutants)
     assert cache.migrate(whole_module, changed) == whole_module
     assert cache.stale_stats(mutants, changed) == ["contracts/a-v1.yaml::FALSIFY-A-001"]
+
+
+def test_an_unchanged_falsifier_reaching_a_changed_function_is_collected_again(mutants: Path) -> None:
+    suite = cache.SuiteDigests.measure(mutants)
+    cache.mark_stats_current(mutants, suite)
+    assert cache.stale_stats(mutants, suite) == []
+    meta_path = mutants / "sut" / "m.py.meta"
+    meta = json.loads(meta_path.read_text())
+    meta["hash_by_function_name"]["xǁCǁg"] = "g2"  # C.g's source changed: it may call a new helper now
+    meta_path.write_text(json.dumps(meta))
+    assert cache.stale_stats(mutants, suite) == ["contracts/a-v1.yaml::FALSIFY-A-001"]  # the one reaching C.g
+    meta["hash_by_function_name"]["x_f"] = "f2"
+    meta_path.write_text(json.dumps(meta))
+    assert len(cache.stale_stats(mutants, suite)) == 2
+    cache.mark_stats_current(mutants, suite)
+    assert cache.stale_stats(mutants, suite) == []
+    suite_doc = json.loads((mutants / cache.STATS_SUITE).read_text())
+    del suite_doc["functions"]  # marked before function digests were kept: every falsifier is due
+    (mutants / cache.STATS_SUITE).write_text(json.dumps(suite_doc))
+    assert len(cache.stale_stats(mutants, suite)) == len(suite.by_node)
