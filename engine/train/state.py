@@ -36,9 +36,9 @@ def state_to_files(
         for key, value in entry.items():
             tensors[f"optim.{idx}.{key}"] = value.detach().to("cpu").contiguous()
     tensors["rng.cpu"] = torch.get_rng_state()
-    if torch.cuda.is_available():
-        for i, s in enumerate(torch.cuda.get_rng_state_all()):
-            tensors[f"rng.cuda.{i}"] = s
+    # one state per visible GPU: none without CUDA (torch lists none, and initialises nothing)
+    for i, s in enumerate(torch.cuda.get_rng_state_all()):
+        tensors[f"rng.cuda.{i}"] = s
     meta = {
         "param_names": names,
         "param_groups": sd["param_groups"],
@@ -76,9 +76,10 @@ def state_from_files(
     if FAULTS.active("resume_rng_not_restored"):  # the defect: the resuming process's own generator goes on
         rng = torch.get_rng_state()  # pragma: no mutate
     torch.set_rng_state(rng)
-    cuda_states = [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]
-    if cuda_states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(cuda_states[: torch.cuda.device_count()])
+    # by GPU index as a number (rng.cuda.10 after rng.cuda.9), as many as this machine has GPUs: a
+    # run saved on GPUs resumes on the CPU without them
+    saved = {int(k.removeprefix("rng.cuda.")): v for k, v in tensors.items() if k.startswith("rng.cuda.")}
+    torch.cuda.set_rng_state_all([saved[i] for i in sorted(saved)][: torch.cuda.device_count()])
 
 
 def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:

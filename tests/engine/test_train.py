@@ -164,3 +164,21 @@ def test_lora_finetune_resumes_exactly(tmp_path: Path, base_run: Any, inst: Inst
         base, tmp_path / "b", cfg, method="qlora", lora=LoraSettings(r=4, dropout=0.1), data=inst, resume=True
     )
     assert again.losses == full.losses[2:]
+
+
+def test_gpu_generator_states_are_restored_by_gpu_index_as_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.train.state import state_from_files, state_to_files
+
+    param = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.AdamW([param])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+    tensors, meta = state_to_files(opt, sched, ["w"])
+    # a run saved on 12 GPUs: rng.cuda.10 sorts before rng.cuda.2 as text
+    tensors |= {f"rng.cuda.{i}": torch.full((4,), i, dtype=torch.uint8) for i in range(12)}
+    restored: list[list[int]] = []
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 12)
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", lambda states: restored.append([int(s[0]) for s in states]))
+    state_from_files(opt, sched, ["w"], tensors, meta)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)  # resumed on fewer GPUs: the first three
+    state_from_files(opt, sched, ["w"], tensors, meta)
+    assert restored == [list(range(12)), [0, 1, 2]]
