@@ -10,15 +10,14 @@ so the output's whitespace is joined before comparing.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from pathlib import Path
 from typing import Any
 
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import EXIT_BAD_INPUT, cli_runner
 from falsifiers._workdir import fresh_dir
+from falsifiers.refusals import command_refusals_differing
 from pv.checkers import checker
 
 NOT_UTF8 = b"def f():\n    return '\xff'\n"
@@ -49,15 +48,7 @@ def os_errors_word_for_word(
         (("qa", ckpt, "--text", latin), f"held-out text {latin}: not UTF-8 text (byte {NOT_UTF8.index(0xFF)})"),
         (("qa", ckpt, "--golden", "missing.json"), f"missing.json: {os.strerror(errno.ENOENT)}"),
     ]
-    run = cli_runner()
-    differing: list[str] = []
-    for args, message in requests:
-        with contextlib.chdir(work):
-            result = run(*args)
-        text = " ".join(str(result.stderr).split())
-        want = " ".join(f"error: {message}".split())
-        if result.exit_code != EXIT_BAD_INPUT or text != want:
-            differing.append(f"{' '.join(map(str, args))}: exit {result.exit_code}, {text[-300:]!r} != {want!r}")
+    differing = command_refusals_differing(requests, work)
     # a refused write leaves no temporary file beside what it would have written
     left = sorted(p.name for p in work.iterdir() if p.name not in {ckpt.name, folder.name, latin.name})
     return {

@@ -11,14 +11,13 @@ is joined before comparing.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from pathlib import Path
 from typing import Any
 
-from falsifiers._cli import EXIT_BAD_INPUT, cli_runner
 from falsifiers._workdir import fresh_dir
+from falsifiers.refusals import command_refusals_differing
 from pv.checkers import checker
 from pv.outcomes import skip
 
@@ -60,13 +59,5 @@ def training_errors_word_for_word(tmp_path: Path) -> dict[str, Any]:
             "--adapters: two OUT folders share a name (a, a); each names its adapter",
         ),
     ]  # fmt: skip
-    run = cli_runner()
-    differing: list[str] = []
-    for args, message in requests:
-        with contextlib.chdir(work):
-            result = run(*args)
-        text = " ".join(str(result.stderr).split())
-        want = " ".join(f"error: {message}".split())
-        if result.exit_code != EXIT_BAD_INPUT or text != want:
-            differing.append(f"{args[0]} {args[-1]}: exit {result.exit_code}, {text!r} != {want!r}")
+    differing = command_refusals_differing(requests, work)
     return {"requests": len(requests), "requests_differing": len(differing), "differing": differing}
