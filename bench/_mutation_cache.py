@@ -276,13 +276,14 @@ def stale_stats(mutants: Path, suite: SuiteDigests) -> list[str]:
     then: dict[str, str] = doc.get("nodes", {}) if doc.get("version") == STATS_VERSION else {}
     # stats marked under the checker's whole module are as good while that digest holds
     previous = {node: suite.previous.get(key) for node, key in suite.by_node.items()}
-    stale = {node for node, digest in suite.by_node_id().items() if then.get(node) not in (digest, previous[node])}
+    nodes = suite.by_node_id()
+    stale = {node for node, digest in nodes.items() if then.get(node) not in (digest, previous[node])}
     if "functions" not in doc:  # stats marked before function digests were kept: nothing says what changed
-        return sorted(suite.by_node_id()) if then else sorted(stale)
+        return sorted(nodes) if then else sorted(stale)
     before: dict[str, str] = doc["functions"]
     changed = {name for name, digest in function_digests(mutants).items() if before.get(name) != digest}
     reach = read_reach(mutants)
-    stale |= {node for name in changed for node in reach.get(name, ()) if node in suite.by_node_id()}
+    stale |= {node for name in changed for node in reach.get(name, ()) if node in nodes}
     return sorted(stale)
 
 
