@@ -299,6 +299,10 @@ FAULTS.register(
 FAULTS.register("inspect_names_read_as_markup", "inspect's tables read brackets in a name or value as rich markup")
 FAULTS.register("qa_perplexity_last_pair_skipped", "perplexity leaves a last window of two tokens unscored")
 FAULTS.register("latest_pointer_trusted", "latest.json is followed to a step folder without its training state")
+FAULTS.register(
+    "resume_gpu_states_in_text_order",
+    "a resume gives GPUs their saved generator states in the text order of their keys",
+)
 FAULTS.register("bricks_cuda_unsynchronised", "the brick timer reads the clock without synchronizing the GPU")
 FAULTS.register("train_state_unlabelled", "a training checkpoint's train_state.safetensors carries no format label")
 FAULTS.register("default_corpus_last_file_uncut", "the default corpus reads its last file whole, past max_bytes")

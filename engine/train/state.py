@@ -79,7 +79,10 @@ def state_from_files(
     # by GPU index as a number (rng.cuda.10 after rng.cuda.9), as many as this machine has GPUs: a
     # run saved on GPUs resumes on the CPU without them
     saved = {int(k.removeprefix("rng.cuda.")): v for k, v in tensors.items() if k.startswith("rng.cuda.")}
-    torch.cuda.set_rng_state_all([saved[i] for i in sorted(saved)][: torch.cuda.device_count()])
+    order = sorted(saved)
+    if FAULTS.active("resume_gpu_states_in_text_order"):  # the defect: rng.cuda.10 goes to GPU 2
+        order = sorted(saved, key=str)  # pragma: no mutate
+    torch.cuda.set_rng_state_all([saved[i] for i in order][: torch.cuda.device_count()])
 
 
 def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
