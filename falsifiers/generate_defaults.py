@@ -103,11 +103,11 @@ def generate_defaults_and_refusals(tiny_model_factory: Any) -> dict[str, Any]:
     cases += len(refusals)
     full = torch.ones((1, CONTEXT), dtype=torch.long)
     try:
-        nothing = generate(base, full, max_new_tokens=0)
-        got: Any = [nothing.new_tokens, list(nothing.sequences.shape)]
+        nothing = generate(base, full, max_new_tokens=0, return_logits=True)
+        got: Any = [nothing.new_tokens, list(nothing.sequences.shape), nothing.scores is None]
     except Exception as exc:
         got = f"{type(exc).__name__}: {exc}"
-    check("a prompt filling the window, nothing asked", got, [[[]], [1, CONTEXT]])
+    check("a prompt filling the window, nothing asked", got, [[[]], [1, CONTEXT], True])
 
     # sampling settings reach the draw: top-k 1 and a top-p no second token reaches are greedy
     firsts = [t[0] for t in tokens]
