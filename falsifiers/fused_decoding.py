@@ -9,6 +9,9 @@ models and a LoRA-wrapped one none, and a layer whose two norms hold different e
 alone (the fused path has one).  A fused layer must compute what the module does, so the
 model's logits with and without the block are compared on Llama and Qwen2 (q/k/v biases)
 models, including one whose ``rms_norm_eps`` is 0.5, large enough that a norm dropping it shows.
+No engine config builds an MLP bias, or a bias on some of q/k/v but not all; a model given one by
+hand must still decode as its modules compute: a layer with an up-projection bias is not fused,
+and one with a q bias alone is fused with zeros for k and v.
 """
 
 from __future__ import annotations
@@ -33,26 +36,36 @@ def _fused(model: Any) -> list[bool]:
 
 @checker(observes=["fused", "max_abs_diff", "models_compared"], ids=["FALSIFY-GEN-018"])
 def fused_layers_are_the_module(tiny_model_factory: Any, seed: int = 0) -> dict[str, Any]:
-    """fused_layers on float32, bf16, fp16, LoRA-wrapped and unequal-eps models; logits with and
-    without it on three float32 models."""
+    """fused_layers on float32, bf16, fp16, LoRA-wrapped, unequal-eps and MLP-bias models; logits
+    with and without it on four float32 models."""
     from engine.lora import LoraSettings, apply_lora
     from engine.model import fused_layers
 
     uneven = tiny_model_factory(seed)
     uneven.model.layers[0].post_attention_layernorm.eps = 2e-6
+    # biases no engine config builds, given by hand: the fused path has no MLP bias, and pads a
+    # q/k/v bias it lacks with zeros
+    gen = torch.Generator().manual_seed(seed)
+    mlp_bias = tiny_model_factory(seed)
+    up = mlp_bias.model.layers[0].mlp.up_proj
+    up.bias = torch.nn.Parameter(torch.randn(up.out_features, generator=gen))
+    q_bias = tiny_model_factory(seed, std=0.2)
+    q = q_bias.model.layers[0].self_attn.q_proj
+    q.bias = torch.nn.Parameter(torch.randn(q.out_features, generator=gen))
     fused = [
         _fused(tiny_model_factory(seed)),
         _fused(tiny_model_factory(seed).to(torch.bfloat16)),
         _fused(tiny_model_factory(seed).to(torch.float16)),
         _fused(apply_lora(tiny_model_factory(seed), LoraSettings(r=4, targets=("q_proj", "v_proj")))),
         _fused(uneven),
+        _fused(mlp_bias),
     ]
-    gen = torch.Generator().manual_seed(seed)
     worst = 0.0
     models = [
         tiny_model_factory(seed, std=0.2),
         tiny_model_factory(seed, std=0.2, rms_norm_eps=0.5),
         tiny_model_factory(seed, std=0.2, architecture="qwen2", attention_bias=True),
+        q_bias,
     ]
     for model in models:
         ids = torch.randint(3, model.config.vocab_size, (2, 12), generator=gen)
