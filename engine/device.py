@@ -81,7 +81,10 @@ def resolve_device(requested: str | torch.device | None = None) -> torch.device:
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise DeviceError(f"{origin} asks for {device} but torch sees no CUDA device on this machine")
-        if device.index is not None and device.index >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        if FAULTS.active("cuda_index_past_count_accepted"):  # the defect: cuda:N passes on N GPUs
+            count += 1  # pragma: no mutate
+        if device.index is not None and device.index >= count:
             raise DeviceError(f"{origin} asks for {device} but only {torch.cuda.device_count()} CUDA device(s) exist")
     elif device.type == "mps":
         if not mps_available():

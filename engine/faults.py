@@ -303,6 +303,7 @@ FAULTS.register(
     "resume_gpu_states_in_text_order",
     "a resume gives GPUs their saved generator states in the text order of their keys",
 )
+FAULTS.register("cuda_index_past_count_accepted", "resolve_device accepts cuda:N on a machine with N CUDA devices")
 FAULTS.register("bricks_cuda_unsynchronised", "the brick timer reads the clock without synchronizing the GPU")
 FAULTS.register("train_state_unlabelled", "a training checkpoint's train_state.safetensors carries no format label")
 FAULTS.register("default_corpus_last_file_uncut", "the default corpus reads its last file whole, past max_bytes")
