@@ -10,7 +10,6 @@ device or the refusal written out here, word for word.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -19,30 +18,23 @@ from unittest import mock
 
 import torch
 
+from falsifiers.device_choice import _env
 from pv.checkers import checker
 
-ENV = "PV_DEVICE"
 NO_CUDA = "but torch sees no CUDA device on this machine"
 
 
 @contextmanager
 def _machine(cuda: int = 0, xpu: bool = False, mps: bool = False, env: str | None = None) -> Iterator[None]:
     """torch as a machine with ``cuda`` CUDA devices, an XPU or not, MPS or not, and PV_DEVICE."""
-    saved = os.environ.pop(ENV, None)
-    if env is not None:
-        os.environ[ENV] = env
-    try:
-        with (
-            mock.patch.object(torch.cuda, "is_available", lambda: cuda > 0),
-            mock.patch.object(torch.cuda, "device_count", lambda: cuda),
-            mock.patch.object(torch, "xpu", SimpleNamespace(is_available=lambda: xpu), create=True),
-            mock.patch.object(torch.backends, "mps", SimpleNamespace(is_available=lambda: mps), create=True),
-        ):
-            yield
-    finally:
-        os.environ.pop(ENV, None)
-        if saved is not None:
-            os.environ[ENV] = saved
+    with (
+        _env(env),
+        mock.patch.object(torch.cuda, "is_available", lambda: cuda > 0),
+        mock.patch.object(torch.cuda, "device_count", lambda: cuda),
+        mock.patch.object(torch, "xpu", SimpleNamespace(is_available=lambda: xpu), create=True),
+        mock.patch.object(torch.backends, "mps", SimpleNamespace(is_available=lambda: mps), create=True),
+    ):
+        yield
 
 
 # (machine, request, PV_DEVICE, the device or the refusal's words)
