@@ -88,7 +88,7 @@ def rank_collectives() -> dict[str, Any]:
         unwrapped = DistContext(RankInfo(), torch.device("cpu")).wrap(model) is model
 
     # shard_task puts rank 1 of 2's view on the task's data and unshard_task restores it; a task
-    # without data is refused; one process changes nothing
+    # without data it can batch is refused; one process changes nothing
     class Task:
         def __init__(self, data: Any) -> None:
             self.data = data
@@ -104,17 +104,32 @@ def rank_collectives() -> dict[str, Any]:
     unshard_task(task, original, DistContext(job))
     alone = Task(data)
     kept = shard_task(alone, DistContext()) is data and alone.data is data
-    try:
-        shard_task(Task(None), DistContext(job))
-        refusal = None
-    except DistributedError as exc:
-        refusal = str(exc) == "Task has no `data` with a `batch` method, so it cannot be sharded over ranks"
+
+    class Bare:
+        """A task with no ``data`` attribute at all."""
+
+    # no data, data that cannot batch, and no `data` attribute: each refused by its task's name;
+    # one process asks nothing of the task
+    refusals: list[Any] = []
+    for refused in (Task(None), Task(object()), Bare()):
+        try:
+            shard_task(refused, DistContext(job))
+            refusals.append(None)
+        except DistributedError as exc:
+            refusals.append(str(exc))
+    refusal = refusals == [
+        "Task has no `data` with a `batch` method, so it cannot be sharded over ranks",
+        "Task has no `data` with a `batch` method, so it cannot be sharded over ranks",
+        "Bare has no `data` with a `batch` method, so it cannot be sharded over ranks",
+    ]
+    bare_alone = shard_task(Bare(), DistContext()) is None
     sharding = [
         type(view).__name__,
         [getattr(view, "rank", None), getattr(view, "world_size", None), getattr(view, "data", None) is data],
         original is data and task.data is data,
         kept,
         refusal,
+        bare_alone,
     ]
     return {
         "wraps": [made, unwrapped],

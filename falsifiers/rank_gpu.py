@@ -18,13 +18,15 @@ import torch
 from pv.checkers import checker
 
 VISIBLE = 2
+INCONSISTENT = "inconsistent torchrun variables: RANK=2 WORLD_SIZE=2 LOCAL_RANK=2"
 NO_GPU = "local rank 2 has no GPU of its own: 2 visible; use --nproc_per_node <= the number of GPUs or --device cpu"
 
 
 @checker(observes=["cases", "differing"], ids=["FALSIFY-DDP-004"])
 def each_rank_its_gpu() -> dict[str, Any]:
     """rank_device on bare, indexed and CPU devices, with and without a torchrun job, given the job
-    or reading it from the environment, and for a local rank past the visible GPUs."""
+    or reading it from the environment (a second node's ranks, LOCAL_RANK or RANK left out, a rank
+    past the world), and for a local rank past the visible GPUs."""
     from engine.distributed import DistributedError, RankInfo, rank_device
 
     job = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}
@@ -38,6 +40,11 @@ def each_rank_its_gpu() -> dict[str, Any]:
         ("one process from the environment", "cuda", None, {}, "cuda", []),
         ("rank 1 of 2 on the cpu", "cpu", RankInfo(1, 2, 1), {}, "cpu", []),
         ("local rank 2 of 3, two GPUs", "cuda", RankInfo(2, 3, 2), {}, f"refused: {NO_GPU}", []),
+        # a second node: the global rank is not the GPU index, LOCAL_RANK is
+        ("rank 3 of 4, local rank 1", "cuda", None, {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}, "cuda:1", [1]),
+        ("rank 1 of 2 without LOCAL_RANK", "cuda", None, {"RANK": "1", "WORLD_SIZE": "2"}, "cuda:1", [1]),
+        ("WORLD_SIZE alone", "cuda", None, {"WORLD_SIZE": "2"}, "cuda:0", [0]),
+        ("RANK past WORLD_SIZE", "cuda", None, {"RANK": "2", "WORLD_SIZE": "2"}, f"refused: {INCONSISTENT}", []),
     ]
     differing = []
     for name, device, info, env, want, want_calls in cases:

@@ -70,6 +70,7 @@ def rank_joins_group() -> dict[str, Any]:
         ("cpu", "cpu", TORCHRUN, _Dist()),
         ("cuda:1", "cuda:1", TORCHRUN, _Dist()),
         ("a group already made", "cpu", TORCHRUN, _Dist(group=(1, 2))),
+        ("a group already made, cuda:1", "cuda:1", TORCHRUN, _Dist(group=(1, 2))),
     ]
     joins: list[list[Any]] = []
     for name, device, environ, stand_in in cases:
