@@ -303,6 +303,14 @@ FAULTS.register(
     "resume_gpu_states_in_text_order",
     "a resume gives GPUs their saved generator states in the text order of their keys",
 )
+FAULTS.register(
+    "tokenizer_backend_specials_added",
+    "EngineTokenizer.encode lets its backend's post-processor add BOS and EOS of its own",
+)
+FAULTS.register(
+    "val_loss_mean_of_batch_means",
+    "the validation loss is the mean of the batches' mean losses, not the mean per learned token",
+)
 FAULTS.register("cuda_index_past_count_accepted", "resolve_device accepts cuda:N on a machine with N CUDA devices")
 FAULTS.register("bricks_cuda_unsynchronised", "the brick timer reads the clock without synchronizing the GPU")
 FAULTS.register("train_state_unlabelled", "a training checkpoint's train_state.safetensors carries no format label")

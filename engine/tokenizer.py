@@ -76,6 +76,8 @@ class EngineTokenizer:
 
     def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
         ids: list[int] = list(self._tok.encode(text, add_special_tokens=False).ids)
+        if FAULTS.active("tokenizer_backend_specials_added"):  # pragma: no mutate
+            ids = list(self._tok.encode(text).ids)  # pragma: no mutate -- the defect: the backend's BOS as well
         if add_bos:
             ids.insert(0, self.bos_id)
         if add_eos:

@@ -333,6 +333,8 @@ def mean_loss(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]
         for ids, labels in batches:
             ids, labels = ids.to(device), labels.to(device)
             n = int((labels[:, 1:] != -100).sum())
+            if FAULTS.active("val_loss_mean_of_batch_means"):  # pragma: no mutate
+                n = 1  # pragma: no mutate -- the defect: a batch of 2 learned tokens weighs as much as one of 200
             total += float(model(ids, labels=labels).loss) * n
             count += n
     return total / count
