@@ -266,6 +266,8 @@ def shard_task(task: Any, ctx: DistContext) -> Any:
 
 def unshard_task(task: Any, original: Any, ctx: DistContext) -> None:
     """Undo :func:`shard_task`: the task keeps its whole data set after the run."""
+    if FAULTS.active("ddp_task_keeps_shard_view"):  # pragma: no mutate
+        return  # pragma: no mutate -- the defect: after the run the task sees only its rank's rows
     if ctx.active:
         task.data = original
 
