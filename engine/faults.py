@@ -308,6 +308,7 @@ FAULTS.register(
     "EngineTokenizer.encode lets its backend's post-processor add BOS and EOS of its own",
 )
 FAULTS.register("ddp_task_keeps_shard_view", "after a torchrun run the task keeps its rank's view of the data")
+FAULTS.register("grad_norm_reported_after_clip", "the grad_norm a step reports is the norm after clipping")
 FAULTS.register(
     "val_loss_mean_of_batch_means",
     "the validation loss is the mean of the batches' mean losses, not the mean per learned token",

@@ -133,6 +133,8 @@ def clip_grad_norm(params: list[nn.Parameter], clip: float) -> float:
     """The gradients' total norm before clipping, clipped to ``clip`` when it is positive; measured
     either way, since the log reports it."""
     if clip > 0:
+        if FAULTS.active("grad_norm_reported_after_clip"):  # pragma: no mutate
+            return min(float(torch.nn.utils.clip_grad_norm_(params, clip)), clip)  # pragma: no mutate -- the defect
         return float(torch.nn.utils.clip_grad_norm_(params, clip))
     grads = [p.grad.detach().float().norm() for p in params if p.grad is not None]
     return float(torch.linalg.vector_norm(torch.stack(grads))) if grads else 0.0
