@@ -22,11 +22,14 @@ from pv.checkers import checker
 TEXT = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nprint(mean([1, 2, 3]))\n" * 40
 
 
-@checker(observes=["trained_on_given_data", "val_loss_diff", "refusals_differing"], ids=["FALSIFY-PINIT-019"])
+@checker(
+    observes=["trained_on_given_data", "val_loss_diff", "manifest_differing", "refusals_differing"],
+    ids=["FALSIFY-PINIT-019"],
+)
 def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[str, Any]:
     """One step of the tiny preset on streams of its own (the tokenizer's 512 tokens fill the
-    vocabulary exactly), then pretrain with neither config nor init, with a 300-token vocabulary,
-    and from the tiny init with the small preset's architecture."""
+    vocabulary exactly), one from the session's init, then pretrain with neither config nor init,
+    with a 300-token vocabulary, and from the tiny init with the small preset's architecture."""
     from engine.checkpoint import load_checkpoint
     from engine.config import ARCHITECTURE_KEYS, preset
     from engine.data import tokenize_corpus
@@ -39,6 +42,18 @@ def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_p
     result = pretrain(work / "run", cfg, config=preset("tiny"), tokenizer=engine_tokenizer, data=data, device="cpu")
     digest = None
     val_loss_diff = None
+    # what each checkpoint's manifest says of its run: the kind, the init it started from (none,
+    # or the path as given) and the training config as the run's own to_dict gives it
+    from_init = pretrain(
+        work / "from-init", cfg, init=pretrained_init, tokenizer=engine_tokenizer, data=data, device="cpu"
+    )
+    manifest_differing: list[list[Any]] = []
+    for name, run, init_given in (("config", result, None), ("init", from_init, str(pretrained_init))):
+        want = {"kind": "pretrain", "init": init_given, "train_config": json.loads(json.dumps(cfg.to_dict()))}
+        manifest = load_checkpoint(run.checkpoint / "model.safetensors").manifest if run.checkpoint is not None else {}
+        for key, value in want.items():
+            if manifest.get(key, "missing") != value:
+                manifest_differing.append([name, key, repr(manifest.get(key, "missing"))])
     if result.checkpoint is not None:
         loaded = load_checkpoint(result.checkpoint / "model.safetensors")
         digest = loaded.manifest.get("data_digest")
@@ -80,5 +95,6 @@ def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_p
     return {
         "trained_on_given_data": digest == data.digest,
         "val_loss_diff": val_loss_diff,
+        "manifest_differing": manifest_differing,
         "refusals_differing": differing,
     }
