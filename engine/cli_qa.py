@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
@@ -60,8 +60,12 @@ def qa(
         _out.print(json.dumps(report.to_json(), indent=2, sort_keys=True), markup=False)
     else:
         table = Table(title=_text(f"qa {checkpoint}"))
+        # a detail holds paths and texts a user must read whole: folded over lines, never cut
+        overflow: Literal["fold", "ellipsis"] = "fold"
+        if FAULTS.active("qa_table_detail_cut"):  # the defect: rich's default cuts a long word to "…"
+            overflow = "ellipsis"  # pragma: no mutate
         for column in ("gate", "status", "value", "bound", "detail"):
-            table.add_column(column)
+            table.add_column(column, overflow=overflow)
         for g in report.gates:
             table.add_row(
                 g.name,
