@@ -310,6 +310,7 @@ FAULTS.register(
 FAULTS.register("ddp_task_keeps_shard_view", "after a torchrun run the task keeps its rank's view of the data")
 FAULTS.register("grad_norm_reported_after_clip", "the grad_norm a step reports is the norm after clipping")
 FAULTS.register("qa_table_detail_cut", "qa's printed table cuts a long detail (a path) to an ellipsis")
+FAULTS.register("bench_unknown_bricks_skipped", "bench drops a misspelt brick and measures the others")
 FAULTS.register(
     "val_loss_mean_of_batch_means",
     "the validation loss is the mean of the batches' mean losses, not the mean per learned token",
