@@ -454,7 +454,9 @@ def distill(
                 manifest=recipe,
             )
         )
-    _print_summary({**_summary(result), **recipe})
+    # what was distilled from and how, as the student's manifest records it
+    settings = {"teacher": str(teacher), "teacher_nf4": nf4_teacher, "temperature": temperature, "alpha": alpha}
+    _print_summary({**_summary(result), **settings, **recipe})
 
 
 @app.command()

@@ -312,6 +312,7 @@ DISTILL_OBSERVED = (
     "resumed_tensors_differing",
     "refusals",
     "refused_cleanly",
+    "nf4_student_init_run",
 )
 
 
@@ -322,9 +323,10 @@ def distill_from_the_command_line(
     """``distill TEACHER OUT --student-preset tiny`` from a teacher of another width, vocabulary
     (640 rows), context (384) and RoPE base (50000), special ids 0/1/2: the student checkpoint's
     header is the preset's shape with the teacher's vocabulary, special ids, context and RoPE base,
-    its tokenizer is the teacher's, its manifest records the run, the summary is the log's; a run
-    stopped after its step-2 checkpoint and resumed writes the same final weights bit for bit; six
-    bad requests are refused before anything is written."""
+    its tokenizer is the teacher's, its manifest records the run, the summary is the log's and the
+    distillation's settings; a run stopped after its step-2 checkpoint and resumed writes the same
+    final weights bit for bit; one step from that student (--student-init) with --nf4-teacher
+    records and prints the NF4 teacher; six bad requests are refused before anything is written."""
     from engine.config import preset
 
     run = cli_runner()
@@ -376,6 +378,8 @@ def distill_from_the_command_line(
     out["summary_mismatches"] = _summary_mismatches(
         {k: summary.get(k) for k in ("out_dir", "checkpoint", "steps_run", "final_loss", "val_losses")}, folder, steps
     )
+    distilled = {"teacher": str(teacher), "teacher_nf4": False, "temperature": 3.0, "alpha": 0.25}
+    out["summary_mismatches"] += sum(summary.get(k, "<missing>") != v for k, v in distilled.items())
     log = _log(folder)
     step0 = [r["loss"] for r in log if r["kind"] == "step0"]
     started = (summary.get("start_step"), summary.get("step0_loss"))
@@ -392,6 +396,21 @@ def distill_from_the_command_line(
         out["resumed_tensors_differing"] = _tensors_differing(mine, theirs)
     else:
         out["resumed_tensors_differing"] = -1
+
+    # One step from the distilled student, the teacher kept in NF4: the flag reaches the run, its
+    # manifest and the summary.
+    one_step = ["--steps", 1, *settings[2:]]  # settings opens with --steps
+    nf4_run = run("distill", teacher, root / "nf4", "--student-init", student, *one_step, "--nf4-teacher")
+    nf4_summary = _summary(nf4_run.stdout) if nf4_run.exit_code == 0 else {}
+    nf4_manifest = (
+        json.loads(_header(root / "nf4" / "step-000001" / "model.safetensors")["manifest"]) if nf4_summary else {}
+    )
+    out["nf4_student_init_run"] = [
+        nf4_run.exit_code,
+        nf4_summary.get("teacher_nf4", "<missing>"),
+        nf4_manifest.get("teacher_nf4", "<missing>"),
+        nf4_manifest.get("kind", "<missing>"),
+    ]
 
     bad = root / "bad"
     requests: list[tuple[tuple[Any, ...], tuple[str, ...]]] = [
