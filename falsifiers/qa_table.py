@@ -71,6 +71,7 @@ def table_says_what_report_says(tmp_path: Path, engine_tokenizer: Any, tiny_mode
     gate, on one whose tokenizer folds case (the round trip fails), and on a missing file at a
     path longer than the table is wide."""
     from engine.checkpoint import make_manifest, save_checkpoint
+    from engine.tokenizer import EngineTokenizer
     from falsifiers.export import realistic_model
     from falsifiers.qa_gates import LOSSY_NORMALIZER
 
@@ -78,8 +79,6 @@ def table_says_what_report_says(tmp_path: Path, engine_tokenizer: Any, tiny_mode
     model = realistic_model(tiny_model_factory, 0, "llama").eval()
     doc = json.loads(engine_tokenizer.to_json())
     doc["tokenizer"]["normalizer"] = LOSSY_NORMALIZER
-    from engine.tokenizer import EngineTokenizer
-
     lossy = EngineTokenizer.from_json(json.dumps(doc))
     deep = work / ("a-folder-whose-name-is-longer-than-a-table-cell-" * 2) / "nested" / "model.safetensors"
     cases = {
