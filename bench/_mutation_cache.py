@@ -426,3 +426,74 @@ def write_hints(path: Path, names: Iterable[str], killers: Mapping[str, list[str
     hints = {n: nodes for n, nodes in hints.items() if nodes}
     path.write_text(json.dumps(hints, ensure_ascii=False), encoding="utf-8")
     return len(hints)
+
+
+@dataclass(frozen=True)
+class Survival:
+    """A mutant that every falsifier reaching its function let live: the function's digest then,
+    and each of those falsifiers with the digest of what decided it."""
+
+    function_digest: str
+    reached_by: dict[str, str]
+
+
+def read_survivals(path: Path) -> dict[str, Survival]:
+    """mutant -> its last survival ({} when the file is absent)."""
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {str(k): Survival(str(v["function_digest"]), {str(f): str(d) for f, d in v["reached_by"].items()})
+            for k, v in data.items()}  # fmt: skip
+
+
+def remember_survivals(path: Path, records: Iterable[Record]) -> dict[str, Survival]:
+    """Fold the survivors among ``records`` whose verdict rests on the falsifiers that reached them
+    into ``path``; a mutant decided otherwise since (killed) is forgotten there."""
+    known = read_survivals(path)
+    for r in records:
+        if r.status == "survived" and r.reached_by:
+            known[r.mutant] = Survival(r.function_digest, dict(r.reached_by))
+        elif r.status != "survived":
+            known.pop(r.mutant, None)
+    lines = (
+        f"{json.dumps(k, ensure_ascii=False)}: "
+        + json.dumps({"function_digest": s.function_digest, "reached_by": s.reached_by}, sort_keys=True)
+        for k, s in sorted(known.items())
+    )
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    tmp.replace(path)
+    return known
+
+
+def write_skips(
+    path: Path,
+    names: Iterable[str],
+    survivals: Mapping[str, Survival],
+    generated: Mapping[str, tuple[str, str]],
+    suite: SuiteDigests,
+    reach: Mapping[str, Iterable[str]],
+) -> int:
+    """pv's skip file for a chunk: mutant -> node ids of the falsifiers that already let it live,
+    its function and what decides each of them unchanged since; how many of ``names`` have one.
+
+    A mutant re-opened only because a new or changed falsifier reaches its function then runs
+    that falsifier alone instead of every one again.  One whose every reaching falsifier would be
+    skipped gets no entry (it runs them all): a run must test something."""
+    skips: dict[str, list[str]] = {}
+    for name in names:
+        survival = survivals.get(name)
+        if survival is None or name not in generated or generated[name][1] != survival.function_digest:
+            continue
+        module = generated[name][0].removesuffix(".py").replace("/", ".")
+        nodes = sorted(set(reach.get(f"{module}.{function_of(name)}", ())))
+        same = [
+            node
+            for node in nodes
+            if (key := suite.by_node.get(node)) is not None
+            and survival.reached_by.get(key) == suite.by_falsifier.get(key)
+        ]
+        if same and len(same) < len(nodes):
+            skips[name] = same
+    path.write_text(json.dumps(skips, ensure_ascii=False), encoding="utf-8")
+    return len(skips)

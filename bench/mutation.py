@@ -44,6 +44,8 @@ LOG = MUTANTS / "pv-mutation-log.jsonl"
 RESULTS = ROOT / "bench" / "mutation-results.jsonl"
 KILLERS = ROOT / "bench" / "mutation-killers.json"
 HINTS = MUTANTS / "pv-mutation-hints.json"
+SURVIVALS = ROOT / "bench" / "mutation-survivals.json"
+SKIPS = MUTANTS / "pv-mutation-skips.json"
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
 EQUIVALENT_LOCK = ROOT / "bench" / "mutation-equivalent-diffs.json"
 
@@ -312,6 +314,7 @@ def main() -> int:
         return report(generated, current(records, generated, suite, cache.read_reach(MUTANTS)), args.module)
     reach = refresh_stats(suite)
     cache.remember_killers(KILLERS, records.values())  # before the verdicts that no longer hold go
+    survivals = cache.remember_survivals(SURVIVALS, records.values())
     records = current(records, generated, suite, reach)
     cache.write(RESULTS, records)
     if collected:
@@ -324,10 +327,13 @@ def main() -> int:
     if not todo:
         return report(generated, records, args.module)
     print(f"{len(todo)} mutants without a current verdict; running for up to {args.minutes:g} minutes")
+    skipped = cache.write_skips(SKIPS, todo, survivals, generated, suite, reach)
+    print(f"{skipped} of them survived before and run only the falsifiers new or changed since", flush=True)
     start = time.perf_counter()
     code = run_chunk(todo, args.minutes, args.max_children, suite)
     collected = collect(records)
     cache.remember_killers(KILLERS, records.values())
+    cache.remember_survivals(SURVIVALS, records.values())
     reach = cache.read_reach(MUTANTS)  # what mutmut ran with (it may have collected new stats)
     cache.write(RESULTS, current(records, generated, suite, reach))
     elapsed = time.perf_counter() - start

@@ -10,7 +10,10 @@ directory mutmut runs from) give their durations: mutmut stops at the first fail
 that a one-second falsifier kills no longer waits for the half-minute ones listed before it.  The
 falsifiers that killed the same mutant in an earlier run, named in ``pv-mutation-hints.json`` beside
 the stats (``{mutant: [node id, ...]}``, written by the driver of a resumed run), go before all of
-them: a kill re-opened by an edit elsewhere is most likely re-confirmed by its old killer.
+them: a kill re-opened by an edit elsewhere is most likely re-confirmed by its old killer.  The
+falsifiers named for the mutant in ``pv-mutation-skips.json`` (same form) are deselected: they let
+it live before and nothing that decides them has changed since, so a survivor re-opened by one new
+falsifier runs that one alone; a skip list that would leave nothing to run is ignored.
 
 mutmut learns which tests reach which function from the test process alone.  A falsifier that runs
 the system in a child process reaches functions mutmut never sees, and their mutants would be
@@ -54,6 +57,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 MUTMUT_STATS = "mutmut-stats.json"
 KILLER_HINTS = "pv-mutation-hints.json"
+SURVIVOR_SKIPS = "pv-mutation-skips.json"
 CHILD_HITS_ENV = "PV_MUTMUT_CHILD_HITS"
 
 
@@ -101,11 +105,13 @@ def _durations(path: Path) -> dict[str, float]:
         return {}  # no stats, or not mutmut's: keep pytest's order
 
 
-def _earlier_killers(path: Path, mutant: str) -> set[str]:
+def _named_for(path: Path, mutant: str) -> set[str]:
+    """The node ids ``path`` (``{mutant: [node id, ...]}``) names for ``mutant``; none when the
+    file is absent or not of that form."""
     try:
         named = json.loads(path.read_text(encoding="utf-8")).get(mutant, [])
     except (OSError, ValueError, AttributeError):
-        return set()  # no hints, or not ours: the stats' order alone
+        return set()
     return {str(n) for n in named} if isinstance(named, list) else set()
 
 
@@ -114,8 +120,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mutant = mutant_id_from_env()
     if not settings_of(config).mutation_log or not mutant:
         return
+    skips = _named_for(Path.cwd() / SURVIVOR_SKIPS, mutant)
+    if skips and any(item.nodeid not in skips for item in items):
+        skipped = [item for item in items if item.nodeid in skips]
+        items[:] = [item for item in items if item.nodeid not in skips]
+        config.hook.pytest_deselected(items=skipped)
     durations = _durations(Path.cwd() / MUTMUT_STATS)
-    killers = _earlier_killers(Path.cwd() / KILLER_HINTS, mutant)
+    killers = _named_for(Path.cwd() / KILLER_HINTS, mutant)
     if durations or killers:
         # stable: ties keep their order
         items.sort(key=lambda item: (item.nodeid not in killers, durations.get(item.nodeid, math.inf)))

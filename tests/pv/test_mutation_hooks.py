@@ -111,6 +111,32 @@ def test_under_a_mutant_its_earlier_killers_run_first(two: ToyProject, monkeypat
     assert _order(two.pytester.runpytest(*run)) == ["FALSIFY-ALPHA-001", "FALSIFY-ALPHA-002", "FALSIFY-ALPHA-003"]
 
 
+def test_under_a_mutant_the_falsifiers_it_survived_unchanged_are_skipped(
+    two: ToyProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = two.pytester.runpytest("--collect-only", "-q", "-p", "no:randomly").outlines
+    node = {line.rsplit("-", 1)[1]: line for line in ids if "::FALSIFY-" in line}
+    skips = {
+        "toysystem.x_system_value__mutmut_1": [node["001"], node["003"]],
+        "toysystem.x_other__mutmut_1": list(node.values()),
+    }
+    (two.root / "pv-mutation-skips.json").write_text(json.dumps(skips))
+    run = ("-v", "-p", "no:randomly", "--pv-mutation-log", "log.jsonl")
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_system_value__mutmut_1")
+    result = two.pytester.runpytest(*run)
+    assert _order(result) == ["FALSIFY-ALPHA-002"]
+    result.assert_outcomes(passed=1, deselected=2)
+    logged = [json.loads(line) for line in (two.root / "log.jsonl").read_text().splitlines()]
+    assert [sorted(r["verdicts"]) for r in logged] == [["alpha::FALSIFY-ALPHA-002"]]
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_other__mutmut_1")  # every one named: all run
+    assert len(_order(two.pytester.runpytest(*run))) == 3
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")  # mutmut's own runs skip nothing
+    assert len(_order(two.pytester.runpytest(*run))) == 3
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "toysystem.x_system_value__mutmut_1")
+    (two.root / "pv-mutation-skips.json").write_text("[not skips]")
+    assert len(_order(two.pytester.runpytest(*run))) == 3
+
+
 CHILD_CHECKER = """
 import subprocess, sys
 from pv.checkers import checker

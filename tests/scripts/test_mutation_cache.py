@@ -256,6 +256,45 @@ def test_a_reopened_kill_keeps_its_killer_as_the_first_to_run(mutants: Path, tmp
     assert cache.write_hints(hints, names, cache.read_killers(store), cache.SuiteDigests.measure(mutants)) == 0
 
 
+def test_a_reopened_survivor_runs_only_the_falsifiers_new_or_changed_since(mutants: Path, tmp_path: Path) -> None:
+    records = harvest(mutants)
+    store = tmp_path / "survivals.json"
+    cache.remember_survivals(store, records.values())
+    survivor = "sut.m.x_f__mutmut_3"
+    assert set(cache.read_survivals(store)) == {survivor}  # kills and hangs are no survivals
+    # a new falsifier C reaches f: the survivor is re-opened, and runs C alone
+    (mutants / "contracts" / "c-v1.yaml").write_text(CONTRACT.format(cid="c-v1", fid="FALSIFY-C-001", module="c"))
+    (mutants / "falsifiers" / "c.py").write_text("def check(): return {'ok': True}\n")
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    c = "contracts/c-v1.yaml::FALSIFY-C-001"
+    stats["tests_by_mangled_function_name"]["sut.m.x_f"].append(c)
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    suite, generated, skips = (
+        cache.SuiteDigests.measure(mutants),
+        cache.current_function_digests(mutants),
+        tmp_path / "s.json",
+    )
+    names = sorted(generated)
+    assert cache.write_skips(skips, names, cache.read_survivals(store), generated, suite, reach(mutants)) == 1
+    a, b = "contracts/a-v1.yaml::FALSIFY-A-001", "contracts/b-v1.yaml::FALSIFY-B-001"
+    assert json.loads(skips.read_text()) == {survivor: [a, b]}
+    # B changed since: it runs again beside C
+    (mutants / "falsifiers" / "b.py").write_text("def check(): return {'ok': False}\n")
+    suite = cache.SuiteDigests.measure(mutants)
+    cache.write_skips(skips, names, cache.read_survivals(store), generated, suite, reach(mutants))
+    assert json.loads(skips.read_text()) == {survivor: [a]}
+    # the function changed since: every falsifier runs
+    changed = {**generated, survivor: (generated[survivor][0], "f2")}
+    assert cache.write_skips(skips, names, cache.read_survivals(store), changed, suite, reach(mutants)) == 0
+    # nothing new reaches it (a falsifier was only dropped): no skip list that would leave nothing to run
+    stats["tests_by_mangled_function_name"]["sut.m.x_f"] = [a]
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    assert cache.write_skips(skips, names, cache.read_survivals(store), generated, suite, reach(mutants)) == 0
+    # killed since: forgotten
+    cache.remember_survivals(store, [replace(records[survivor], status="killed", killers=["c-v1::FALSIFY-C-001"])])
+    assert cache.read_survivals(store) == {}
+
+
 TWO_CHECKERS = """\
 from pv.checkers import checker
 
