@@ -22,7 +22,7 @@ INCONSISTENT = "inconsistent torchrun variables: RANK=2 WORLD_SIZE=2 LOCAL_RANK=
 NO_GPU = "local rank 2 has no GPU of its own: 2 visible; use --nproc_per_node <= the number of GPUs or --device cpu"
 
 
-@checker(observes=["cases", "differing"], ids=["FALSIFY-DDP-004"])
+@checker(observes=["cases", "differing", "not_integers"], ids=["FALSIFY-DDP-004"])
 def each_rank_its_gpu() -> dict[str, Any]:
     """rank_device on bare, indexed and CPU devices, with and without a torchrun job, given the job
     or reading it from the environment (a second node's ranks, LOCAL_RANK or RANK left out, a rank
@@ -61,4 +61,14 @@ def each_rank_its_gpu() -> dict[str, Any]:
                 got = f"refused: {exc}"
         if (got, calls) != (want, want_calls):
             differing.append([name, got, calls])
-    return {"cases": len(cases), "differing": differing}
+    # a variable that is not an integer: refused naming it (the rest of the text is Python's own)
+    not_integers: list[bool] = []
+    for value in ("one", "1.5"):
+        with mock.patch.dict(os.environ, {"RANK": value, "WORLD_SIZE": "2"}):
+            try:
+                rank_device(torch.device("cuda"))
+                said = ""
+            except DistributedError as exc:
+                said = str(exc)
+        not_integers.append(said.startswith("torchrun variables are not integers: ") and repr(value) in said)
+    return {"cases": len(cases), "differing": differing, "not_integers": not_integers}
