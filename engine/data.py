@@ -4,8 +4,10 @@ Pretraining text is the tokenizer's own corpus (a slice of the Python standard l
 document is tokenized as ``bos + text + eos`` and split at 90 % of its tokens: the head goes to
 train, the tail to validation, so both see every document's style.  Batches are a pure function
 of ``(seed, step)``: the stream is cut into ``seq_len`` windows, every epoch visits them in a
-permutation drawn from ``seed`` and the epoch number, and batch ``step`` takes the next
-``batch_size`` windows.  Resuming at a step therefore needs nothing but the step.
+permutation drawn from ``seed`` and the epoch number, ``torch.randperm(n,
+generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))``, never from torch's global
+generator, and batch ``step`` takes the next ``batch_size`` windows (instruction rows likewise).
+Resuming at a step therefore needs nothing but the step.
 
 Instruction pairs are ``(prompt = docstring, response = function body)`` extracted with ``ast``
 from the same standard-library files, written as JSONL.
@@ -92,6 +94,8 @@ def _epoch_permutation(seed: int, epoch: int, n: int) -> torch.Tensor:
     perm = _PERM_CACHE.get(key)
     if perm is None:
         gen = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+        if FAULTS.active("data_order_from_global_rng"):  # pragma: no mutate
+            gen = torch.default_generator  # pragma: no mutate -- the defect: the order follows the global one
         perm = torch.randperm(n, generator=gen)
         if len(_PERM_CACHE) > 64:
             _PERM_CACHE.clear()

@@ -311,6 +311,7 @@ FAULTS.register("ddp_task_keeps_shard_view", "after a torchrun run the task keep
 FAULTS.register("grad_norm_reported_after_clip", "the grad_norm a step reports is the norm after clipping")
 FAULTS.register("qa_table_detail_cut", "qa's printed table cuts a long detail (a path) to an ellipsis")
 FAULTS.register("bench_unknown_bricks_skipped", "bench drops a misspelt brick and measures the others")
+FAULTS.register("data_order_from_global_rng", "an epoch's data order is drawn from torch's global generator")
 FAULTS.register(
     "val_loss_mean_of_batch_means",
     "the validation loss is the mean of the batches' mean losses, not the mean per learned token",
