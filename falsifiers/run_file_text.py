@@ -20,15 +20,16 @@ from pv.checkers import checker
 
 
 @checker(
-    observes=["json_files", "json_files_differing", "log_lines", "log_lines_differing", "differing"],
+    observes=["json_files", "json_files_differing", "log_lines", "log_lines_differing", "differing", "log_class"],
     ids=["FALSIFY-PINIT-018"],
 )
 def run_files_in_canonical_form(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, pretrain_data: Any, steps: int = 2
 ) -> dict[str, Any]:
-    """A ``steps``-step tiny pretraining run that saves and evaluates every step."""
+    """A ``steps``-step tiny pretraining run that saves and evaluates every step; and engine.train's
+    JsonlLog used directly, at a path whose folders do not exist yet."""
     from engine.config import preset
-    from engine.train import TrainConfig, pretrain
+    from engine.train import JsonlLog, TrainConfig, pretrain
 
     out = fresh_dir(tmp_path, "run-text-")
     cfg = TrainConfig(steps=steps, batch_size=2, seq_len=16, warmup_steps=0, save_every=1, eval_every=1)
@@ -45,7 +46,28 @@ def run_files_in_canonical_form(
     lines = (out / "log.jsonl").read_text(encoding="utf-8").splitlines()
     bad_lines = [line for line in lines if line != json.dumps(json.loads(line), sort_keys=True)]
     differing += [f"log.jsonl: {line[:120]!r}" for line in bad_lines]
+    # the log class as a program uses it: it makes its folders, each record is on disk once written
+    # (a reader may follow the file while the run goes on), append adds and a fresh log starts empty
+    path = fresh_dir(tmp_path, "jsonl-") / "not" / "yet" / "log.jsonl"
+    log = JsonlLog(path, append=False)
+    log.write({"b": 1, "a": [2]})
+    log.write({"kind": "x"})
+    written = path.read_text(encoding="utf-8").splitlines()
+    log.close()
+    appended = JsonlLog(path, append=True)
+    appended.write({"kind": "y"})
+    appended.close()
+    after_append = path.read_text(encoding="utf-8").splitlines()
+    fresh = JsonlLog(path, append=False)
+    fresh.write({"kind": "z"})
+    fresh.close()
+    log_class = [
+        written == ['{"a": [2], "b": 1}', '{"kind": "x"}'],
+        after_append == [*written, '{"kind": "y"}'],
+        path.read_text(encoding="utf-8").splitlines() == ['{"kind": "z"}'],
+    ]
     return {
+        "log_class": log_class,
         "json_files": len(files),
         "json_files_differing": len(differing) - len(bad_lines),
         "log_lines": len(lines),
