@@ -25,7 +25,8 @@ from safetensors.torch import load_file
 
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
-from falsifiers.pretrain_api import TEXT
+from falsifiers.pretrain_api import own_streams
+from falsifiers.training import run_log
 from pv.checkers import checker
 
 CLIPS = (1.0, 1e-3, 0.0)
@@ -41,12 +42,10 @@ def grad_norm_before_clipping(
     grad_clip 1.0, 1e-3 and 0 (no clipping); the train record's grad_norm against the reference,
     and the first moment in the step's train_state.safetensors against the clipped gradient."""
     from engine.checkpoint import load_checkpoint
-    from engine.data import tokenize_corpus
     from engine.train import TrainConfig, clip_grad_norm, pretrain
 
     work = fresh_dir(tmp_path, "grad-norm-")
-    (work / "text.py").write_text(TEXT, encoding="utf-8")
-    data = tokenize_corpus(engine_tokenizer, [work / "text.py"], val_fraction=0.25)
+    data = own_streams(engine_tokenizer, work)
     base = TrainConfig(steps=1, batch_size=2, seq_len=16, eval_every=0, save_every=0, eval_batches=1, seed=0)
 
     model = load_checkpoint(pretrained_init).model.train()
@@ -63,11 +62,7 @@ def grad_norm_before_clipping(
         cfg = replace(base, grad_clip=clip)
         run = fresh_dir(work, f"clip-{i}-")
         pretrain(run, cfg, init=pretrained_init, tokenizer=engine_tokenizer, data=data, device="cpu")
-        logged = [
-            r["grad_norm"]
-            for r in map(json.loads, (run / "log.jsonl").read_text(encoding="utf-8").splitlines())
-            if r["kind"] == "train"
-        ]
+        logged = [r["grad_norm"] for r in run_log(run, "train")]
         if len(logged) != 1 or not abs(logged[0] - reference) <= 1e-4 * reference:
             differing.append([clip, logged])
         scale = min(1.0, clip / (reference + 1e-6)) if clip > 0 else 1.0

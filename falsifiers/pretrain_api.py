@@ -17,9 +17,18 @@ import torch
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
 from falsifiers.init_architecture import header_config
+from falsifiers.training import run_log
 from pv.checkers import checker
 
 TEXT = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nprint(mean([1, 2, 3]))\n" * 40
+
+
+def own_streams(engine_tokenizer: EngineTokenizer, work: Path) -> Any:
+    """``TEXT`` written into ``work`` and tokenized as a pretraining corpus (a quarter validation)."""
+    from engine.data import tokenize_corpus
+
+    (work / "text.py").write_text(TEXT, encoding="utf-8")
+    return tokenize_corpus(engine_tokenizer, [work / "text.py"], val_fraction=0.25)
 
 
 @checker(
@@ -32,12 +41,10 @@ def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_p
     with a 300-token vocabulary, and from the tiny init with the small preset's architecture."""
     from engine.checkpoint import load_checkpoint
     from engine.config import ARCHITECTURE_KEYS, preset
-    from engine.data import tokenize_corpus
     from engine.train import TrainConfig, pretrain
 
     work = fresh_dir(tmp_path, "pretrain-api-")
-    (work / "text.py").write_text(TEXT, encoding="utf-8")
-    data = tokenize_corpus(engine_tokenizer, [work / "text.py"], val_fraction=0.25)
+    data = own_streams(engine_tokenizer, work)
     cfg = TrainConfig(steps=1, batch_size=2, seq_len=16, eval_every=0, save_every=1, eval_batches=2, seed=0)
     result = pretrain(work / "run", cfg, config=preset("tiny"), tokenizer=engine_tokenizer, data=data, device="cpu")
     digest = None
@@ -64,11 +71,7 @@ def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_p
         windows = data.val[: n * cfg.seq_len].reshape(n, cfg.seq_len)[: cfg.eval_batches * cfg.batch_size]
         with torch.no_grad():
             losses = [float(model(b, labels=b).loss) for b in windows.split(cfg.batch_size)]
-        logged = [
-            r
-            for r in map(json.loads, (work / "run" / "log.jsonl").read_text(encoding="utf-8").splitlines())
-            if r["kind"] == "val"
-        ]
+        logged = run_log(work / "run", "val")
         val_loss_diff = abs(logged[-1]["val_loss"] - sum(losses) / len(losses)) if logged else None
     init, small = header_config(Path(pretrained_init)), preset("small").to_dict()
     differences = "; ".join(f"{k}: {init[k]!r} != {small[k]!r}" for k in ARCHITECTURE_KEYS if init[k] != small[k])

@@ -21,7 +21,7 @@ import torch
 
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
-from falsifiers.pretrain_api import TEXT
+from falsifiers.pretrain_api import own_streams
 from pv.checkers import checker
 
 
@@ -64,13 +64,11 @@ def each_rank_its_part(pretrained_init: Path, engine_tokenizer: EngineTokenizer,
     import torch.nn.parallel
 
     from engine.checkpoint import load_checkpoint
-    from engine.data import tokenize_corpus
     from engine.train import TrainConfig, run_training
     from engine.train.tasks import PretrainTask
 
     work = fresh_dir(tmp_path, "rank-run-")
-    (work / "text.py").write_text(TEXT, encoding="utf-8")
-    data = tokenize_corpus(engine_tokenizer, [work / "text.py"], val_fraction=0.25)
+    data = own_streams(engine_tokenizer, work)
     cfg = TrainConfig(steps=2, batch_size=4, seq_len=16, eval_every=0, save_every=1, eval_batches=1, seed=0)
     out: dict[str, list[Any]] = {k: [] for k in OBSERVED}
     for rank in (0, 1):

@@ -91,6 +91,12 @@ def run_finetune(
     return Run(result, records)
 
 
+def run_log(folder: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """The records of ``folder``'s log.jsonl, read as JSON lines here (only ``kind``'s when given)."""
+    records = [json.loads(line) for line in (folder / LOG_NAME).read_text(encoding="utf-8").splitlines()]
+    return [r for r in records if kind is None or r.get("kind") == kind]
+
+
 def window_mean(values: Sequence[float], n: int, *, last: bool) -> float:
     """Mean of the first or last ``n`` values: single steps are noisy when batches differ."""
     if not values:

@@ -9,7 +9,6 @@ the model's logits at position t against the label at t + 1, summed over every l
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from torch import nn
 
 from engine.data import InstructionData
 from falsifiers._workdir import fresh_dir
-from falsifiers.training import instruction_subset
+from falsifiers.training import instruction_subset, run_log
 from pv.checkers import checker
 
 IGNORE = -100
@@ -76,11 +75,7 @@ def validation_loss_per_learned_token(
     data = instruction_subset(instruction_data, 4)
     work = fresh_dir(tmp_path, "val-loss-")
     run = finetune(pretrained_init, work, cfg, method="lora", data=data)
-    logged = [
-        r["val_loss"]
-        for r in map(json.loads, (work / "log.jsonl").read_text(encoding="utf-8").splitlines())
-        if r["kind"] == "val"
-    ]
+    logged = [r["val_loss"] for r in run_log(work, "val")]
     rows = data.val_input_ids.size(0)
     val = [(data.val_input_ids[i : i + 2], data.val_labels[i : i + 2]) for i in range(0, min(rows, 4), cfg.batch_size)]
     counts = [int((labels[:, 1:] != IGNORE).sum()) for _, labels in val]
