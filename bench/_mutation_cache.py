@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -77,7 +78,12 @@ class Record:
     @property
     def key(self) -> str:
         """mutmut's name of the mutated function: ``engine.train.state.x_f``."""
-        return self.module.removesuffix(".py").replace("/", ".") + "." + self.function
+        return function_key(self.module, self.function)
+
+
+def function_key(module: str, function: str) -> str:
+    """mutmut's name of ``function`` in ``module`` (``engine/train/state.py``): ``engine.train.state.x_f``."""
+    return module.removesuffix(".py").replace("/", ".") + "." + function
 
 
 def function_of(mutant: str) -> str:
@@ -397,10 +403,13 @@ def read_lists(path: Path) -> dict[str, list[str]]:
     return {str(k): [str(x) for x in v] for k, v in data.items()}
 
 
-def write_lists(path: Path, lists: Mapping[str, list[str]]) -> None:
-    """``lists`` as a JSON object, one mutant a line in name order, so that a diff shows the
-    mutants it changed; replaced atomically."""
-    lines = (f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(lists[k], ensure_ascii=False)}" for k in sorted(lists))
+def write_lists(path: Path, lists: Mapping[str, Any]) -> None:
+    """``lists`` (a JSON value per mutant: killers, or a survival) as a JSON object, one mutant a
+    line in name order, so that a diff shows the mutants it changed; replaced atomically."""
+    lines = (
+        f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(lists[k], ensure_ascii=False, sort_keys=True)}"
+        for k in sorted(lists)
+    )
     tmp = path.with_suffix(".tmp")
     tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
     tmp.replace(path)
@@ -455,14 +464,7 @@ def remember_survivals(path: Path, records: Iterable[Record]) -> dict[str, Survi
             known[r.mutant] = Survival(r.function_digest, dict(r.reached_by))
         elif r.status != "survived":
             known.pop(r.mutant, None)
-    lines = (
-        f"{json.dumps(k, ensure_ascii=False)}: "
-        + json.dumps({"function_digest": s.function_digest, "reached_by": s.reached_by}, sort_keys=True)
-        for k, s in sorted(known.items())
-    )
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
-    tmp.replace(path)
+    write_lists(path, {k: asdict(s) for k, s in known.items()})
     return known
 
 
@@ -485,8 +487,7 @@ def write_skips(
         survival = survivals.get(name)
         if survival is None or name not in generated or generated[name][1] != survival.function_digest:
             continue
-        module = generated[name][0].removesuffix(".py").replace("/", ".")
-        nodes = sorted(set(reach.get(f"{module}.{function_of(name)}", ())))
+        nodes = sorted(set(reach.get(function_key(generated[name][0], function_of(name)), ())))
         same = [
             node
             for node in nodes
