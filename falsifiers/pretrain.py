@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from engine.checkpoint import CheckpointError, load_checkpoint, read_header
 from engine.config import ARCHITECTURE_KEYS, ModelConfig
 from engine.data import TokenData
 from engine.tokenizer import EngineTokenizer
-from engine.train import LOG_NAME, TrainConfig, TrainResult, pretrain, read_log
+from engine.train import LOG_NAME, TrainConfig, TrainResult, lr_factor, pretrain, read_log
 from falsifiers._workdir import fresh_dir
 from falsifiers.training import Run, plot_losses
 from pv.checkers import checker
@@ -497,6 +498,8 @@ def resume_equals_uninterrupted(
         "warmup_rising",
         "config_refusals_named",
         "config_boundary_accepted",
+        "factors_compared",
+        "max_rel_factor_error",
     ],
     ids=["FALSIFY-PINIT-010"],
 )
@@ -511,7 +514,10 @@ def lr_schedule(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The learning rate each update used (the run's own log) against the schedule written out here:
-    linear warm-up to ``lr`` over ``warmup_steps`` updates, then cosine decay to ``min_lr_ratio * lr``."""
+    linear warm-up to ``lr`` over ``warmup_steps`` updates, then cosine decay to ``min_lr_ratio * lr``;
+    and ``lr_factor`` itself, read up to four steps past the last update (where the scheduler stands
+    once a run is over, and where a run continued past its schedule would be), for this schedule
+    and for ones whose decay lasts no step or one step."""
     from engine.config import preset
 
     cfg = TrainConfig(
@@ -530,11 +536,21 @@ def lr_schedule(
     )
     used = {r["step"]: float(r["lr"]) for r in records if r.get("kind") == "train"}
 
-    def expected(t: int) -> float:
+    def factor(t: int, steps: int, warmup_steps: int) -> float:
         if t < warmup_steps:
-            return lr * (t + 1) / warmup_steps
+            return (t + 1) / warmup_steps
+        # the decay spans at least one step and holds at its floor once done
         progress = min(1.0, (t - warmup_steps) / max(1, steps - warmup_steps))
-        return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+        return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    def expected(t: int) -> float:
+        return lr * factor(t, steps, warmup_steps)
+
+    factor_errors = [
+        abs(lr_factor(t, replace(cfg, steps=n, warmup_steps=w)) - factor(t, n, w)) / factor(t, n, w)
+        for n, w in ((steps, warmup_steps), (warmup_steps, warmup_steps), (warmup_steps + 1, warmup_steps))
+        for t in range(n + 4)
+    ]
 
     refusals: dict[str, dict[str, float]] = {
         "seq_len": {"seq_len": 1},
@@ -561,6 +577,8 @@ def lr_schedule(
         "warmup_rising": int(rising and warmup_steps > 1),
         "config_refusals_named": named,
         "config_boundary_accepted": boundary,
+        "factors_compared": len(factor_errors),
+        "max_rel_factor_error": max(factor_errors),
     }
 
 

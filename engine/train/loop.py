@@ -143,6 +143,8 @@ def clip_grad_norm(params: list[nn.Parameter], clip: float) -> float:
 def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig) -> torch.optim.AdamW:
     if not params:
         raise ValueError("nothing to train: the model has no parameter with requires_grad")
+    if FAULTS.active("adamw_settings_defaulted"):  # pragma: no mutate
+        return torch.optim.AdamW(params, lr=cfg.lr)  # pragma: no mutate -- the defect: torch's betas, eps, decay
     return torch.optim.AdamW(
         params, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, weight_decay=cfg.weight_decay
     )
