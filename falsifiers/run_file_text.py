@@ -65,6 +65,7 @@ def run_files_in_canonical_form(
         written == ['{"a": [2], "b": 1}', '{"kind": "x"}'],
         after_append == [*written, '{"kind": "y"}'],
         path.read_text(encoding="utf-8").splitlines() == ['{"kind": "z"}'],
+        log.path == path,  # the file it names is the file it writes
     ]
     return {
         "log_class": log_class,
