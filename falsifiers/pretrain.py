@@ -496,7 +496,7 @@ def resume_equals_uninterrupted(
         "steps_compared",
         "max_rel_lr_error",
         "warmup_rising",
-        "config_refusals_named",
+        "config_refusals_word_for_word",
         "config_boundary_accepted",
         "factors_compared",
         "max_rel_factor_error",
@@ -552,30 +552,37 @@ def lr_schedule(
         for t in range(n + 4)
     ]
 
-    refusals: dict[str, dict[str, float]] = {
-        "seq_len": {"seq_len": 1},
-        "steps": {"steps": 0},
-        "warmup_steps": {"warmup_steps": -1},
-        "min_lr_ratio": {"min_lr_ratio": 1.5},
-    }
-    named = 0
-    for field, change in refusals.items():  # a schedule that cannot exist is refused naming the field
+    sizes = "steps and batch_size must be >= 1 and seq_len >= 2"
+    schedule = "warmup_steps must be >= 0 and min_lr_ratio in [0, 1]"
+    refusals: list[tuple[dict[str, float], str]] = [
+        ({"seq_len": 1}, sizes),
+        ({"steps": 0}, sizes),
+        ({"batch_size": 0}, sizes),
+        ({"warmup_steps": -1}, schedule),
+        ({"min_lr_ratio": 1.5}, schedule),
+        ({"min_lr_ratio": -0.1}, schedule),
+    ]
+    word_for_word = 0
+    for change, message in refusals:  # a config that cannot run is refused saying what is wrong
         try:
             TrainConfig(**{**cfg.to_dict(), **change})
         except ValueError as exc:
-            named += field in str(exc)
-    try:
-        TrainConfig(steps=1, batch_size=1, seq_len=2, warmup_steps=0, min_lr_ratio=1.0)
-        boundary = 1
-    except ValueError:
-        boundary = 0
+            word_for_word += str(exc) == message
+    boundary = 0
+    smallest = {"steps": 1, "batch_size": 1, "seq_len": 2, "warmup_steps": 0}
+    for ratio in (1.0, 0.0):  # the edges of every range: no decay, and decay to nothing
+        try:
+            TrainConfig(**smallest, min_lr_ratio=ratio)
+            boundary += 1
+        except ValueError:
+            pass
     errors = [abs(used[t] - expected(t)) / expected(t) for t in range(steps) if t in used]
     rising = all(used[t] < used[t + 1] for t in range(warmup_steps - 1) if t in used and t + 1 in used)
     return {
         "steps_compared": len(errors),
         "max_rel_lr_error": max(errors) if errors else math.inf,
         "warmup_rising": int(rising and warmup_steps > 1),
-        "config_refusals_named": named,
+        "config_refusals_word_for_word": word_for_word,
         "config_boundary_accepted": boundary,
         "factors_compared": len(factor_errors),
         "max_rel_factor_error": max(factor_errors),
