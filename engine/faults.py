@@ -313,6 +313,7 @@ FAULTS.register("qa_table_detail_cut", "qa's printed table cuts a long detail (a
 FAULTS.register("bench_unknown_bricks_skipped", "bench drops a misspelt brick and measures the others")
 FAULTS.register("data_order_from_global_rng", "an epoch's data order is drawn from torch's global generator")
 FAULTS.register("adamw_settings_defaulted", "AdamW is built with torch's betas, eps and weight decay, not the config's")
+FAULTS.register("measured_model_lr_ignored", "measure_training trains at torch's default rate, not the lr it is given")
 FAULTS.register(
     "val_loss_mean_of_batch_means",
     "the validation loss is the mean of the batches' mean losses, not the mean per learned token",

@@ -310,6 +310,8 @@ def measure_training(
     after_build = torch.cuda.memory_allocated(dev) if cuda else _rss()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr)
+    if FAULTS.active("measured_model_lr_ignored"):  # pragma: no mutate
+        opt = torch.optim.AdamW(params)  # pragma: no mutate -- the defect: torch's own rate, not lr
     model.train()
     for _ in range(steps):
         ids, labels = batch()
