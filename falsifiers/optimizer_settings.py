@@ -21,6 +21,7 @@ from typing import Any
 from engine.tokenizer import EngineTokenizer
 from falsifiers._workdir import fresh_dir
 from falsifiers.pretrain_api import own_streams
+from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 
 SETTINGS = {"lr": 3e-3, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6, "weight_decay": 0.05, "min_lr_ratio": 0.25}
@@ -29,7 +30,7 @@ EMPTY = "nothing to train: the model has no parameter with requires_grad"
 
 
 @checker(
-    observes=["groups", "settings_differing", "max_rel_lr_error", "empty_refused_word_for_word"],
+    observes=["groups", "settings_differing", "max_rel_lr_error", "empty_refusal_differing"],
     ids=["FALSIFY-PINIT-025"],
 )
 def optimizer_as_configured(engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[str, Any]:
@@ -55,14 +56,9 @@ def optimizer_as_configured(engine_tokenizer: EngineTokenizer, tmp_path: Path) -
             groups += 1
             differing += [f"step {step} group {i}: {k} {group.get(k)!r}" for k, v in want.items() if group.get(k) != v]
             errors.append(abs(group["lr"] - cfg.lr * factor) / (cfg.lr * factor))
-    try:
-        make_optimizer([], cfg)
-        refused = 0
-    except ValueError as exc:
-        refused = int(str(exc) == EMPTY)
     return {
         "groups": groups,
         "settings_differing": differing,
         "max_rel_lr_error": max(errors, default=math.inf),
-        "empty_refused_word_for_word": refused,
+        "empty_refusal_differing": refusals_differing([(lambda: make_optimizer([], cfg), ValueError, EMPTY)]),
     }

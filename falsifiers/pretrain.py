@@ -7,6 +7,7 @@ CLI or ``engine.train.pretrain``) from it inside its own call.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -23,6 +24,7 @@ from engine.data import TokenData
 from engine.tokenizer import EngineTokenizer
 from engine.train import LOG_NAME, TrainConfig, TrainResult, lr_factor, pretrain, read_log
 from falsifiers._workdir import fresh_dir
+from falsifiers.refusals import refusals_differing
 from falsifiers.training import Run, plot_losses
 from pv.checkers import checker
 
@@ -496,7 +498,7 @@ def resume_equals_uninterrupted(
         "steps_compared",
         "max_rel_lr_error",
         "warmup_rising",
-        "config_refusals_word_for_word",
+        "config_refusals_differing",
         "config_boundary_accepted",
         "factors_compared",
         "max_rel_factor_error",
@@ -543,9 +545,6 @@ def lr_schedule(
         progress = min(1.0, (t - warmup_steps) / max(1, steps - warmup_steps))
         return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
-    def expected(t: int) -> float:
-        return lr * factor(t, steps, warmup_steps)
-
     factor_errors = [
         abs(lr_factor(t, replace(cfg, steps=n, warmup_steps=w)) - factor(t, n, w)) / factor(t, n, w)
         for n, w in ((steps, warmup_steps), (warmup_steps, warmup_steps), (warmup_steps + 1, warmup_steps))
@@ -562,12 +561,11 @@ def lr_schedule(
         ({"min_lr_ratio": 1.5}, schedule),
         ({"min_lr_ratio": -0.1}, schedule),
     ]
-    word_for_word = 0
-    for change, message in refusals:  # a config that cannot run is refused saying what is wrong
-        try:
-            TrainConfig(**{**cfg.to_dict(), **change})
-        except ValueError as exc:
-            word_for_word += str(exc) == message
+    # a config that cannot run is refused saying what is wrong
+    refused = refusals_differing(
+        (functools.partial(TrainConfig, **{**cfg.to_dict(), **change}), ValueError, message)
+        for change, message in refusals
+    )
     boundary = 0
     smallest = {"steps": 1, "batch_size": 1, "seq_len": 2, "warmup_steps": 0}
     for ratio in (1.0, 0.0):  # the edges of every range: no decay, and decay to nothing
@@ -576,13 +574,14 @@ def lr_schedule(
             boundary += 1
         except ValueError:
             pass
-    errors = [abs(used[t] - expected(t)) / expected(t) for t in range(steps) if t in used]
+    want = {t: lr * factor(t, steps, warmup_steps) for t in range(steps)}
+    errors = [abs(used[t] - want[t]) / want[t] for t in range(steps) if t in used]
     rising = all(used[t] < used[t + 1] for t in range(warmup_steps - 1) if t in used and t + 1 in used)
     return {
         "steps_compared": len(errors),
         "max_rel_lr_error": max(errors) if errors else math.inf,
         "warmup_rising": int(rising and warmup_steps > 1),
-        "config_refusals_word_for_word": word_for_word,
+        "config_refusals_differing": refused,
         "config_boundary_accepted": boundary,
         "factors_compared": len(factor_errors),
         "max_rel_factor_error": max(factor_errors),
