@@ -283,6 +283,9 @@ FAULTS.register(
     "ddp_loss_unweighted", "data-parallel training averages the ranks' mean losses, whatever tokens each holds"
 )
 FAULTS.register("memory_training_counts_the_model", "measured training memory grows from before the model was built")
+FAULTS.register(
+    "gpu_training_counts_the_model", "on a GPU, measured training memory is the peak less the start, the model included"
+)
 FAULTS.register("measured_base_always_fp32", "measure_method builds the base in fp32 whatever base_dtype asks")
 FAULTS.register("chat_turn_check_skipped", "chat data is labelled even where the template does not split it by turn")
 FAULTS.register("hf_config_rope_theta_v5_only", "HF export writes the RoPE base only where transformers 5.x reads it")
