@@ -106,6 +106,8 @@ def _normalise_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any]:
     out = make_manifest()
     if manifest is not None:
         out.update(dict(manifest))
+    if FAULTS.active("manifest_step_unchecked"):  # pragma: no mutate
+        return out  # pragma: no mutate -- the defect: any step is written as given
     if not isinstance(out["step"], int) or isinstance(out["step"], bool) or out["step"] < 0:
         raise ValueError(f"manifest step must be a non-negative int, got {out['step']!r}")
     return out

@@ -286,6 +286,7 @@ FAULTS.register("memory_training_counts_the_model", "measured training memory gr
 FAULTS.register(
     "gpu_training_counts_the_model", "on a GPU, measured training memory is the peak less the start, the model included"
 )
+FAULTS.register("manifest_step_unchecked", "a checkpoint is written with any manifest step, a bool or -1 included")
 FAULTS.register("measured_base_always_fp32", "measure_method builds the base in fp32 whatever base_dtype asks")
 FAULTS.register("chat_turn_check_skipped", "chat data is labelled even where the template does not split it by turn")
 FAULTS.register("hf_config_rope_theta_v5_only", "HF export writes the RoPE base only where transformers 5.x reads it")
