@@ -6,13 +6,14 @@ before the build.  A machine without a GPU never takes that branch, so here ``to
 allocator calls are replaced by a stand-in GPU pair that keeps its own books: device 0 (the
 current device) and device 1 (the one measured), each with bytes left allocated and a peak left
 over from earlier work.  The builder allocates the model's bytes on device 1 and each step's
-forward its activations (the step before's freed when the next batch is drawn), so the figures
+forward its activations (the step before's freed as the next forward starts), so the figures
 follow from those numbers alone and the contract writes them out.  Reading the current device
 instead of the one measured, a peak never reset, or RSS gives other numbers.  No GPU is used.
 """
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
@@ -26,7 +27,7 @@ MEASURED = 1  # the device measured: not the current one, whose books differ
 START = {0: 111, 1: 7_000}  # bytes each device holds before the measurement
 EARLIER_PEAK = {0: 999_999, 1: 50_000}  # each device's peak from work before it
 MODEL = 4_096  # what the builder allocates on the measured device
-ACTIVATIONS = (1_000, 2_000, 3_500)  # what each step's forward allocates there, freed at the next batch
+ACTIVATIONS = (1_000, 2_000, 3_500)  # what each step's forward allocates there, freed by the next forward
 
 
 class _Gpus:
@@ -86,6 +87,8 @@ class _Model(nn.Module):
         self.forwards = 0
 
     def forward(self, ids: torch.Tensor, labels: torch.Tensor | None = None) -> SimpleNamespace:
+        if self.forwards:  # the step before's activations are freed before this step's are made
+            self.gpus.allocated[MEASURED] -= ACTIVATIONS[self.forwards - 1]
         self.gpus.alloc(MEASURED, ACTIVATIONS[self.forwards])
         self.forwards += 1
         return SimpleNamespace(loss=(self.weight * ids.float()).sum())
@@ -102,27 +105,19 @@ def gpu_measurement_reads_its_device(steps: list[int]) -> dict[str, Any]:
     results, devices, reset_first, synced = [], set[str](), [], []
     for n in steps:
         gpus = _Gpus()
-        drawn = [0]
 
         def build(gpus: _Gpus = gpus) -> nn.Module:
             gpus.alloc(MEASURED, MODEL)
             return _Model(gpus)
 
-        def batch(gpus: _Gpus = gpus, drawn: list[int] = drawn) -> tuple[torch.Tensor, torch.Tensor]:
-            if drawn[0]:
-                gpus.allocated[MEASURED] -= ACTIVATIONS[drawn[0] - 1]  # the step before's activations freed
-            drawn[0] += 1
+        def batch() -> tuple[torch.Tensor, torch.Tensor]:
             ids = torch.ones(1, 4, dtype=torch.long)
             return ids, ids
 
-        patches = gpus.patches()
-        for p in patches:
-            p.start()
-        try:
+        with ExitStack() as stack:
+            for patch in gpus.patches():
+                stack.enter_context(patch)
             got = measure_training(build, batch, steps=n, device=f"cuda:{MEASURED}")
-        finally:
-            for p in reversed(patches):
-                p.stop()
         results.append([got.device, got.model_bytes, got.training_bytes, got.peak_bytes, got.steps])
         devices |= {device for name, device in gpus.calls if name != "work"}
         names = [name for name, _ in gpus.calls]
