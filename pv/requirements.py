@@ -130,6 +130,20 @@ def read_cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str] | None:
     return None
 
 
+def cuda_present() -> bool:
+    """Whether torch, where it is installed, sees a CUDA device on this machine.
+
+    Code under test can take that GPU without being asked (the engine's default device is the first
+    GPU), so whether a checker may be forked depends on the machine, not only on ``requires:``.
+    ``torch.cuda.is_available`` asks without creating a CUDA context.
+    """
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 @lru_cache(maxsize=1)
 def current_cpu_flags() -> frozenset[str] | None:
     return read_cpu_flags()

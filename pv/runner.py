@@ -66,15 +66,18 @@ def _error(result: FalsifierResult, message: str) -> _Stop:
     return _Stop()
 
 
-def default_isolation(setting: str, falsifier: FalsificationTest, gpu: bool) -> str:
+def default_isolation(setting: str, falsifier: FalsificationTest, gpu: bool, cuda_here: bool) -> str:
     """``auto``: a forked process for ship-blocking falsifiers (a crash or a hang cannot take the
-    session or its evidence down; measured overhead in README), except those that need a GPU: CUDA
-    cannot be used in a child forked after the parent initialised it."""
+    session or its evidence down; measured overhead in README), except those that need a GPU and
+    every falsifier on a machine whose torch sees a CUDA device (``cuda_here``).  A child forked
+    after the parent initialised CUDA can neither use CUDA nor run autograd, and on such a machine
+    even CPU-only code touches CUDA: the engine's default device is the GPU, and torch's optimizers
+    ask the CUDA stream whether it is capturing a graph whatever device their tensors are on."""
     if not hasattr(os, "fork"):  # Windows: no fork, so every checker runs in a thread
         return "thread"
     if setting != "auto":
         return setting
-    return "process" if falsifier.ship_blocking and not gpu else "thread"
+    return "process" if falsifier.ship_blocking and not gpu and not cuda_here else "thread"
 
 
 def run_falsifier(run: FalsifierRun) -> FalsifierResult:
@@ -89,7 +92,7 @@ def _run(run: FalsifierRun) -> None:
     from pv.devices import current_pinning, device_label, gpu_gate
     from pv.hypothesis_support import PropertyRunner
     from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
-    from pv.requirements import current_machine, needs_gpu, wait_for_free_memory
+    from pv.requirements import cuda_present, current_machine, needs_gpu, wait_for_free_memory
     from pv.run_checker import BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
 
     settings, f, result, params = run.settings, run.falsifier, run.result, run.params
@@ -135,7 +138,9 @@ def _run(run: FalsifierRun) -> None:
     text = FalsifierText(run.label, f.rule, f.prediction, f.if_fails)
     timeout = f.timeout_s if f.timeout_s is not None else settings.timeout_s
     expect = f.expect or ""
-    isolation = "launch" if launch is not None else default_isolation(f.isolation or settings.isolation, f, gpu)
+    isolation = (
+        "launch" if launch is not None else default_isolation(f.isolation or settings.isolation, f, gpu, cuda_present())
+    )
     result.timeout_s = timeout if timeout and timeout > 0 else None
     result.isolation = isolation
 

@@ -149,3 +149,28 @@ def test_gpu_falsifiers_skip_as_hardware_without_a_gpu(tmp_path: Path, package: 
     run = make_run(tmp_path, FALSIFIER.format(scale=1.0, mutant="doubled") + "  requires: [cuda]\n")
     result = run_falsifier(run)
     assert (result.verdict, result.skip_kind) == (Verdict.SKIPPED, "hardware")
+
+
+@pytest.mark.parametrize(("cuda", "isolation"), [(False, "process"), (True, "thread")])
+def test_auto_isolation_forks_only_where_torch_sees_no_cuda(
+    tmp_path: Path, package: str, monkeypatch: pytest.MonkeyPatch, cuda: bool, isolation: str
+) -> None:
+    # A child forked after the parent touched CUDA can use neither CUDA nor autograd, and on a
+    # GPU machine code under test touches CUDA unasked: every falsifier there runs in a thread.
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    auto = FALSIFIER.format(scale=1.0, mutant="doubled").replace("  isolation: thread\n", "")
+    result = run_falsifier(make_run(tmp_path, auto))
+    assert result.verdict is Verdict.SURVIVED and result.isolation == isolation
+    assert result.mutant is not None and result.mutant.killed
+
+
+def test_an_explicit_isolation_is_kept_on_a_cuda_machine(
+    tmp_path: Path, package: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    forked = FALSIFIER.format(scale=1.0, mutant="doubled").replace("isolation: thread", "isolation: process")
+    assert run_falsifier(make_run(tmp_path, forked)).isolation == "process"
