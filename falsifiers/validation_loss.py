@@ -26,12 +26,14 @@ NO_BATCHES = "no validation batches: the validation split is shorter than one wi
 
 
 def _token_mean(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[float, float]:
-    """(loss per learned token, mean of the batches' own means) of ``model`` on ``batches``."""
+    """(loss per learned token, mean of the batches' own means) of ``model`` on ``batches``, read on
+    the model's own device (a fine-tune on a GPU machine trains on the GPU)."""
+    device = next(model.parameters()).device
     total, count, means = 0.0, 0, []
     with torch.no_grad():
         for ids, labels in batches:
-            logits = model(ids).logits[:, :-1].double()
-            target = labels[:, 1:]
+            logits = model(ids.to(device)).logits[:, :-1].double()
+            target = labels[:, 1:].to(device)
             summed = float(F.cross_entropy(logits.transpose(1, 2), target, ignore_index=IGNORE, reduction="sum"))
             n = int((target != IGNORE).sum())
             total, count = total + summed, count + n
