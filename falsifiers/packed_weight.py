@@ -5,7 +5,9 @@ first eval forward without grad, into a layout that is no longer the 4-bit codes
 ``dequantize_4bit`` reads.  ``engine.quant.dequantize_weight`` (which merging, GGUF and HF export
 go through) must refuse that weight with its own message instead of returning a different matrix.
 The checker quantizes one linear layer through the engine, dequantizes it while its codes are
-still NF4, turns the repack on, runs an eval forward, and asks again.
+still NF4, turns the repack on, runs an eval forward, and asks again.  Where the bitsandbytes library
+loaded has no repack (its CUDA build, which a machine with a GPU loads, answers that the CPU lacks
+AVX512-BF16 whatever the CPU has), no weight is ever packed and the falsifier skips saying so.
 """
 
 from __future__ import annotations
@@ -19,8 +21,13 @@ from torch import nn
 from engine.quant import dequantize_weight, import_bnb, quantize_model, set_cpu_repack
 from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
+from pv.outcomes import skip
 
 MESSAGE = "weight is in bitsandbytes' CPU-packed layout; the AVX512-BF16 repack was left on"
+NO_REPACK = (
+    "the bitsandbytes library loaded here never repacks a CPU weight (its CUDA build, on a machine "
+    "with a GPU, reports no AVX512-BF16): no packed weight to refuse"
+)
 
 
 def _packed(layer: Any) -> bool:
@@ -32,6 +39,8 @@ def packed_weight_refused(in_features: int, out_features: int, seed: int = 0) ->
     """``unpacked_matches``: the weight dequantize_weight gives before the eval forward equals
     bitsandbytes' ``dequantize_4bit`` of the layer's codes; ``refusals_differing``: the refusal
     after it, read word for word (a weight returned instead counts as one)."""
+    if not import_bnb().functional.has_avx512bf16():
+        skip(NO_REPACK)
     gen = torch.Generator().manual_seed(seed)
     linear = nn.Linear(in_features, out_features)
     with torch.no_grad():
