@@ -100,7 +100,10 @@ def verdicts(root: Path) -> dict[str, dict[str, object]]:
     return {f["id"]: f for f in data["falsifiers"]}
 
 
-def test_a_checker_that_exits_in_a_process_isolated_run_is_one_error_among_nine(proj: pytest.Pytester) -> None:
+def test_a_checker_that_exits_in_a_process_isolated_run_is_one_error_among_nine(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pv.requirements.cuda_present", lambda: False)  # a GPU machine keeps auto in threads
     write_contract(proj.path, nine(5))  # ship-blocking: forked by default (isolation auto)
     result = proj.runpytest("--pv-evidence", "-p", "no:cacheprovider")
     assert result.ret == 1
@@ -205,6 +208,7 @@ def test_every_switch_that_changes_a_verdict_is_recorded(
     proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_contract(proj.path, nine(-1)[:2])
+    monkeypatch.setattr("pv.requirements.cuda_present", lambda: False)  # a GPU machine keeps auto in threads
     monkeypatch.setenv("PV_FAULTS", "some_fault")
     result = proj.runpytest("--pv-evidence", "-k", "FALSIFY-CRASH-001", "--pv-timeout", "30", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*PV_FAULTS=some_fault switched faults on for this whole run*"])
