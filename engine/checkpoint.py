@@ -148,6 +148,8 @@ def save_checkpoint(
     """Write ``model`` + ``tokenizer`` + ``manifest`` to ``path`` atomically; returns the path."""
     path = Path(path)
     if model.config.vocab_size < tokenizer.vocab_size:
+        if FAULTS.active("save_refusal_unnamed"):  # pragma: no mutate
+            raise CheckpointError("cannot save this checkpoint")  # pragma: no mutate -- the defect: no cause named
         raise CheckpointError(
             f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is {model.config.vocab_size}"
         )

@@ -336,3 +336,10 @@ FAULTS.register(
 )
 FAULTS.register("qa_loads_first_mismatch_only", "the loads gate names the first special id that disagrees, not all")
 FAULTS.register("generate_pad_ignores_config", "generate fills a finished row with its EOS, not the config's pad")
+FAULTS.register(
+    "save_refusal_unnamed", "save_checkpoint refuses a tokenizer larger than the model's vocabulary without naming why"
+)
+FAULTS.register(
+    "tokenizer_json_not_canonical",
+    "a tokenizer's JSON is written in insertion order, with spaces and non-ASCII escaped",
+)

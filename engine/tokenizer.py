@@ -174,6 +174,8 @@ class EngineTokenizer:
             doc["add_bos_token"] = False
         if self.chat_template is not None:
             doc["chat_template"] = self.chat_template
+        if FAULTS.active("tokenizer_json_not_canonical"):  # pragma: no mutate
+            return json.dumps(doc)  # pragma: no mutate -- the defect: insertion order, spaces, escaped non-ASCII
         return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
