@@ -305,6 +305,8 @@ def _token_id(v: Any, vocab_size: int) -> bool:
 
 def tokenizer_from_metadata(meta: Mapping[str, str], config: ModelConfig) -> EngineTokenizer:
     if "tokenizer" not in meta:
+        if FAULTS.active("checkpoint_tokenizer_refusal_unnamed"):  # pragma: no mutate
+            raise CheckpointError("cannot load this checkpoint")  # pragma: no mutate -- the defect: no key named
         raise CheckpointError("missing metadata key `tokenizer`: the checkpoint has no embedded tokenizer")
     try:
         tok = EngineTokenizer.from_json(meta["tokenizer"])

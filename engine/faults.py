@@ -343,3 +343,7 @@ FAULTS.register(
     "tokenizer_json_not_canonical",
     "a tokenizer's JSON is written in insertion order, with spaces and non-ASCII escaped",
 )
+FAULTS.register(
+    "checkpoint_tokenizer_refusal_unnamed",
+    "a checkpoint without its tokenizer is refused without naming the missing key",
+)

@@ -1,0 +1,67 @@
+"""What ``load_checkpoint`` says of a checkpoint whose embedded tokenizer is missing or unusable.
+
+A checkpoint carries its tokenizer as the JSON text under its header's ``tokenizer`` key.  A file
+without that key is refused with a ``CheckpointError`` that names the key and says that the
+checkpoint embeds no tokenizer; one whose text the tokenizer cannot be rebuilt from is refused
+naming the key as unusable, followed by the tokenizer's own refusal of that text (read here from
+``EngineTokenizer.from_json``, the reader the message quotes).  The files are written with
+safetensors' own ``save_file``: a checkpoint of the tiny preset with its header edited.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.errors import CheckpointError, TokenizerError
+from engine.tokenizer import EngineTokenizer
+from falsifiers._workdir import fresh_dir
+from falsifiers.refusals import refusals_differing
+from pv.checkers import checker
+
+UNUSABLE = ["{not json", '{"format": "something else"}']
+
+
+def _tokenizer_refusal(text: str) -> str:
+    try:
+        EngineTokenizer.from_json(text)
+    except TokenizerError as exc:
+        return str(exc)
+    return "(accepted)"
+
+
+@checker(observes=["refusals", "refusals_differing"], ids=["FALSIFY-CKPT-011"])
+def tokenizer_refusals_named(
+    engine_tokenizer: EngineTokenizer, tiny_model_factory: Callable[..., Any], tmp_path: Path
+) -> dict[str, Any]:
+    """load_checkpoint of the tiny preset's checkpoint with its header's tokenizer removed, and
+    with it replaced by each text of ``UNUSABLE``."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from engine.checkpoint import load_checkpoint, save_checkpoint
+
+    work = fresh_dir(tmp_path, "load-refusals-")
+    good = save_checkpoint(work / "good.safetensors", tiny_model_factory(0), engine_tokenizer)
+    tensors = load_file(str(good))
+    with safe_open(str(good), framework="pt") as f:
+        meta = dict(f.metadata() or {})
+    cases: list[tuple[Path, str]] = []
+    without = {k: v for k, v in meta.items() if k != "tokenizer"}
+    save_file(tensors, str(work / "no-tokenizer.safetensors"), metadata=without)
+    cases.append(
+        (
+            work / "no-tokenizer.safetensors",
+            "missing metadata key `tokenizer`: the checkpoint has no embedded tokenizer",
+        )
+    )
+    for i, text in enumerate(UNUSABLE):
+        path = work / f"unusable-{i}.safetensors"
+        save_file(tensors, str(path), metadata={**meta, "tokenizer": text})
+        cases.append((path, f"metadata key `tokenizer` is unusable: {_tokenizer_refusal(text)}"))
+    differing = refusals_differing(
+        (functools.partial(load_checkpoint, path), CheckpointError, message) for path, message in cases
+    )
+    return {"refusals": len(cases), "refusals_differing": differing}
