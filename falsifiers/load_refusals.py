@@ -1,16 +1,19 @@
-"""What ``load_checkpoint`` says of a checkpoint whose embedded tokenizer is missing or unusable.
+"""What ``load_checkpoint`` says of a checkpoint whose tokenizer or manifest it cannot use.
 
 A checkpoint carries its tokenizer as the JSON text under its header's ``tokenizer`` key.  A file
 without that key is refused with a ``CheckpointError`` that names the key and says that the
 checkpoint embeds no tokenizer; one whose text the tokenizer cannot be rebuilt from is refused
 naming the key as unusable, followed by the tokenizer's own refusal of that text (read here from
-``EngineTokenizer.from_json``, the reader the message quotes).  The files are written with
-safetensors' own ``save_file``: a checkpoint of the tiny preset with its header edited.
+``EngineTokenizer.from_json``, the reader the message quotes); one whose tokenizer has more tokens
+than the header's ``vocab_size`` names both numbers; one whose ``manifest`` is JSON but not an
+object names the key.  The files are written with safetensors' own ``save_file``: a checkpoint of
+the tiny preset with its header edited.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,8 +39,9 @@ def _tokenizer_refusal(text: str) -> str:
 def tokenizer_refusals_named(
     engine_tokenizer: EngineTokenizer, tiny_model_factory: Callable[..., Any], tmp_path: Path
 ) -> dict[str, Any]:
-    """load_checkpoint of the tiny preset's checkpoint with its header's tokenizer removed, and
-    with it replaced by each text of ``UNUSABLE``."""
+    """load_checkpoint of the tiny preset's checkpoint with its header's tokenizer removed, with it
+    replaced by each text of ``UNUSABLE``, with a vocab_size one below the tokenizer's, and with a
+    manifest that is a JSON list."""
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
@@ -61,6 +65,11 @@ def tokenizer_refusals_named(
         path = work / f"unusable-{i}.safetensors"
         save_file(tensors, str(path), metadata={**meta, "tokenizer": text})
         cases.append((path, f"metadata key `tokenizer` is unusable: {_tokenizer_refusal(text)}"))
+    vocab = engine_tokenizer.vocab_size
+    save_file(tensors, str(work / "small-vocab.safetensors"), metadata={**meta, "vocab_size": json.dumps(vocab - 1)})
+    cases.append((work / "small-vocab.safetensors", f"tokenizer has {vocab} tokens but vocab_size is {vocab - 1}"))
+    save_file(tensors, str(work / "list-manifest.safetensors"), metadata={**meta, "manifest": "[1, 2]"})
+    cases.append((work / "list-manifest.safetensors", "metadata key `manifest` is not a JSON object"))
     differing = refusals_differing(
         (functools.partial(load_checkpoint, path), CheckpointError, message) for path, message in cases
     )
