@@ -25,8 +25,8 @@ from pv.checkers import checker
 
 
 def _mixed(tiny_model_factory: Callable[..., Any], dtypes: list[torch.dtype]) -> Any:
-    """The tiny model in ``dtypes[0]``, its first layer's norms in ``dtypes[1]``, its final norm
-    in ``dtypes[2]`` (where given): the cast a user forgets after ``model.to(bfloat16)``."""
+    """The tiny model in ``dtypes[0]``, its first layer's input norm in ``dtypes[1]`` and its final
+    norm in ``dtypes[2]`` (where given): a norm kept in float32 after ``model.to(bfloat16)``."""
     model = tiny_model_factory(0).to(dtypes[0])
     model.model.layers[0].input_layernorm.to(dtypes[1])
     if len(dtypes) > 2:
