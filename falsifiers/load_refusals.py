@@ -6,7 +6,8 @@ checkpoint embeds no tokenizer; one whose text the tokenizer cannot be rebuilt f
 naming the key as unusable, followed by the tokenizer's own refusal of that text (read here from
 ``EngineTokenizer.from_json``, the reader the message quotes); one whose tokenizer has more tokens
 than the header's ``vocab_size`` names both numbers; one whose ``manifest`` is JSON but not an
-object names the key.  The files are written with safetensors' own ``save_file``: a checkpoint of
+object names the key; one missing tensors names the first of them in the model's own order and how
+many more are missing.  The files are written with safetensors' own ``save_file``: a checkpoint of
 the tiny preset with its header edited.
 """
 
@@ -40,8 +41,8 @@ def tokenizer_refusals_named(
     engine_tokenizer: EngineTokenizer, tiny_model_factory: Callable[..., Any], tmp_path: Path
 ) -> dict[str, Any]:
     """load_checkpoint of the tiny preset's checkpoint with its header's tokenizer removed, with it
-    replaced by each text of ``UNUSABLE``, with a vocab_size one below the tokenizer's, and with a
-    manifest that is a JSON list."""
+    replaced by each text of ``UNUSABLE``, with a vocab_size one below the tokenizer's, with a
+    manifest that is a JSON list, without its final norm and without every tensor of layer 1."""
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
@@ -70,6 +71,13 @@ def tokenizer_refusals_named(
     cases.append((work / "small-vocab.safetensors", f"tokenizer has {vocab} tokens but vocab_size is {vocab - 1}"))
     save_file(tensors, str(work / "list-manifest.safetensors"), metadata={**meta, "manifest": "[1, 2]"})
     cases.append((work / "list-manifest.safetensors", "metadata key `manifest` is not a JSON object"))
+    order = list(tiny_model_factory(0).state_dict())  # the model's own order of its tensors
+    for label, gone in (("no-norm", {"model.norm.weight"}), ("no-layer-1", {n for n in tensors if ".layers.1." in n})):
+        path = work / f"{label}.safetensors"
+        save_file({n: t for n, t in tensors.items() if n not in gone}, str(path), metadata=meta)
+        first = next(n for n in order if n in gone)
+        more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
+        cases.append((path, f"missing tensor `{first}`{more}"))
     differing = refusals_differing(
         (functools.partial(load_checkpoint, path), CheckpointError, message) for path, message in cases
     )
