@@ -90,12 +90,10 @@ class Machine:
     @classmethod
     def probe(cls) -> Machine:
         # torch is the arbiter: a GPU that torch cannot use does not satisfy `cuda`.
-        if importlib.util.find_spec("torch") is None:
+        if not cuda_present():
             return cls()
         import torch
 
-        if not torch.cuda.is_available():
-            return cls()
         count = torch.cuda.device_count()
         mems = [torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(count)]
         return cls(cuda=count > 0, gpu_count=count, gpu_mem_gib=mems)
