@@ -49,7 +49,8 @@ def tokenizer_refusals_named(
     from engine.checkpoint import load_checkpoint, save_checkpoint
 
     work = fresh_dir(tmp_path, "load-refusals-")
-    good = save_checkpoint(work / "good.safetensors", tiny_model_factory(0), engine_tokenizer)
+    model = tiny_model_factory(0)
+    good = save_checkpoint(work / "good.safetensors", model, engine_tokenizer)
     tensors = load_file(str(good))
     with safe_open(str(good), framework="pt") as f:
         meta = dict(f.metadata() or {})
@@ -71,7 +72,7 @@ def tokenizer_refusals_named(
     cases.append((work / "small-vocab.safetensors", f"tokenizer has {vocab} tokens but vocab_size is {vocab - 1}"))
     save_file(tensors, str(work / "list-manifest.safetensors"), metadata={**meta, "manifest": "[1, 2]"})
     cases.append((work / "list-manifest.safetensors", "metadata key `manifest` is not a JSON object"))
-    order = list(tiny_model_factory(0).state_dict())  # the model's own order of its tensors
+    order = list(model.state_dict())  # the model's own order of its tensors
     for label, gone in (("no-norm", {"model.norm.weight"}), ("no-layer-1", {n for n in tensors if ".layers.1." in n})):
         path = work / f"{label}.safetensors"
         save_file({n: t for n, t in tensors.items() if n not in gone}, str(path), metadata=meta)
