@@ -43,6 +43,7 @@ def tokenizer_json_canonical(
     doc.update(chat_template=TEMPLATE, add_bos_token=False)
     templated = EngineTokenizer.from_json(json.dumps(doc))  # built from insertion-ordered, escaped text
     work = fresh_dir(tmp_path, "tokenizer-json-")
+    model = tiny_model_factory(0)
     out: dict[str, Any] = {
         "texts_not_canonical": [],
         "non_ascii_written": [],
@@ -55,7 +56,7 @@ def tokenizer_json_canonical(
             out["texts_not_canonical"].append(name)
         out["non_ascii_written"].append(any(ord(c) > 127 for c in text))
         out["optional_keys"].append(sorted({"add_bos_token", "chat_template"} & set(json.loads(text))))
-        path = save_checkpoint(work / f"{name}.safetensors", tiny_model_factory(0), tok)
+        path = save_checkpoint(work / f"{name}.safetensors", model, tok)
         with safe_open(str(path), framework="pt") as f:
             if (f.metadata() or {}).get("tokenizer") != text:
                 out["header_differing"].append(name)
