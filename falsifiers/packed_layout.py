@@ -22,11 +22,10 @@ from torch import nn
 
 from engine.lora import LoraSettings, merge_adapter, prepare_qlora
 from engine.quant import NF4Config, dequantize_model, dequantize_weight, import_bnb, nf4_layers, quantize_model
+from falsifiers.packed_weight import MESSAGE
 from falsifiers.refusals import refusals_differing
 from pv.checkers import checker
 from pv.outcomes import skip
-
-MESSAGE = "weight is in bitsandbytes' CPU-packed layout; the AVX512-BF16 repack was left on"
 
 
 def _pack(layer: Any) -> bool:
