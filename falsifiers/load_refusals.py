@@ -48,7 +48,7 @@ HEADER_EDITS: list[tuple[dict[str, str | None], str]] = [
     ({"hidden_size": "0"}, "metadata key `hidden_size` must be a positive integer, got 0"),
     ({"num_hidden_layers": "true"}, "metadata key `num_hidden_layers` must be a positive integer, got true"),
     ({"rms_norm_eps": "0"}, "metadata key `rms_norm_eps` must be a positive number, got 0"),
-    ({"rope_theta": "false"}, "metadata key `rope_theta` must be a positive number, got false"),
+    ({"rope_theta": "true"}, "metadata key `rope_theta` must be a positive number, got true"),
     ({"tie_word_embeddings": "1"}, "metadata key `tie_word_embeddings` must be true or false, got 1"),
     ({"pad_token_id": '"0"'}, 'metadata key `pad_token_id` must be a token id below vocab_size, got "0"'),
     (
