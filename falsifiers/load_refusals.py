@@ -6,13 +6,15 @@ checkpoint embeds no tokenizer; one whose text the tokenizer cannot be rebuilt f
 naming the key as unusable, followed by the tokenizer's own refusal of that text (read here from
 ``EngineTokenizer.from_json``, the reader the message quotes); one whose tokenizer has more tokens
 than the header's ``vocab_size`` names both numbers; one whose ``manifest`` is JSON but not an
-object names the key; one missing tensors names the first of them in the model's own order and how
-many more are missing (no count for one, "1 more" for two); one with a tensor the model does not
-have names the first in sorted order (a tied checkpoint's head with a hint); a tensor of the wrong
-shape, a tensor that is not floating-point, one holding a NaN and tensors of two dtypes are named
-with what was expected.  The untouched file loads, and the result carries its header and path.
-The files are written with safetensors' own ``save_file``: a checkpoint of the tiny preset with its
-header edited.
+object names the key; one whose format, format version or architecture keys are missing, not JSON
+or of the wrong kind names the key and what it holds (an inconsistent architecture quoting
+``ModelConfig.from_dict``'s own refusal); one missing tensors names the first of them in the
+model's own order and how many more are missing (no count for one, "1 more" for two); one with a
+tensor the model does not have names the first in sorted order (a tied checkpoint's head with a
+hint); a tensor of the wrong shape, a tensor that is not floating-point, one holding a NaN and
+tensors of two dtypes are named with what was expected.  The untouched file loads, and the result
+carries its header and path.  The files are written with safetensors' own ``save_file``: a
+checkpoint of the tiny preset with its header edited.
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ def load_refusals_named(
 ) -> dict[str, Any]:
     """load_checkpoint of the tiny preset's checkpoint with its header's tokenizer removed, with it
     replaced by each text of ``UNUSABLE``, with a vocab_size one below the tokenizer's, with a
-    manifest that is a JSON list, without its final norm, without it and one more tensor, and
+    manifest that is a JSON list, with each edit of ``HEADER_EDITS`` and ``INCONSISTENT``, without
+    its final norm, without it and one more tensor, and
     without every tensor of layer 1; a tied checkpoint that also holds the head, and one holding
     the head and another tensor; the final norm at half its width, as int64, holding a NaN, and as
     float16 among float32 tensors.  ``loaded_*``: the untouched file loads, giving back its header
