@@ -70,6 +70,15 @@ def _config_refusal(meta: dict[str, str]) -> str:
     return "(accepted)"
 
 
+def _saved(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """A saved checkpoint's tensors and header, as safetensors reads them (the edits start from these)."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    with safe_open(str(path), framework="pt") as f:
+        return load_file(str(path)), dict(f.metadata() or {})
+
+
 def _tokenizer_refusal(text: str) -> str:
     try:
         EngineTokenizer.from_json(text)
@@ -88,22 +97,19 @@ def load_refusals_named(
     """load_checkpoint of the tiny preset's checkpoint with its header's tokenizer removed, with it
     replaced by each text of ``UNUSABLE``, with a vocab_size one below the tokenizer's, with a
     manifest that is a JSON list, with each edit of ``HEADER_EDITS`` and ``INCONSISTENT``, without
-    its final norm, without it and one more tensor, and
-    without every tensor of layer 1; a tied checkpoint that also holds the head, and one holding
-    the head and another tensor; the final norm at half its width, as int64, holding a NaN, and as
-    float16 among float32 tensors.  ``loaded_*``: the untouched file loads, giving back its header
-    as safetensors reads it and the path it was given, as a Path."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file, save_file
+    its final norm, without it and one more tensor, and without every tensor of layer 1; a tied
+    checkpoint that also holds the head, and one holding the head and another tensor; the final
+    norm at half its width, as int64, holding a NaN, and as float16 among float32 tensors.
+    ``loaded_*``: the untouched file loads, giving back its header as safetensors reads it and the
+    path it was given, as a Path."""
+    from safetensors.torch import save_file
 
     from engine.checkpoint import load_checkpoint, save_checkpoint
 
     work = fresh_dir(tmp_path, "load-refusals-")
     model = tiny_model_factory(0)
     good = save_checkpoint(work / "good.safetensors", model, engine_tokenizer)
-    tensors = load_file(str(good))
-    with safe_open(str(good), framework="pt") as f:
-        meta = dict(f.metadata() or {})
+    tensors, meta = _saved(good)
     cases: list[tuple[Path, str]] = []
     without = {k: v for k, v in meta.items() if k != "tokenizer"}
     save_file(tensors, str(work / "no-tokenizer.safetensors"), metadata=without)
@@ -145,9 +151,7 @@ def load_refusals_named(
         cases.append((path, f"missing tensor `{first}`{more}"))
     tied = tiny_model_factory(0, tie_word_embeddings=True)
     tied_path = save_checkpoint(work / "tied.safetensors", tied, engine_tokenizer)
-    tied_tensors = load_file(str(tied_path))
-    with safe_open(str(tied_path), framework="pt") as f:
-        tied_meta = dict(f.metadata() or {})
+    tied_tensors, tied_meta = _saved(tied_path)
     head = tied_tensors["model.embed_tokens.weight"].clone()
     width = tensors[NORM].shape[0]
     edited = {
