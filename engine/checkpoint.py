@@ -300,6 +300,8 @@ def config_from_metadata(meta: Mapping[str, str]) -> ModelConfig:
 
 
 def _token_id(v: Any, vocab_size: int) -> bool:
+    if FAULTS.active("checkpoint_bool_token_id_accepted"):  # pragma: no mutate
+        return isinstance(v, int) and 0 <= v < vocab_size  # pragma: no mutate -- the defect: true reads as id 1
     return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < vocab_size
 
 
@@ -432,8 +434,11 @@ def model_from_state(
     if config.tie_word_embeddings:
         state[TIED_HEAD] = state[EMBEDDING]
     model = build_model(config, device="meta")
+    strict = True
+    if FAULTS.active("state_dict_loaded_loosely"):  # pragma: no mutate
+        strict = False  # pragma: no mutate -- the defect: a tensor the model lacks is dropped unread
     try:
-        model.load_state_dict(state, strict=True, assign=True)
+        model.load_state_dict(state, strict=strict, assign=True)
     except RuntimeError as exc:
         raise CheckpointError(f"state dict does not fit the architecture: {exc}") from None
     if config.tie_word_embeddings:

@@ -347,3 +347,9 @@ FAULTS.register(
     "checkpoint_tokenizer_refusal_unnamed",
     "a checkpoint without its tokenizer is refused without naming the missing key",
 )
+FAULTS.register(
+    "checkpoint_bool_token_id_accepted", "a checkpoint header's special id of JSON true loads as the token id 1"
+)
+FAULTS.register(
+    "state_dict_loaded_loosely", "model_from_state drops a tensor the architecture lacks instead of refusing the state"
+)
