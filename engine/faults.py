@@ -353,3 +353,6 @@ FAULTS.register(
 FAULTS.register(
     "state_dict_loaded_loosely", "model_from_state drops a tensor the architecture lacks instead of refusing the state"
 )
+FAULTS.register(
+    "safetensors_header_unsorted", "save_tensors leaves a safetensors header in the writer's hash-map order"
+)

@@ -1,0 +1,38 @@
+"""FALSIFY-IO-021 tells a header left in the writer's order, and a False that was not said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import engine.safetensors_io
+from engine.faults import FAULTS
+from falsifiers.sorted_header import headers_sorted_in_place
+
+
+def test_the_engine_sorts_in_place_and_leaves_a_spaced_header_alone(tmp_path: Path) -> None:
+    assert headers_sorted_in_place(tmp_path) == {
+        "files": 2,
+        "unsorted": 0,
+        "not_safetensors_own": 0,
+        "sorted_reports": 4,
+        "spaced_left_alone": 1,
+    }
+
+
+def test_a_header_in_hash_map_order_is_counted(tmp_path: Path) -> None:
+    with FAULTS.enabled("safetensors_header_unsorted"):
+        out = headers_sorted_in_place(tmp_path)
+    # safetensors' order is a fresh hash map's: 7 keys (and 4 metadata keys) come out sorted by
+    # chance once in 120,960 saves
+    assert out["unsorted"] >= 1 and out["sorted_reports"] < 4
+    assert out["not_safetensors_own"] == 0 and out["spaced_left_alone"] == 1
+
+
+def test_a_sort_that_claims_success_on_a_spaced_header_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sort = engine.safetensors_io.sort_header
+    monkeypatch.setattr(engine.safetensors_io, "sort_header", lambda path: sort(path) or True)
+    assert headers_sorted_in_place(tmp_path)["spaced_left_alone"] == 0
