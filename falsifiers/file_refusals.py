@@ -1,4 +1,4 @@
-"""What ``load_checkpoint`` says of a file that is not a safetensors checkpoint, before any key is read.
+"""What ``load_checkpoint`` says of a file that is not a safetensors checkpoint, or not one it can read.
 
 A safetensors file is an 8-byte little-endian header length, that many bytes of JSON (a tensor
 table and an optional ``__metadata__`` map of strings) and the tensors' bytes.  The engine reads
@@ -7,9 +7,10 @@ with a ``CheckpointError`` that begins with the path as given and says what the 
 path, a folder, a zip archive, a pickle of any protocol torch.save and pickle write (2 to 5), a
 GGUF file, fewer than 8 bytes, a declared length past safetensors' own limit (one with the top bit
 set included: the length is unsigned), a header longer than the file, a header that is not JSON or
-not an object, metadata that is not strings, a tensor entry without its fields, and a tensor that
-ends past the data.  A header that fills the file to its last byte is no truncation: it is read,
-and the refusal that follows is of its keys.  The files are written here byte by byte.
+not an object, metadata that is not strings, a tensor entry without its fields, a tensor that
+ends past the data, and offsets safetensors' own reader refuses (its words quoted).  A header that
+fills the file to its last byte is no truncation: it is read, and the refusal that follows is of
+its keys.  The files are written here byte by byte.
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def _safetensors(header: object, data: bytes = b"", declared: int | None = None)
     the header (JSON unless already bytes) and ``data``."""
     raw = header if isinstance(header, bytes) else json.dumps(header).encode()
     return struct.pack("<Q", len(raw) if declared is None else declared) + raw + data
+
+
+def _safetensors_refusal(path: Path) -> str:
+    """What safetensors' own reader says of ``path``'s tensors."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            for name in fh.keys():  # noqa: SIM118 -- safe_open has no __iter__
+                fh.get_tensor(name)
+    except Exception as exc:  # safetensors' SafetensorError, whatever its module
+        return str(exc)
+    return "(read)"
 
 
 def _table(data: bytes) -> tuple[dict[str, tuple[str, tuple[int, ...], tuple[int, int]]], dict[str, str]]:
@@ -131,6 +145,13 @@ def file_refusals_named(engine_tokenizer: EngineTokenizer, tiny_model_factory: A
     # A header that ends on the file's last byte is whole: what is refused is that it has no format.
     (work / "header-only.safetensors").write_bytes(_safetensors({"__metadata__": {"a": "b"}}))
     cases.append((work / "header-only.safetensors", "missing metadata key `format`: not a pv engine checkpoint"))
+    # A header the engine's checks pass whose offsets safetensors refuses: its own words are quoted.
+    header = json.loads(good[8 : 8 + n])
+    start, end = header["model.norm.weight"]["data_offsets"]
+    header["model.norm.weight"]["data_offsets"] = [start, end - 4]
+    short = work / "short-offsets.safetensors"
+    short.write_bytes(_safetensors(header, good[8 + n :]))
+    cases.append((short, f"{short}: cannot read tensors: {_safetensors_refusal(short)}"))
     differing = refusals_differing(
         (functools.partial(load_checkpoint, path), CheckpointError, message) for path, message in cases
     )
