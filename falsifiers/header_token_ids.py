@@ -47,16 +47,14 @@ def header_token_ids_read_as_written(
     refusals that differ from the text written there) and with each eos text of ``ACCEPTED``: the
     loaded config's and model's ``eos_token_id`` must be the value listed, of its very type (an int
     is not a tuple of one), and ``eos_ids`` the tuple of them (the tokenizer's id for null)."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
 
     from engine.checkpoint import load_checkpoint, save_checkpoint
+    from falsifiers.load_refusals import _saved
 
     work = fresh_dir(tmp_path, "header-ids-")
     good = save_checkpoint(work / "good.safetensors", tiny_model_factory(0), engine_tokenizer)
-    tensors = load_file(str(good))
-    with safe_open(str(good), framework="pt") as f:
-        meta = dict(f.metadata() or {})
+    tensors, meta = _saved(good)
     cases = []
     for i, (edit, message) in enumerate(REFUSED):
         path = work / f"refused-{i}.safetensors"
