@@ -21,6 +21,8 @@ def current_umask() -> int:
     """The process umask, read without changing it where /proc says it (no race with other
     threads), else by the set-and-restore idiom."""
     try:
+        if FAULTS.active("umask_read_by_setting"):  # pragma: no mutate
+            raise OSError  # pragma: no mutate -- the defect: the set-and-restore idiom even where /proc says it
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
                 return int(line.split()[1], 8)

@@ -230,6 +230,10 @@ FAULTS.register("pretrain_data_argument_ignored", "pretrain trains on the defaul
 FAULTS.register("user_corpus_ignored", "tokenize_corpus reads the default stdlib slice, not the files it is given")
 FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED tokens special tokens")
 FAULTS.register(
+    "umask_read_by_setting",
+    "current_umask sets the process umask and back to read it where /proc/self/status gives it",
+)
+FAULTS.register(
     "tokenizer_json_ids_unchecked",
     "a tokenizer JSON whose special_tokens ids disagree with its vocabulary loads with the vocabulary's",
 )
