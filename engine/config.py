@@ -7,6 +7,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.faults import FAULTS
+
 Architecture = Literal["llama", "qwen2"]
 # The linear layers a LoRA adapter may wrap (here, not in engine.lora, so the CLI's help names them
 # without importing torch).
@@ -47,6 +49,8 @@ class ModelConfig:
             )
         if self.architecture not in ("llama", "qwen2"):
             raise ValueError(f"unknown architecture {self.architecture!r}; expected 'llama' or 'qwen2'")
+        if FAULTS.active("config_odd_head_dim_accepted"):  # pragma: no mutate
+            return  # pragma: no mutate -- the defect: rotary embeddings would pair a dimension with none
         if self.head_dim % 2:
             raise ValueError(f"head_dim {self.head_dim} must be even for rotary embeddings")
 
