@@ -229,6 +229,7 @@ FAULTS.register("ddp_ranks_share_first_gpu", "rank_device leaves a bare cuda dev
 FAULTS.register("pretrain_data_argument_ignored", "pretrain trains on the default corpus, not the data it is given")
 FAULTS.register("user_corpus_ignored", "tokenize_corpus reads the default stdlib slice, not the files it is given")
 FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED tokens special tokens")
+FAULTS.register("lora_base_upcast", "apply_lora and prepare_qlora cast a bf16 or fp16 base to fp32 with its adapters")
 FAULTS.register("config_odd_head_dim_accepted", "ModelConfig accepts a head_dim that is odd (no rotary pairs)")
 FAULTS.register(
     "umask_read_by_setting",

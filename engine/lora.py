@@ -87,6 +87,8 @@ def _finish_wrap(model: PeftModel) -> PeftModel:
     for name, p in model.named_parameters():
         if "lora_" in name and p.is_floating_point() and p.dtype != torch.float32:
             p.data = p.data.float()
+    if FAULTS.active("lora_base_upcast"):  # pragma: no mutate
+        model.float()  # pragma: no mutate -- the defect: the base upcast with its adapters, twice its memory at bf16
     if FAULTS.active("lora_b_frozen"):
         for name, p in model.named_parameters():  # pragma: no mutate
             if ".lora_B." in name:  # pragma: no mutate
