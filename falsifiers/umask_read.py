@@ -21,20 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from falsifiers._workdir import fresh_dir
+from falsifiers.files import _umask
 from pv.checkers import checker
 from pv.outcomes import skip
 
 STATUS = "/proc/self/status"
 MASKS = (0o027, 0o002)
-
-
-@contextlib.contextmanager
-def _umask(mask: int) -> Iterator[None]:
-    old = os.umask(mask)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 @contextlib.contextmanager
