@@ -382,6 +382,18 @@ def current_function_digests(mutants: Path) -> dict[str, tuple[str, str]]:
     return names
 
 
+def block_stray_none(folder: Path) -> None:
+    """A mutant that turns a path into ``str(None)`` writes or reads ``None`` in mutmut's working
+    folder.  Left there, a file one mutant wrote is read by the next (a load of ``str(None)`` finding
+    the very checkpoint a save mutant wrote, equal to the one it was asked for), and that mutant
+    survives what fails anywhere else.  A folder of that name makes the write and the read fail, as
+    both fail where no such file lies."""
+    stray = folder / "None"
+    if stray.is_symlink() or stray.is_file():
+        stray.unlink()
+    stray.mkdir(exist_ok=True)
+
+
 def forget(mutants: Path, names: Iterable[str]) -> None:
     """Clear mutmut's own verdicts for ``names``, so that a chunk stopped early leaves none it did not reach."""
     wanted = set(names)

@@ -188,6 +188,7 @@ sys.exit(cli())
 
 
 def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
+    cache.block_stray_none(MUTANTS)
     cache.forget(MUTANTS, names)
     cache.Chunk(names, suite).save(CHUNK)
     hinted = cache.write_hints(HINTS, names, cache.read_killers(KILLERS), suite)

@@ -375,3 +375,14 @@ def test_an_unchanged_falsifier_reaching_a_changed_function_is_collected_again(m
     del suite_doc["functions"]  # marked before function digests were kept: every falsifier is due
     (mutants / cache.STATS_SUITE).write_text(json.dumps(suite_doc))
     assert len(cache.stale_stats(mutants, suite)) == len(suite.by_node)
+
+
+def test_a_stray_none_file_becomes_a_folder_that_no_mutant_can_read_or_write(tmp_path: Path) -> None:
+    (tmp_path / "None").write_bytes(b"a checkpoint a save mutant wrote to str(None)")
+    cache.block_stray_none(tmp_path)
+    cache.block_stray_none(tmp_path)  # again, over its own folder
+    assert (tmp_path / "None").is_dir()
+    with pytest.raises(IsADirectoryError):
+        (tmp_path / "None").read_bytes()
+    with pytest.raises(IsADirectoryError):
+        (tmp_path / "None").write_bytes(b"another")
