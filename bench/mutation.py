@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,6 +143,9 @@ def mutmut_env() -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "PYTHONPATH": path,
         "PV_MUTMUT_CHILD_HITS": str(hits),
+        # A mutant of the tokenizer can write a wrong tokenizer into the cache it reads from; the
+        # run keeps its own cache, emptied before each chunk, so none reaches the user's.
+        "PV_ENGINE_CACHE": str(MUTANTS / "pv-engine-cache"),
     }
 
 
@@ -189,6 +193,7 @@ sys.exit(cli())
 
 def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
     cache.block_stray_none(MUTANTS)
+    shutil.rmtree(MUTANTS / "pv-engine-cache", ignore_errors=True)
     cache.forget(MUTANTS, names)
     cache.Chunk(names, suite).save(CHUNK)
     hinted = cache.write_hints(HINTS, names, cache.read_killers(KILLERS), suite)
