@@ -47,6 +47,7 @@ KILLERS = ROOT / "bench" / "mutation-killers.json"
 HINTS = MUTANTS / "pv-mutation-hints.json"
 SURVIVALS = ROOT / "bench" / "mutation-survivals.json"
 SKIPS = MUTANTS / "pv-mutation-skips.json"
+SEED_CACHE = MUTANTS / "pv-engine-cache"  # filled by mutmut's clean run; each mutant's run copies it
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
 EQUIVALENT_LOCK = ROOT / "bench" / "mutation-equivalent-diffs.json"
 
@@ -143,9 +144,13 @@ def mutmut_env() -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "PYTHONPATH": path,
         "PV_MUTMUT_CHILD_HITS": str(hits),
-        # A mutant of the tokenizer can write a wrong tokenizer into the cache it reads from; the
-        # run keeps its own cache, emptied before each chunk, so none reaches the user's.
-        "PV_ENGINE_CACHE": str(MUTANTS / "pv-engine-cache"),
+        # A mutant of the tokenizer can write a wrong tokenizer into the cache it reads from.  The
+        # run keeps its own cache, emptied before each chunk, so none reaches the user's; mutmut's
+        # clean run fills it, and each mutant's run works in a copy of it (pv_private_cache), so
+        # none reaches the next mutant either.
+        "PV_ENGINE_CACHE": str(SEED_CACHE),
+        "PV_MUTMUT_CACHE_SEED": str(SEED_CACHE),
+        "PYTEST_PLUGINS": ",".join(p for p in (os.environ.get("PYTEST_PLUGINS", ""), "pv_private_cache") if p),
     }
 
 
@@ -193,7 +198,8 @@ sys.exit(cli())
 
 def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
     cache.block_stray_none(MUTANTS)
-    shutil.rmtree(MUTANTS / "pv-engine-cache", ignore_errors=True)
+    for folder in (SEED_CACHE, SEED_CACHE.with_name(f"{SEED_CACHE.name}-private")):
+        shutil.rmtree(folder, ignore_errors=True)
     cache.forget(MUTANTS, names)
     cache.Chunk(names, suite).save(CHUNK)
     hinted = cache.write_hints(HINTS, names, cache.read_killers(KILLERS), suite)
