@@ -294,6 +294,12 @@ def main() -> int:
     )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
+        "--equivalents-later",
+        action="store_true",
+        help="leave the reviewed equivalents out of this chunk: each runs every falsifier that reaches "
+        "it, while a killable mutant stops at its first killer, so the rest is decided sooner",
+    )
+    parser.add_argument(
         "--forget-kills-by",
         action="append",
         default=[],
@@ -336,6 +342,12 @@ def main() -> int:
         for name, (module, _) in sorted(generated.items())
         if name not in records and (not args.module or module in args.module)
     ]
+    if args.equivalents_later and EQUIVALENT.is_file():
+        from pv.mutation import read_equivalent
+
+        later = set(read_equivalent(EQUIVALENT)) & set(todo)
+        todo = [name for name in todo if name not in later]
+        print(f"{len(later)} reviewed equivalents without a current verdict are left for a later chunk")
     if not todo:
         return report(generated, records, args.module)
     print(f"{len(todo)} mutants without a current verdict; running for up to {args.minutes:g} minutes")
