@@ -37,6 +37,8 @@ class RMSNorm(nn.Module):
             # 2 * layers + 1 times per token.
             return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
         x32 = x.float()
+        if FAULTS.active("norm_half_not_upcast"):  # pragma: no mutate
+            x32 = x  # pragma: no mutate -- the defect: a half-precision norm computed in half precision
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return weight * x32.to(dtype)
 
