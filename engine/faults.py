@@ -230,6 +230,7 @@ FAULTS.register("pretrain_data_argument_ignored", "pretrain trains on the defaul
 FAULTS.register("user_corpus_ignored", "tokenize_corpus reads the default stdlib slice, not the files it is given")
 FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED tokens special tokens")
 FAULTS.register("lora_base_upcast", "apply_lora and prepare_qlora cast a bf16 or fp16 base to fp32 with its adapters")
+FAULTS.register("rope_freqs_in_default_dtype", "RoPE's inverse frequencies are computed in torch's default dtype")
 FAULTS.register("norm_half_not_upcast", "RMSNorm normalises bf16 and fp16 activations in their own precision")
 FAULTS.register("bnb_import_silences_all", "import_bnb raises the root logger's level, not the CPU-kernel logger's")
 FAULTS.register("config_odd_head_dim_accepted", "ModelConfig accepts a head_dim that is odd (no rotary pairs)")

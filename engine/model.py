@@ -55,6 +55,9 @@ def rope_cos_sin(
     theta = _effective_theta(theta)
     device = positions.device
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+    if FAULTS.active("rope_freqs_in_default_dtype"):  # pragma: no mutate
+        # the defect: a range in torch's default dtype, float64 for some users
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device) / head_dim))  # pragma: no mutate
     freqs = positions.to(torch.float32)[..., None] * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
