@@ -510,3 +510,11 @@ def write_skips(
             skips[name] = same
     path.write_text(json.dumps(skips, ensure_ascii=False), encoding="utf-8")
     return len(skips)
+
+
+def equivalents_later(todo: list[str], reviewed: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``todo`` split into the mutants to run now and the reviewed equivalents left for later, each
+    in ``todo``'s order.  An equivalent runs every falsifier that reaches it, while a killable
+    mutant stops at its first killer, so a chunk without them decides more mutants."""
+    later = set(reviewed)
+    return [n for n in todo if n not in later], [n for n in todo if n in later]

@@ -345,8 +345,7 @@ def main() -> int:
     if args.equivalents_later and EQUIVALENT.is_file():
         from pv.mutation import read_equivalent
 
-        later = set(read_equivalent(EQUIVALENT)) & set(todo)
-        todo = [name for name in todo if name not in later]
+        todo, later = cache.equivalents_later(todo, read_equivalent(EQUIVALENT))
         print(f"{len(later)} reviewed equivalents without a current verdict are left for a later chunk")
     if not todo:
         return report(generated, records, args.module)

@@ -386,3 +386,13 @@ def test_a_stray_none_file_becomes_a_folder_that_no_mutant_can_read_or_write(tmp
         (tmp_path / "None").read_bytes()
     with pytest.raises(IsADirectoryError):
         (tmp_path / "None").write_bytes(b"another")
+
+
+def test_equivalents_later_keeps_the_order_and_leaves_only_reviewed_ones() -> None:
+    todo = ["engine.m.x_f__mutmut_3", "engine.m.x_f__mutmut_1", "engine.m.x_g__mutmut_2"]
+    reviewed = ["engine.m.x_f__mutmut_1", "engine.other.x_h__mutmut_9"]  # one not in this chunk
+    assert cache.equivalents_later(todo, reviewed) == (
+        ["engine.m.x_f__mutmut_3", "engine.m.x_g__mutmut_2"],
+        ["engine.m.x_f__mutmut_1"],
+    )
+    assert cache.equivalents_later(todo, []) == (todo, [])
