@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from pv.mutation import mutant_id_from_env
+
 SEED_ENV = "PV_MUTMUT_CACHE_SEED"
 CACHE_ENV = "PV_ENGINE_CACHE"  # engine.tokenizer.CACHE_ENV; not imported: mutmut's engine is a copy
 OWNER_ENV = "PV_MUTMUT_CACHE_OWNER"  # the mutant whose copy PV_ENGINE_CACHE names
 PRIVATE = "private"  # the copies' folder, beside the seed; emptied before each chunk
-_SENTINELS = frozenset({"", "fail", "stats", "list_all_tests", "mutant_generation"})
 
 _COPY = pytest.StashKey[Path]()
 
@@ -39,10 +40,10 @@ def private_copy(seed: Path) -> Path:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    mutant = mutant_id_from_env()  # None in mutmut's clean, stats and forced-fail runs
     seed = os.environ.get(SEED_ENV)
     # A process the run started (a pytest child of a falsifier) keeps its parent's copy.
-    if not seed or mutant in _SENTINELS or os.environ.get(OWNER_ENV) == mutant:
+    if not seed or mutant is None or os.environ.get(OWNER_ENV) == mutant:
         return
     folder = private_copy(Path(seed))
     config.stash[_COPY] = folder
