@@ -22,15 +22,14 @@ both levels are read again after it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from falsifiers._child import child_env
 from falsifiers._workdir import fresh_dir
 from pv.checkers import checker
-from pv.faults import ENV_VAR
 
 CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
 OTHER_LOGGER = "bitsandbytes.cextension"
@@ -74,11 +73,7 @@ print(json.dumps({{
 
 
 def _run(engine_parent: Path, first: Path | None, broken: bool) -> dict[str, Any]:
-    from engine.faults import FAULTS
-
-    path = [str(first)] if first is not None else []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(engine_parent), os.environ.get("PYTHONPATH", "")])}
-    env[ENV_VAR] = ",".join(FAULTS.active_names())  # a planted fault reaches the child
+    env = child_env([*([first] if first is not None else []), engine_parent])
     env.pop("STAND_IN_BROKEN", None)
     if broken:
         env["STAND_IN_BROKEN"] = "1"

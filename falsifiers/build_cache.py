@@ -10,16 +10,15 @@ source file changed, or a fault switched on in the environment (another artefact
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from falsifiers._child import child_env
 from falsifiers._workdir import fresh_dir
 from pv.checkers import checker
-from pv.faults import ENV_VAR
 
 # A process that asks for one artefact; its build sleeps (so that a second process arrives while it
 # runs) and counts itself in builds.log.  argv: cache root, key as JSON, "fail" to raise mid-build.
@@ -50,11 +49,8 @@ else:
 
 
 def _spawn(engine_parent: Path, root: Path, key: dict[str, Any], mode: str, faults: str = "") -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(engine_parent), os.environ.get("PYTHONPATH", "")])}
-    from engine.faults import FAULTS
-
     # the faults on in this process reach the child (a planted fault), and any the case adds
-    env[ENV_VAR] = ",".join([*FAULTS.active_names(), *([faults] if faults else [])])
+    env = child_env([engine_parent], [faults] if faults else [])
     # -P: the working directory (this repository, or mutmut's copy of it) is not put before PYTHONPATH,
     # so the engine the child imports is the one PYTHONPATH names; the working directory stays, as
     # mutmut's instrumented engine reads its configuration from there
