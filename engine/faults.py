@@ -232,6 +232,9 @@ FAULTS.register("gguf_user_defined_as_special", "GGUF import makes USER_DEFINED 
 FAULTS.register("lora_base_upcast", "apply_lora and prepare_qlora cast a bf16 or fp16 base to fp32 with its adapters")
 FAULTS.register("rope_freqs_in_default_dtype", "RoPE's inverse frequencies are computed in torch's default dtype")
 FAULTS.register("norm_half_not_upcast", "RMSNorm normalises bf16 and fp16 activations in their own precision")
+FAULTS.register(
+    "gqa_fallback_heads_tiled", "attention without torch's enable_gqa tiles key-value heads instead of repeating each"
+)
 FAULTS.register("bnb_import_silences_all", "import_bnb raises the root logger's level, not the CPU-kernel logger's")
 FAULTS.register("config_odd_head_dim_accepted", "ModelConfig accepts a head_dim that is odd (no rotary pairs)")
 FAULTS.register(

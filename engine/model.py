@@ -211,6 +211,9 @@ class Attention(nn.Module):
         if groups > 1 and _SDPA_GQA:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=True)
         else:
+            if groups > 1 and FAULTS.active("gqa_fallback_heads_tiled"):  # pragma: no mutate
+                # the defect: query head h reads key-value head h % kv_heads, not h // groups
+                k, v, groups = k.repeat(1, groups, 1, 1), v.repeat(1, groups, 1, 1), 1  # pragma: no mutate
             if groups > 1:
                 k = k.repeat_interleave(groups, dim=1)
                 v = v.repeat_interleave(groups, dim=1)
