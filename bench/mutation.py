@@ -34,10 +34,11 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "bench" / "mutmut_site")]
 
 import _equivalents as equivalents  # noqa: E402
 import _mutation_cache as cache  # noqa: E402
+import pv_private_cache  # noqa: E402
 
 MUTANTS = ROOT / "mutants"
 CHUNK = MUTANTS / "pv-chunk.json"
@@ -198,7 +199,7 @@ sys.exit(cli())
 
 def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.SuiteDigests) -> int:
     cache.block_stray_none(MUTANTS)
-    for folder in (SEED_CACHE, SEED_CACHE.with_name(f"{SEED_CACHE.name}-private")):
+    for folder in (SEED_CACHE, pv_private_cache.copies_folder(SEED_CACHE)):
         shutil.rmtree(folder, ignore_errors=True)
     cache.forget(MUTANTS, names)
     cache.Chunk(names, suite).save(CHUNK)

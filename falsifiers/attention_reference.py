@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from falsifiers._child import child_env
+from falsifiers.child_env import child_env
 from pv.checkers import checker
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from falsifiers._child import child_env
 from falsifiers._workdir import fresh_dir
+from falsifiers.child_env import child_env
 from pv.checkers import checker
 
 # A process that asks for one artefact; its build sleeps (so that a second process arrives while it

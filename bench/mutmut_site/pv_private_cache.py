@@ -22,14 +22,18 @@ from pv.mutation import mutant_id_from_env
 SEED_ENV = "PV_MUTMUT_CACHE_SEED"
 CACHE_ENV = "PV_ENGINE_CACHE"  # engine.tokenizer.CACHE_ENV; not imported: mutmut's engine is a copy
 OWNER_ENV = "PV_MUTMUT_CACHE_OWNER"  # the mutant whose copy PV_ENGINE_CACHE names
-PRIVATE = "private"  # the copies' folder, beside the seed; emptied before each chunk
 
 _COPY = pytest.StashKey[Path]()
 
 
+def copies_folder(seed: Path) -> Path:
+    """Where the copies of ``seed`` go: beside it, emptied by ``bench/mutation.py`` before each chunk."""
+    return seed.with_name(f"{seed.name}-private")
+
+
 def private_copy(seed: Path) -> Path:
     """A new folder holding a copy of ``seed`` (empty when the seed was never filled)."""
-    parent = seed.parent / f"{seed.name}-{PRIVATE}"
+    parent = copies_folder(seed)
     parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent))
     if seed.is_dir():
