@@ -12,10 +12,12 @@ per mutant, with what the verdict depended on:
   checker's module as that checker sees it (the module less the other checkers' definitions that
   nothing left in it names: widening one checker leaves its neighbours' kills standing) and the
   shared fixtures and inputs (``contracts/conftest.py``, ``conftest.py``,
-  ``falsifiers/_*.py``, ``recipes/``).  The verdict stands while those are unchanged, whatever else
-  the suite gains (a new falsifier in the same contract included).  Lines written when the digest
-  covered the whole contract are restated once, while that older digest still holds
-  (:func:`migrate`), and so are lines written when it covered the checker's whole module.
+  ``falsifiers/_*.py``, ``recipes/``), and every other ``falsifiers`` module the checker's module
+  imports, directly or through one another (``falsifiers.refusals``, another checker's module).
+  The verdict stands while those are unchanged, whatever else the suite gains (a new falsifier in
+  the same contract included).  Lines written under an earlier definition of the digest (the
+  whole contract; the checker's whole module; the checker's view without the modules it imports)
+  are restated once, while that earlier digest still holds (:func:`migrate`).
 - any other outcome (survived, reached by no falsifier, a hang or crash with no falsifier named)
   names the falsifiers that reached the mutated function in mutmut's coverage stats
   (``mutants/mutmut-stats.json``) with the same per-falsifier digests: it stands while the same
@@ -131,6 +133,43 @@ def checker_view(source: bytes, function: str) -> bytes:
         drop -= named
 
 
+def _imported_names(source: bytes) -> set[str]:
+    """The ``falsifiers.x`` modules ``source`` imports, at the top or inside a function."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "falsifiers":
+                names |= {f"falsifiers.{alias.name}" for alias in node.names}
+            elif node.module.startswith("falsifiers."):
+                names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names if alias.name.startswith("falsifiers.")}
+    return names
+
+
+def imported_helpers(root: Path, checker: Path) -> list[tuple[str, bytes]]:
+    """The ``falsifiers`` modules under ``root`` that ``checker`` imports, directly or through one
+    another, whole: a helper's edit (``falsifiers.refusals``, a checker module another one reuses)
+    changes what the checker measures.  The ``_`` modules are left out (every digest holds them)
+    and so is ``checker`` itself (its digest holds its own view of it)."""
+    found: dict[str, bytes] = {}
+    todo = [checker.read_bytes()]
+    while todo:
+        for name in sorted(_imported_names(todo.pop())):
+            path = root / (name.replace(".", "/") + ".py")
+            if not path.is_file() or path == checker or path.name.startswith("_"):
+                continue
+            rel = path.relative_to(root).as_posix()
+            if rel not in found:
+                found[rel] = path.read_bytes()
+                todo.append(found[rel])
+    return sorted(found.items())
+
+
 @dataclass(frozen=True)
 class SuiteDigests:
     """Digests of the contract suite a chunk ran: the whole suite, and what decides each falsifier."""
@@ -143,6 +182,8 @@ class SuiteDigests:
     legacy: dict[str, str] = field(default_factory=dict)
     # the digests as next defined (the checker's whole module instead of the checker's view of it)
     previous: dict[str, str] = field(default_factory=dict)
+    # the digests as defined third (the checker's view without the falsifiers modules it imports)
+    viewed: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, root: Path) -> SuiteDigests:
@@ -156,6 +197,7 @@ class SuiteDigests:
         by_node: dict[str, str] = {}
         legacy: dict[str, str] = {}
         previous: dict[str, str] = {}
+        viewed: dict[str, str] = {}
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -172,17 +214,24 @@ class SuiteDigests:
                     else []
                 )
                 view = [(f"{name}#{function}", checker_view(code, function)) for name, code in whole]
+                helpers = imported_helpers(root, checker) if whole else []
                 key = f"{data['metadata']['id']}::{falsifier['id']}"
                 entry = (f"{path.name}#{falsifier['id']}", own)
-                by_falsifier[key] = _sha([*shared, entry, *view])
+                by_falsifier[key] = _sha([*shared, entry, *view, *helpers])
+                viewed[key] = _sha([*shared, entry, *view])
                 previous[key] = _sha([*shared, entry, *whole])
                 legacy[key] = _sha([*shared, (path.name, binding), *whole])
                 by_node[f"contracts/{path.name}::{falsifier['id']}"] = key
         every += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted((root / "falsifiers").rglob("*.py"))]
-        return cls(_sha(every), by_falsifier, by_node, legacy, previous)
+        return cls(_sha(every), by_falsifier, by_node, legacy, previous, viewed)
 
     def of(self, falsifier: str) -> str | None:
         return self.by_falsifier.get(falsifier)
+
+    def unchanged(self, falsifier: str, digest: str | None) -> bool:
+        """Whether ``digest``, taken under this or an earlier scheme, still holds for ``falsifier``."""
+        schemes = (self.by_falsifier, self.viewed, self.previous, self.legacy)
+        return digest is not None and any(scheme.get(falsifier) == digest for scheme in schemes)
 
     def by_node_id(self) -> dict[str, str]:
         """pytest node id -> the digest of what decides that falsifier."""
@@ -213,7 +262,7 @@ def migrate(record: Record, suite: SuiteDigests) -> Record:
     earlier scheme that still hold for ``suite`` (same inputs, so the new digest is as good)."""
 
     def restated(digests: dict[str, str]) -> dict[str, str] | None:
-        for scheme in (suite.legacy, suite.previous):
+        for scheme in (suite.legacy, suite.previous, suite.viewed):
             if digests and all(scheme.get(k) == d for k, d in digests.items()):
                 return {k: suite.by_falsifier[k] for k in digests}
         return None
@@ -280,10 +329,10 @@ def stale_stats(mutants: Path, suite: SuiteDigests) -> list[str]:
     path = mutants / STATS_SUITE
     doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     then: dict[str, str] = doc.get("nodes", {}) if doc.get("version") == STATS_VERSION else {}
-    # stats marked under the checker's whole module are as good while that digest holds
-    previous = {node: suite.previous.get(key) for node, key in suite.by_node.items()}
+    # stats marked under an earlier scheme's digest are as good while that digest holds
+    earlier = {node: (suite.previous.get(key), suite.viewed.get(key)) for node, key in suite.by_node.items()}
     nodes = suite.by_node_id()
-    stale = {node for node, digest in nodes.items() if then.get(node) not in (digest, previous[node])}
+    stale = {node for node, digest in nodes.items() if then.get(node) not in (digest, *earlier[node])}
     if "functions" not in doc:  # stats marked before function digests were kept: nothing says what changed
         return sorted(nodes) if then else sorted(stale)
     before: dict[str, str] = doc["functions"]
@@ -504,7 +553,7 @@ def write_skips(
             node
             for node in nodes
             if (key := suite.by_node.get(node)) is not None
-            and survival.reached_by.get(key) == suite.by_falsifier.get(key)
+            and suite.unchanged(key, survival.reached_by.get(key))
         ]
         if same and len(same) < len(nodes):
             skips[name] = same

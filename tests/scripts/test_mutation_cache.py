@@ -396,3 +396,60 @@ def test_equivalents_later_keeps_the_order_and_leaves_only_reviewed_ones() -> No
         ["engine.m.x_f__mutmut_1"],
     )
     assert cache.equivalents_later(todo, []) == (todo, [])
+
+
+def test_a_falsifiers_module_a_checker_imports_decides_its_kills(mutants: Path) -> None:
+    folder = mutants / "falsifiers"
+    (folder / "a.py").write_text("from falsifiers.helper import LIMIT\n\ndef check(): return {'ok': LIMIT == 3}\n")
+    (folder / "helper.py").write_text("from falsifiers import deeper\n\nLIMIT = 3\n")
+    (folder / "deeper.py").write_text("def inner():\n    import falsifiers.deepest\n")
+    (folder / "deepest.py").write_text("DEPTH = 3\n")
+    records = harvest(mutants)
+    a_kill, b_kill = records["sut.m.x_f__mutmut_1"], records["sut.m.x_f__mutmut_2"]
+    for module in ("helper", "deeper", "deepest"):  # imported at the top, from the package, in a function
+        path = folder / f"{module}.py"
+        path.write_text(path.read_text() + "# edited\n")
+        after = cache.SuiteDigests.measure(mutants)
+        assert not after.current(a_kill) and after.current(b_kill), module
+    (folder / "unrelated.py").write_text("X = 1\n")
+    kept = cache.SuiteDigests.measure(mutants)
+    (folder / "unrelated.py").write_text("X = 2\n")
+    assert kept.of("a-v1::FALSIFY-A-001") == cache.SuiteDigests.measure(mutants).of("a-v1::FALSIFY-A-001")
+
+
+def test_lines_written_before_imported_modules_counted_are_restated_while_they_hold(
+    mutants: Path, tmp_path: Path
+) -> None:
+    folder = mutants / "falsifiers"
+    (folder / "a.py").write_text("from falsifiers.helper import LIMIT\n\ndef check(): return {'ok': LIMIT == 3}\n")
+    (folder / "helper.py").write_text("LIMIT = 3\n")
+    records = harvest(mutants)
+    suite = cache.SuiteDigests.measure(mutants)
+    kill, survivor = records["sut.m.x_f__mutmut_1"], records["sut.m.x_f__mutmut_3"]
+    assert suite.viewed["a-v1::FALSIFY-A-001"] != suite.of("a-v1::FALSIFY-A-001")
+    assert suite.viewed["b-v1::FALSIFY-B-001"] == suite.of("b-v1::FALSIFY-B-001")  # imports nothing: unchanged
+    viewed_kill = replace(kill, killer_digests={k: suite.viewed[k] for k in kill.killers})
+    viewed_survivor = replace(survivor, reached_by={k: suite.viewed[k] for k in survivor.reached_by or {}})
+    assert not suite.current(viewed_kill) and cache.migrate(viewed_kill, suite) == kill
+    assert cache.migrate(viewed_survivor, suite) == survivor
+    cache.mark_stats_current(mutants, replace(suite, by_falsifier=suite.viewed))
+    assert cache.stale_stats(mutants, suite) == []
+    (folder / "a.py").write_text((folder / "a.py").read_text() + "# edited\n")
+    changed = cache.SuiteDigests.measure(mutants)
+    assert cache.migrate(viewed_kill, changed) == viewed_kill
+    assert cache.stale_stats(mutants, changed) == ["contracts/a-v1.yaml::FALSIFY-A-001"]
+    # a survival kept under those digests runs only what is new (C), not A and B, unchanged since
+    (folder / "a.py").write_text((folder / "a.py").read_text().removesuffix("# edited\n"))
+    store, skips = tmp_path / "survivals.json", tmp_path / "skips.json"
+    cache.remember_survivals(store, [viewed_survivor])
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    stats["tests_by_mangled_function_name"]["sut.m.x_f"].append("contracts/c-v1.yaml::FALSIFY-C-001")
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    (mutants / "contracts" / "c-v1.yaml").write_text(CONTRACT.format(cid="c-v1", fid="FALSIFY-C-001", module="c"))
+    (folder / "c.py").write_text("def check(): return {'ok': True}\n")
+    with_c = cache.SuiteDigests.measure(mutants)
+    generated = cache.current_function_digests(mutants)
+    cache.write_skips(skips, sorted(generated), cache.read_survivals(store), generated, with_c, reach(mutants))
+    assert json.loads(skips.read_text()) == {
+        survivor.mutant: ["contracts/a-v1.yaml::FALSIFY-A-001", "contracts/b-v1.yaml::FALSIFY-B-001"]
+    }
