@@ -376,6 +376,15 @@ def read(path: Path) -> dict[str, Record]:
     return records
 
 
+def without_verdicts(records: Mapping[str, Record], names: Iterable[str]) -> dict[str, Record]:
+    """``records`` less the verdicts of ``names``, which the next chunk then judges again; a name
+    with no verdict is refused (KeyError naming it) rather than silently ignored, as a typo would be."""
+    drop = set(names)
+    if unknown := sorted(drop - set(records)):
+        raise KeyError(f"no verdict recorded for {', '.join(unknown)}")
+    return {name: r for name, r in records.items() if name not in drop}
+
+
 def write(path: Path, records: Mapping[str, Record]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(records[k].line() + "\n" for k in sorted(records)), encoding="utf-8")
@@ -552,8 +561,7 @@ def write_skips(
         same = [
             node
             for node in nodes
-            if (key := suite.by_node.get(node)) is not None
-            and suite.unchanged(key, survival.reached_by.get(key))
+            if (key := suite.by_node.get(node)) is not None and suite.unchanged(key, survival.reached_by.get(key))
         ]
         if same and len(same) < len(nodes):
             skips[name] = same

@@ -17,6 +17,7 @@ function.  Interrupted or killed, the next invocation picks up the finished part
     python bench/mutation.py --module engine/lora.py   # only this module's pending mutants
     python bench/mutation.py --report                  # the figures so far; runs nothing
     python bench/mutation.py --forget-kills-by qa-gates-v1::FALSIFY-QAG-004   # a falsifier found flaky
+    python bench/mutation.py --judge-again engine.qa.x_perplexity__mutmut_36   # one verdict doubted
     nox -s mutation -- --minutes 120
 """
 
@@ -308,9 +309,24 @@ def main() -> int:
         help="drop the kills these falsifiers alone made, so that they are judged again (a falsifier "
         "found to fail under a mutant it does not tell apart, or one that was flaky when it killed)",
     )
+    parser.add_argument(
+        "--judge-again",
+        action="append",
+        default=[],
+        metavar="MUTANT",
+        help="drop this mutant's verdict, so that the next chunk judges it again (a kill or a timeout "
+        "that its falsifiers do not repeat when run by hand)",
+    )
     args = parser.parse_args()
     os.chdir(ROOT)
     records = cache.read(RESULTS)
+    if args.judge_again:
+        try:
+            records = cache.without_verdicts(records, args.judge_again)
+        except KeyError as exc:
+            parser.error(str(exc.args[0]))
+        cache.write(RESULTS, records)
+        print(f"dropped the verdicts of {len(args.judge_again)} mutants: the next chunk judges them again", flush=True)
     if args.forget_kills_by:
         doubted = set(args.forget_kills_by)
         dropped = [n for n, r in records.items() if r.killers and set(r.killers) <= doubted]

@@ -453,3 +453,11 @@ def test_lines_written_before_imported_modules_counted_are_restated_while_they_h
     assert json.loads(skips.read_text()) == {
         survivor.mutant: ["contracts/a-v1.yaml::FALSIFY-A-001", "contracts/b-v1.yaml::FALSIFY-B-001"]
     }
+
+
+def test_a_doubted_verdict_is_dropped_and_a_name_without_one_refused(mutants: Path) -> None:
+    records = harvest(mutants)
+    kept = cache.without_verdicts(records, ["sut.m.x_f__mutmut_1"])
+    assert sorted(kept) == sorted(set(records) - {"sut.m.x_f__mutmut_1"})
+    with pytest.raises(KeyError, match=r"no verdict recorded for sut\.m\.x_f__mutmut_9"):
+        cache.without_verdicts(records, ["sut.m.x_f__mutmut_1", "sut.m.x_f__mutmut_9"])
