@@ -198,6 +198,7 @@ class SuiteDigests:
         legacy: dict[str, str] = {}
         previous: dict[str, str] = {}
         viewed: dict[str, str] = {}
+        helpers_of: dict[Path, list[tuple[str, bytes]]] = {}  # a module's checkers share its imports
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -214,7 +215,9 @@ class SuiteDigests:
                     else []
                 )
                 view = [(f"{name}#{function}", checker_view(code, function)) for name, code in whole]
-                helpers = imported_helpers(root, checker) if whole else []
+                if whole and checker not in helpers_of:
+                    helpers_of[checker] = imported_helpers(root, checker)
+                helpers = helpers_of.get(checker, []) if whole else []
                 key = f"{data['metadata']['id']}::{falsifier['id']}"
                 entry = (f"{path.name}#{falsifier['id']}", own)
                 by_falsifier[key] = _sha([*shared, entry, *view, *helpers])
@@ -228,9 +231,14 @@ class SuiteDigests:
     def of(self, falsifier: str) -> str | None:
         return self.by_falsifier.get(falsifier)
 
+    @property
+    def earlier(self) -> tuple[dict[str, str], ...]:
+        """The digests as each earlier scheme defined them, oldest first."""
+        return (self.legacy, self.previous, self.viewed)
+
     def unchanged(self, falsifier: str, digest: str | None) -> bool:
         """Whether ``digest``, taken under this or an earlier scheme, still holds for ``falsifier``."""
-        schemes = (self.by_falsifier, self.viewed, self.previous, self.legacy)
+        schemes = (self.by_falsifier, *self.earlier)
         return digest is not None and any(scheme.get(falsifier) == digest for scheme in schemes)
 
     def by_node_id(self) -> dict[str, str]:
@@ -262,7 +270,7 @@ def migrate(record: Record, suite: SuiteDigests) -> Record:
     earlier scheme that still hold for ``suite`` (same inputs, so the new digest is as good)."""
 
     def restated(digests: dict[str, str]) -> dict[str, str] | None:
-        for scheme in (suite.legacy, suite.previous, suite.viewed):
+        for scheme in suite.earlier:
             if digests and all(scheme.get(k) == d for k, d in digests.items()):
                 return {k: suite.by_falsifier[k] for k in digests}
         return None

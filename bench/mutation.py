@@ -330,8 +330,7 @@ def main() -> int:
     if args.forget_kills_by:
         doubted = set(args.forget_kills_by)
         dropped = [n for n, r in records.items() if r.killers and set(r.killers) <= doubted]
-        for name in dropped:
-            del records[name]
+        records = cache.without_verdicts(records, dropped)
         cache.write(RESULTS, records)
         print(f"forgot {len(dropped)} kills made by {', '.join(sorted(doubted))} alone", flush=True)
     collected = collect(records)
