@@ -276,15 +276,31 @@ def lock_equivalents() -> int:
     return 1 if missing else 0
 
 
+_main_pid: int | None = None
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    if os.getpid() != _main_pid:
+        # A process forked from this one (mutmut's generation pool, which ends its workers with
+        # SIGTERM) ends as the signal's default would: a KeyboardInterrupt there only printed a
+        # traceback per worker into the chunk's log.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt
 
 
-def main() -> int:
-    # Ctrl-C and `kill` stop the chunk and keep what finished, also when started in the background
-    # (a non-interactive shell starts background jobs with SIGINT ignored).
+def install_interrupt() -> None:
+    """Ctrl-C and `kill` stop the chunk and keep what finished, also when started in the background
+    (a non-interactive shell starts background jobs with SIGINT ignored)."""
+    global _main_pid
+    _main_pid = os.getpid()
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
+
+
+def main() -> int:
+    install_interrupt()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=60, help="stop after this long (0: no limit)")
     parser.add_argument("--module", action="append", default=[], help="only these modules (engine/x.py)")

@@ -1,0 +1,42 @@
+"""bench/mutation.py stops on Ctrl-C or `kill`, and only its own process turns that into an interrupt."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Run in a child interpreter: loading bench/mutation.py puts mutmut's site folder on sys.path and
+# the test installs signal handlers, neither of which should outlive it.
+PROBE = """
+import importlib.util, os, signal, sys
+spec = importlib.util.spec_from_file_location("mutation", "bench/mutation.py")
+mutation = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mutation)
+mutation.install_interrupt()
+pid = os.fork()
+if pid == 0:
+    os.kill(os.getpid(), signal.SIGTERM)
+    os._exit(0)  # reached only if the forked process outlived its SIGTERM
+_, status = os.waitpid(pid, 0)
+print("worker", os.WTERMSIG(status) if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}")
+for signum in (signal.SIGTERM, signal.SIGINT):
+    try:
+        os.kill(os.getpid(), signum)
+    except KeyboardInterrupt:
+        print("main interrupted")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="mutmut forks its workers; this platform has no fork")
+def test_a_forked_worker_ends_by_the_signal_and_the_main_process_is_interrupted() -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert run.stdout.split("\n")[:3] == [f"worker {int(signal.SIGTERM)}", "main interrupted", "main interrupted"]
