@@ -42,6 +42,7 @@ The file is read by ``pv mutation report --results``.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import re
@@ -198,7 +199,7 @@ class SuiteDigests:
         legacy: dict[str, str] = {}
         previous: dict[str, str] = {}
         viewed: dict[str, str] = {}
-        helpers_of: dict[Path, list[tuple[str, bytes]]] = {}  # a module's checkers share its imports
+        helpers_of = functools.cache(lambda checker: imported_helpers(root, checker))  # shared by a module's checkers
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -215,9 +216,7 @@ class SuiteDigests:
                     else []
                 )
                 view = [(f"{name}#{function}", checker_view(code, function)) for name, code in whole]
-                if whole and checker not in helpers_of:
-                    helpers_of[checker] = imported_helpers(root, checker)
-                helpers = helpers_of.get(checker, []) if whole else []
+                helpers = helpers_of(checker) if whole else []
                 key = f"{data['metadata']['id']}::{falsifier['id']}"
                 entry = (f"{path.name}#{falsifier['id']}", own)
                 by_falsifier[key] = _sha([*shared, entry, *view, *helpers])
