@@ -54,6 +54,7 @@ from typing import Any
 import yaml
 
 from pv.evidence.digest import contract_binding_digest
+from pv.import_closure import closure
 from pv.mutation import KILLED, KILLING_VERDICTS, read_log, status_of
 
 # Not part of the mutation run's suite (see pyproject's [tool.mutmut]): the real-model families.
@@ -134,41 +135,13 @@ def checker_view(source: bytes, function: str) -> bytes:
         drop -= named
 
 
-def _imported_names(source: bytes) -> set[str]:
-    """The ``falsifiers.x`` modules ``source`` imports, at the top or inside a function."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "falsifiers":
-                names |= {f"falsifiers.{alias.name}" for alias in node.names}
-            elif node.module.startswith("falsifiers."):
-                names.add(node.module)
-        elif isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names if alias.name.startswith("falsifiers.")}
-    return names
-
-
 def imported_helpers(root: Path, checker: Path) -> list[tuple[str, bytes]]:
     """The ``falsifiers`` modules under ``root`` that ``checker`` imports, directly or through one
     another, whole: a helper's edit (``falsifiers.refusals``, a checker module another one reuses)
     changes what the checker measures.  The ``_`` modules are left out (every digest holds them)
-    and so is ``checker`` itself (its digest holds its own view of it)."""
-    found: dict[str, bytes] = {}
-    todo = [checker.read_bytes()]
-    while todo:
-        for name in sorted(_imported_names(todo.pop())):
-            path = root / (name.replace(".", "/") + ".py")
-            if not path.is_file() or path == checker or path.name.startswith("_"):
-                continue
-            rel = path.relative_to(root).as_posix()
-            if rel not in found:
-                found[rel] = path.read_bytes()
-                todo.append(found[rel])
-    return sorted(found.items())
+    and so is ``checker`` itself (its digest holds its own view of it).  The closure is
+    ``pv.import_closure``'s, the one evidence binds a bundle's code with."""
+    return closure(root, checker, ("falsifiers",), keep=lambda path: not path.name.startswith("_"))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import pytest
 
 from pv.cases import Case, CaseError, case_params, expand, item_name
 from pv.diagnostics import Diagnostic
+from pv.evidence.code_binding import CodeScope
 from pv.model import FalsificationTest
 from pv.outcomes import ContractFailure, InvalidContract
 from pv.paths import shown
@@ -71,7 +72,8 @@ def collection_diagnostics(
     return found
 
 
-def contract_run(loaded: LoadedContract, root: Path) -> ContractRun:
+def contract_run(loaded: LoadedContract, root: Path, scope: CodeScope | None = None) -> ContractRun:
+    """The contract as the run starts on it; with ``scope``, the code its evidence will be bound to."""
     contract = loaded.contract
     assert contract is not None
     return ContractRun(
@@ -83,6 +85,7 @@ def contract_run(loaded: LoadedContract, root: Path) -> ContractRun:
         declared=[f.id for f in contract.falsification_tests],
         ship_blocking=[f.id for f in contract.falsification_tests if f.ship_blocking],
         cases=declared_cases(contract.falsification_tests),
+        code=scope.snapshot(loaded.path, loaded.data) if scope is not None else None,
     )
 
 
@@ -122,7 +125,7 @@ class ContractFile(pytest.File):
                 self, name=INVALID_ITEM_NAME, contract_id=loaded.id, diagnostics=errors
             )
             return
-        run = contract_run(loaded, root)
+        run = contract_run(loaded, root, CodeScope.of(settings))
         for i, falsifier in enumerate(loaded.contract.falsification_tests):
             line, _ = _locate(loaded, "falsification_tests", i, "id")
             cases: list[Case | None] = [*expand(falsifier)] or [None]

@@ -76,6 +76,12 @@ SETTINGS: tuple[Setting, ...] = (
         "checker_packages", "packages", DEFAULT_CHECKER_PACKAGES, "packages whose @checker functions contracts may bind"
     ),
     Setting("fault_packages", "packages", (), "packages a mutant's fault may live in, besides the checker packages"),
+    Setting(
+        "code_packages",
+        "packages",
+        (),
+        "packages of the system under test whose files bind evidence (default: the fault packages)",
+    ),
     Setting("evidence", "path", "evidence", "the evidence folder"),
     Setting("trusted_keys", "optional_path", None, "PEM file of ed25519 public keys whose signed bundles alone count"),
     Setting(
@@ -120,6 +126,7 @@ class PvConfig:
     evidence: Path
     pyproject: Path | None = None
     fault_packages: tuple[str, ...] = ()  # where a mutant's module may live, besides checker packages
+    code_packages: tuple[str, ...] = ()  # the system under test: every file in them binds evidence
     max_nproc: int = DEFAULT_MAX_NPROC  # the most processes a falsifier's `launch: {nproc: N}` may start
     trusted_keys: Path | None = None  # public keys whose signed bundles alone count
     require_signed: bool = False  # refuse to run without trusted keys: unsigned evidence never counts
@@ -136,6 +143,12 @@ class PvConfig:
     @property
     def mutant_packages(self) -> tuple[str, ...]:
         return (*self.checker_packages, *self.fault_packages)
+
+    @property
+    def measured_packages(self) -> tuple[str, ...]:
+        """The system under test's packages, whose every file a bundle is bound to: ``code_packages``,
+        else the fault packages (where the code a mutant breaks lives)."""
+        return self.code_packages or self.fault_packages
 
     def trust_statement(self) -> str:
         """One line saying which keys evidence must be signed by, or that it is unauthenticated."""

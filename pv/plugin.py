@@ -33,6 +33,7 @@ import pytest
 from pv import hookspecs
 from pv.cases import aggregate_failures, split_name, verdicts
 from pv.config import DEFAULT_TIMEOUT_S, ensure_importable
+from pv.evidence.code_binding import CodeScope
 from pv.pytest_settings import configure, project_of, register_ini, settings_of
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 from pv.runner import OTHER
@@ -486,7 +487,9 @@ def _reload_contract(config: pytest.Config, nodeid: str) -> ContractRun | None:
     if name == INVALID_ITEM_NAME:
         return None
     loaded = project_of(config).contract(config.rootpath / path_part).loaded
-    return contract_run(loaded, config.rootpath) if loaded is not None and loaded.contract is not None else None
+    if loaded is None or loaded.contract is None:
+        return None
+    return contract_run(loaded, config.rootpath, CodeScope.of(project_of(config).config))
 
 
 def _utc_now() -> str:

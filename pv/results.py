@@ -98,6 +98,8 @@ class ContractRun:
     declared: list[str] = field(default_factory=list)  # every FALSIFY id the contract declares
     ship_blocking: list[str] = field(default_factory=list)
     cases: dict[str, list[str]] = field(default_factory=dict)  # parametrized FALSIFY id -> its case ids
+    # the code the run measures (pv.evidence.code_binding), taken when the run collected the contract
+    code: dict[str, Any] | None = None
 
 
 @dataclass

@@ -79,10 +79,29 @@ def _child_states(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.pv_child_state() for k, v in kwargs.items() if callable(getattr(v, "pv_child_state", None))}
 
 
-def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int) -> None:
+def _start_reaper(life: int, reply: int) -> None:
+    """Fork a reaper into the checker's process group: it blocks on ``life``, a pipe whose write end
+    only pytest holds, and kills the whole group when that read ends, whether pytest closed it
+    (the call is over) or died (``kill -9``: the kernel closes a dead process's descriptors).  So
+    no checker, nor anything it started, outlives the call or pytest."""
+    if os.getpgid(0) != os.getpid():
+        return  # no group of its own (setpgid refused): killing "the group" would kill pytest's
+    if os.fork() == 0:
+        try:
+            os.close(reply)  # pytest reads the reply pipe to its end: only the checker may hold it
+            with contextlib.suppress(OSError):
+                os.read(life, 1)
+            os.killpg(0, signal.SIGKILL)  # the checker, its children and this reaper
+        finally:
+            os._exit(0)
+    os.close(life)
+
+
+def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int, life: int) -> None:
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # a group of its own: the deadline kills whatever it started too
     try:
+        _start_reaper(life, out)
         _single_threaded_torch()
         try:
             value = func(**kwargs)
@@ -130,14 +149,17 @@ def _exit_text(status: int) -> str:
 def call_in_process(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout_s: float | None) -> CallOutcome:
     """Call ``func(**kwargs)`` in a forked child; kill its process group at ``timeout_s``."""
     read_end, write_end = os.pipe()
+    life_r, life_w = os.pipe()  # held open by pytest alone: its end (or pytest's death) ends the group
     sys.stdout.flush()
     sys.stderr.flush()
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # the child
         os.close(read_end)
-        _child_main(func, kwargs, write_end)
+        os.close(life_w)
+        _child_main(func, kwargs, write_end, life_r)
     os.close(write_end)
+    os.close(life_r)
     chunks: list[bytes] = []
     deadline = None if not timeout_s or timeout_s <= 0 else start + timeout_s
     timed_out = False
@@ -157,6 +179,7 @@ def call_in_process(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout
         if timed_out:
             _kill_group(pid)
         _, status = os.waitpid(pid, 0)
+        os.close(life_w)  # the reaper ends whatever the checker left running
     duration = time.perf_counter() - start
     if timed_out:
         return CallOutcome(timed_out=True, killed=True, duration_s=duration)

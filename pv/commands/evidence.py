@@ -6,6 +6,7 @@ under ``--check``, nothing to verify), 2 usage (a path that does not exist, a ba
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -117,6 +118,11 @@ def verify(
             typer.echo(f"    {p.format()}")
         for note in r.notes:
             typer.echo(f"    note: {note}")
+    chain_problems, chain_notes = _ledger_findings(config, reports, target)
+    for line in chain_problems:
+        typer.echo(f"ledger       {line}")
+    for line in chain_notes:
+        typer.echo(f"    note: {line}")
     tmp = leftover_tmp_dirs(target)
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
     trust = f"; signatures checked against {len(keys.keys)} trusted key(s)" if keys is not None else ""
@@ -129,7 +135,123 @@ def verify(
     failed = [r for r in reports if not (r.ok or r.superseded or (allow_stale and r.intact))]
     if counts.get("superseded") and not failed:
         typer.echo("superseded bundles are history of earlier contract versions; `pv evidence gc` removes them")
-    raise typer.Exit(1 if failed else 0)
+    if chain_problems:
+        typer.echo(f"{len(chain_problems)} ledger finding(s): the evidence chain does not hold")
+    raise typer.Exit(1 if failed or chain_problems else 0)
+
+
+def _ledger_findings(config: PvConfig, reports: list[Any], target: Path) -> tuple[list[str], list[str]]:
+    """(problems, notes) of the ledgers of every contract folder the reports and ``target`` cover."""
+    from pv.evidence import ledger
+
+    folders = {r.path.parent for r in reports}
+    if (target / ledger.LEDGER_FILE).is_file():
+        folders.add(target)
+    elif target == config.evidence and target.is_dir():
+        folders |= {p for p in target.iterdir() if (p / ledger.LEDGER_FILE).is_file()}
+    problems: list[str] = []
+    notes: list[str] = []
+    by_path = {r.path: r for r in reports}
+    for folder in sorted(folders):
+        chain = ledger.read(folder)
+        present = {p.name: p for p in by_path if p.parent == folder}
+        checked = ledger.check(chain, present, {p.name: by_path[p].bundle for p in by_path if p.parent == folder})
+        seen = ledger.history(chain.path)
+        where = config.relpath(chain.path)
+        problems += [f"{where}: {p}" for p in [*checked.problems, *seen.problems]]
+        notes += [f"{where}: {n}" for n in seen.notes[:1]]
+        removed = chain.removed()
+        for path in checked.unrecorded:
+            if path.name not in removed:
+                problems.append(
+                    f"{config.relpath(path)}: not recorded in {where}, so it never counts; a bundle written "
+                    "before the ledger is taken in by `pv evidence ledger adopt`"
+                )
+    return problems, list(dict.fromkeys(notes))
+
+
+@evidence_app.command("forget")
+def forget(
+    run_id: Annotated[str, typer.Argument(help="The run id of the lost bundle (its folder's name).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is gone; recorded in the ledger.")] = "",
+    evidence: EvidenceOpt = None,
+) -> None:
+    """Record in its contract's ledger that a bundle was lost by accident (a rebase, a bad checkout).
+
+    The ledger keeps the line, so the loss stays visible in review; the falsifiers whose newest
+    verdict it held are pending until they run again.  A bundle that is still present is refused:
+    `pv evidence gc` removes bundles that are no longer needed."""
+    from pv.evidence import ledger
+
+    config = _project("evidence forget", evidence).config
+    if not reason.strip():
+        raise _usage("evidence forget", "say why the bundle is gone with --reason; it is recorded in the ledger")
+    folders = sorted(p for p in config.evidence.iterdir() if p.is_dir()) if config.evidence.is_dir() else []
+    for folder in folders:
+        chain = ledger.read(folder)
+        entry = chain.recorded().get(run_id)
+        line = None if entry is not None else ledger.history(chain.path).lost.get(run_id)
+        if entry is None and line is None:
+            continue
+        if (folder / run_id).exists():
+            raise _usage("evidence forget", f"{config.relpath(folder / run_id)} is present: nothing was lost")
+        if entry is None:
+            raw = json.loads(line or "{}")
+            digest, verdicts = str(raw.get("digest", "")), dict(raw.get("verdicts") or {})
+        else:
+            digest, verdicts = entry.digest, entry.verdicts
+        with ledger.locked(folder) as locked_chain:
+            written = ledger.append(
+                locked_chain, "forgotten", run_id, digest, verdicts=verdicts, reason=reason.strip(), force=True
+            )
+        typer.echo(f"{config.relpath(locked_chain.path)}: line {written.seq} records {run_id} as forgotten")
+        decided = sorted(f for f, v in verdicts.items() if v in ledger.DECIDED)
+        if decided:
+            typer.echo(f"run these again, their newest verdicts were in it: {', '.join(decided)}")
+        return
+    raise _usage("evidence forget", f"no ledger under {config.relpath(config.evidence)} records a bundle {run_id}")
+
+
+ledger_app = typer.Typer(name="ledger", help="The per-contract evidence ledgers.", no_args_is_help=True)
+evidence_app.add_typer(ledger_app, name="ledger")
+
+
+@ledger_app.command("adopt")
+def adopt(evidence: EvidenceOpt = None) -> None:
+    """Take the bundles written before the ledger into each contract's ledger, oldest first.
+
+    Only bundles that carry no chain link (written by a pv without the ledger) are adopted, each as
+    an `adopted` line that names its digest; they record no code, so they are history that `pv
+    evidence gc` can prune with a trace, never evidence of the code as it is now."""
+    from pv.evidence import ledger
+    from pv.evidence.status import bundle_time
+    from pv.evidence.verify import find_bundles, verify_content
+
+    config = _project("evidence ledger adopt", evidence).config
+    if not config.evidence.is_dir():
+        raise _usage("evidence ledger adopt", f"{config.relpath(config.evidence)} does not exist")
+    adopted = 0
+    for folder in sorted(p for p in config.evidence.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        with ledger.locked(folder) as chain:
+            known = {e.run_id for e in chain.entries}
+            candidates = []
+            for path in find_bundles(folder):
+                report = verify_content(path)
+                if path.name in known or report.bundle is None or report.bundle.chain is not None:
+                    continue
+                if not report.intact:
+                    typer.echo(f"not adopted: {config.relpath(path)} is {report.status}")
+                    continue
+                candidates.append((bundle_time(report.bundle), path, report.bundle))
+            for _, path, bundle in sorted(candidates, key=lambda c: c[0]):
+                ledger.append(
+                    chain, "adopted", path.name, ledger.bundle_digest(path) or "", verdicts=ledger.verdicts_of(bundle)
+                )
+                typer.echo(f"adopted {config.relpath(path)}")
+                adopted += 1
+        if not any(folder.iterdir()) or (folder / ledger.LEDGER_FILE).stat().st_size == 0:
+            (folder / ledger.LEDGER_FILE).unlink(missing_ok=True)
+    typer.echo(f"{adopted} bundle(s) adopted")
 
 
 @evidence_app.command("keygen")

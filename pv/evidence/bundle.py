@@ -188,6 +188,24 @@ class Summary(_Strict):
     skip_reasons: dict[str, int] = Field(default_factory=dict)
 
 
+class ChainLink(_Strict):
+    """This bundle's place in its contract's ledger (pv.evidence.ledger): covered by its digests and
+    signature, so a bundle cannot be moved to another place in the chain unnoticed."""
+
+    seq: int = Field(ge=1, description="1 for a contract's first ledger entry")
+    previous: Sha256 | None = Field(
+        default=None, description="the digest (sha256 of MANIFEST.sha256) of the previous bundle in the ledger"
+    )
+
+
+class CodeRef(_Strict):
+    """The code the run measured (pv.evidence.code_binding): every file its verdicts rest on."""
+
+    packages: list[str] = Field(description="the checker and system-under-test packages the scope was taken over")
+    files: dict[str, Sha256] = Field(description="POSIX path relative to the project root -> sha256")
+    digest: Sha256 = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 over the sorted files map")
+
+
 class Bundle(_Strict):
     schema_version: Literal[1] = SCHEMA_VERSION
     run_id: str = Field(pattern=r"^\d{8}T\d{6}\d{6}Z-[0-9a-f]{8}$", description="UTC time + short digest")
@@ -204,6 +222,8 @@ class Bundle(_Strict):
     falsifiers: list[FalsifierEntry]
     summary: Summary
     artifacts: list[ArtifactEntry] = Field(default_factory=list)
+    chain: ChainLink | None = Field(default=None, description="null only in bundles written before the ledger")
+    code: CodeRef | None = Field(default=None, description="null only in bundles written before code binding")
 
     def falsifier(self, falsify_id: str) -> FalsifierEntry | None:
         return next((f for f in self.falsifiers if f.id == falsify_id), None)

@@ -3,6 +3,10 @@ a status nor one that the contract's changelog names while that bundle is still 
 bundles that are history (stale or superseded: bound to contract bytes that have since changed,
 or to a contract that is gone).
 
+A removed bundle that the contract's ledger records is named there as ``pruned``
+(:mod:`pv.evidence.ledger`): its falsifiers' verdicts are gone with it, which the ledger keeps
+visible, and gc never removes a bundle whose verdicts back a status.
+
 Also removes ``.tmp-*`` folders left by killed writers, unless the process that owns one (its
 pid is the folder name's last part) is still running on this machine.
 """
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pv.evidence import ledger
 from pv.evidence.bundle import TMP_PREFIX
 from pv.evidence.verify import find_bundles
 
@@ -95,5 +100,13 @@ def plan(
 
 
 def apply(gc_plan: GcPlan) -> None:
-    for path in [*gc_plan.tmp, *gc_plan.remove]:
+    """Remove the plan's folders; a bundle the ledger records gets a ``pruned`` line first, so the
+    chain says where it went (a crash in between leaves a pruned bundle on disk, which never counts)."""
+    for path in gc_plan.tmp:
         shutil.rmtree(path)
+    for path in gc_plan.remove:
+        with ledger.locked(path.parent) as chain:
+            entry = chain.recorded().get(path.name)
+            if entry is not None:
+                ledger.append(chain, "pruned", entry.run_id, entry.digest, verdicts=entry.verdicts)
+            shutil.rmtree(path)

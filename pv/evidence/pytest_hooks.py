@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pv.cases import split_name
+from pv.evidence.code_binding import CodeScope
 from pv.evidence.environment import capture
 from pv.evidence.journal import Journal, died, recover_all
 from pv.evidence.signing import Signer, SigningError
@@ -157,7 +158,8 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
             reporter.write_line("pv evidence: not written (pass --pv-evidence to record this run)")
         return
     environment = capture(config.rootpath, exclude=[plan.target])
-    outcomes = write_run(run, plan.target, config.rootpath, environment, plan.signer)
+    scope = CodeScope.of(settings_of(config))
+    outcomes = write_run(run, plan.target, config.rootpath, environment, plan.signer, scope)
     if plan.journal is not None:
         plan.journal.close()
         plan.journal = None

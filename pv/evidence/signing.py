@@ -198,8 +198,13 @@ def check_envelope(envelope: Any, payload: bytes, ring: KeyRing | None) -> Envel
                 return EnvelopeCheck("tampered", why=f"key id {kid[:16] or '?'} is not the id of the key it carries")
             key = key or carried_key
         if key is None:
-            others.append(kid[:16] or "?")  # an old envelope without its key, by a key not trusted here
-            continue
+            # pv writes the key with every signature: one that neither carries it nor names a trusted
+            # key cannot be checked by anyone, so it is never taken as "unsigned"
+            return EnvelopeCheck(
+                "tampered",
+                why=f"the signature of key {kid[:16] or '?'} carries no public key and names no trusted key: "
+                "it cannot be checked",
+            )
         try:
             key.verify(raw_sig, message)
         except InvalidSignature:

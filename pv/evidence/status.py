@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from pv.evidence import ledger
 from pv.evidence.bundle import Bundle, FalsifierEntry, parse_time
+from pv.evidence.code_binding import CodeScope, falsifier_ids
 from pv.evidence.signing import KeyRing
-from pv.evidence.verify import BundleReport, find_bundles, verify_bundle
+from pv.evidence.verify import BundleReport, find_bundles, scope_for, verify_bundle
 from pv.model import Status
 from pv.project import ProjectContract
 
@@ -67,6 +69,7 @@ class Assessment:
     ignored: dict[Path, str] = field(default_factory=dict)  # intact and current, but not evidence: why
     sources: dict[str, Source] = field(default_factory=dict)  # falsifier id -> its counting verdict
     counted: list[BundleReport] = field(default_factory=list)  # verified, current bundles, newest first
+    blocked: list[str] = field(default_factory=list)  # why the evidence cannot be read: the status is blocked
 
     @property
     def entries(self) -> list[FalsifierEntry]:
@@ -182,6 +185,25 @@ def _not_evidence(bundle: Bundle) -> str | None:
     return None
 
 
+_INTEGRITY = frozenset({"tampered", "missing", "incomplete", "schema_error"})  # a recorded bundle with one blocks
+
+
+def _gone_newer(sources: dict[str, Source], removed: list[ledger.Entry]) -> list[str]:
+    """Falsifiers whose newest decided verdict was in a bundle that is gone (forgotten or pruned)."""
+    out = []
+    for fid, source in sources.items():
+        for entry in removed:
+            verdict = entry.verdicts.get(fid)
+            if verdict in ledger.DECIDED and entry.run_id > source.run_id:
+                why = f"forgotten: {entry.reason}" if entry.kind == "forgotten" else entry.kind
+                out.append(
+                    f"{fid}: its newest verdict ({verdict}) was in bundle {entry.run_id}, which is gone ({why}); "
+                    "run it again"
+                )
+                break
+    return out
+
+
 def assess(
     evidence_dir: Path,
     contract_path: Path,
@@ -190,16 +212,48 @@ def assess(
     *,
     keys: KeyRing | None = None,
     current: ProjectContract | None = None,
+    scope: CodeScope | None = None,
 ) -> Assessment:
+    """What a contract's evidence supports: the one reading promote, status, lint and report share.
+
+    The contract's ledger is read first: a bundle it records that is gone, replaced or out of its
+    place, a line removed (the file's git history), or a recorded bundle that does not verify
+    (tampered, missing files, incomplete, schema) **blocks** the contract (``blocked``), never a
+    fall-back to older verdicts.  Bundles the ledger does not record never count."""
     current = current or ProjectContract.read(contract_path)
     cid = contract_id or current.id
+    scope = scope or scope_for(contract_path, root)
+    contract_dir = evidence_dir / cid
     rejected: list[BundleReport] = []
     ignored: dict[Path, str] = {}
     counted: list[BundleReport] = []
-    for path in find_bundles(evidence_dir / cid):
-        report = verify_bundle(path, root, keys=keys, current=current)
+    paths = find_bundles(contract_dir) if contract_dir.is_dir() else []
+    reports = {p.name: verify_bundle(p, root, keys=keys, current=current, scope=scope) for p in paths}
+    chain = ledger.read(contract_dir)
+    checked = ledger.check(chain, {p.name: p for p in paths}, {k: r.bundle for k, r in reports.items()})
+    blocked = list(checked.problems)
+    if chain.exists or paths:  # a ledger git saw and that is gone now shows in its history too
+        seen = ledger.history(chain.path)
+        blocked += seen.problems
+        checked.notes += seen.notes
+    unrecorded = {p.resolve() for p in checked.unrecorded}
+    removed = chain.removed()
+    for path in paths:
+        report = reports[path.name]
+        if path.name in removed:
+            ignored[path] = f"recorded in {ledger.LEDGER_FILE} as {removed[path.name].kind}"
+            continue
+        if path.resolve() in unrecorded:
+            ignored[path] = (
+                f"not recorded in {ledger.LEDGER_FILE}: a bundle pv did not write here, or one written before the "
+                "ledger (`pv evidence ledger adopt` takes those in)"
+            )
+            continue
         if not report.ok or report.bundle is None:
             rejected.append(report)
+            if report.status in _INTEGRITY:
+                problem = next(p for p in report.problems if p.kind == report.status)
+                blocked.append(f"bundle {path.name} is {report.status}: {problem.file}: {problem.detail}")
             continue
         why = _not_evidence(report.bundle)
         if why:
@@ -208,18 +262,51 @@ def assess(
         counted.append(report)
     counted.sort(key=lambda r: bundle_time(r.bundle) if r.bundle else (_EPOCH, _EPOCH, ""), reverse=True)
     rejected.sort(key=lambda r: bundle_time(r.bundle) if r.bundle else (_EPOCH, _EPOCH, r.path.name), reverse=True)
+    declared = falsifier_ids(current.data)
+    if blocked:
+        reasons = [f"blocked: {b}" for b in blocked]
+        return Assessment(Status.DRAFT, None, None, reasons, [], rejected, ignored, blocked=blocked)
     if not counted:
         if rejected:
-            why = f"no verified, current bundle ({len(rejected)} rejected)"
+            why = f"no verified, current bundle ({len(rejected)} rejected: {_rejected_summary(rejected)})"
         elif ignored:
-            why = f"no bundle that counts ({len(ignored)} ran with faults switched on)"
+            why = f"no bundle that counts ({_ignored_summary(ignored)})"
         else:
             why = "no evidence"
         return Assessment(Status.DRAFT, None, None, [why], [], rejected, ignored)
-    sources = pick_sources(counted)
+    picked = pick_sources(counted)
+    sources = {fid: picked[fid] for fid in declared if fid in picked} if declared else picked
+    gone = _gone_newer(sources, checked.removed)
+    gone_ids = {line.split(":", 1)[0] for line in gone}
+    for fid in gone_ids:
+        sources.pop(fid)
     status, reasons, falsified = status_from_entries([s.entry for s in sources.values()])
+    never = [fid for fid in _ship_blocking(current.data) if fid not in sources and fid not in gone_ids]
+    if gone or never:
+        status = Status.DRAFT
+    reasons = [*gone, *(f"{fid}: never run in a bundle that counts" for fid in never), *reasons]
     newest = counted[0]
     return Assessment(status, newest.path, newest.bundle, reasons, falsified, rejected, ignored, sources, counted)
+
+
+def _ship_blocking(data: object) -> list[str]:
+    tests = data.get("falsification_tests") if isinstance(data, dict) else None
+    items = tests if isinstance(tests, list) else []
+    return [t["id"] for t in items if isinstance(t, dict) and t.get("ship_blocking") and isinstance(t.get("id"), str)]
+
+
+def _rejected_summary(rejected: list[BundleReport]) -> str:
+    counts: dict[str, int] = {}
+    for r in rejected:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    text = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    changes = next((r.code_changes for r in rejected if r.code_changes), None)
+    return text + (f"; the newest stale one: code changed since the run: {', '.join(changes)}" if changes else "")
+
+
+def _ignored_summary(ignored: dict[Path, str]) -> str:
+    whys = sorted(set(ignored.values()))
+    return f"{len(ignored)} ignored: {whys[0]}" + (f" (and {len(whys) - 1} other reasons)" if len(whys) > 1 else "")
 
 
 def backing_status(
@@ -236,8 +323,13 @@ def backing_status(
 def status_mismatch(declared: Status, found: Assessment) -> str | None:
     """None when ``declared`` is exactly what the evidence supports; else what is wrong.
 
-    The one rule of ``pv lint``'s status gate and ``pv promote --check``."""
-    if declared is Status.RETIRED or declared is found.status:
+    The one rule of ``pv lint``'s status gate and ``pv promote --check``.  Blocked evidence (a
+    broken ledger, a recorded bundle gone or tampered) is a mismatch whatever is declared."""
+    if declared is Status.RETIRED:
+        return None
+    if found.blocked:
+        return "evidence blocked: " + "; ".join(found.blocked)
+    if declared is found.status:
         return None
     why = "; ".join(found.reasons) if found.reasons else "no reason recorded"
     if RANK.get(declared, 0) > RANK[found.status]:

@@ -22,7 +22,8 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import ValidationError
 
-from pv.evidence import intoto
+from pv.config import load_config
+from pv.evidence import code_binding, intoto
 from pv.evidence.bundle import (
     ARTIFACTS_DIR,
     BUNDLE_FILE,
@@ -35,6 +36,7 @@ from pv.evidence.bundle import (
     committed_schema,
     parse_time,
 )
+from pv.evidence.code_binding import CodeScope
 from pv.evidence.digest import BINDING_METHOD, sha256_file
 from pv.evidence.signing import KeyRing, check_envelope
 from pv.project import Project, ProjectContract
@@ -75,6 +77,7 @@ class BundleReport:
     notes: list[str] = field(default_factory=list)
     bundle: Bundle | None = None
     signed_by: str | None = None  # the trusted key id whose signature verified
+    code_changes: list[str] = field(default_factory=list)  # files changed since the run (stale: code changed)
 
     @property
     def status(self) -> VerifyStatus:
@@ -249,7 +252,65 @@ def _contract_candidates(path: Path, rel: str, root: Path | None) -> list[Path]:
     return [r / rel for r in roots]
 
 
-def _check_binding(bundle: Bundle, current: ProjectContract | None, report: BundleReport) -> None:
+def _check_identity(
+    path: Path, bundle: Bundle, current: ProjectContract, root: Path | None, report: BundleReport
+) -> None:
+    """A bundle bound to this contract's claims names this contract's file and exactly its falsifiers."""
+    target = current.path.resolve()
+    if not any(c.resolve() == target for c in _contract_candidates(path, bundle.contract.path, root)):
+        report.problems.append(
+            Problem("tampered", BUNDLE_FILE, f"contract path {bundle.contract.path} is not this contract's file")
+        )
+    declared = code_binding.falsifier_ids(current.data)
+    ids = [f.id for f in bundle.falsifiers]
+    extra = sorted(set(ids) - set(declared))
+    lacking = [i for i in declared if i not in ids]
+    if extra or lacking or len(ids) != len(set(ids)):
+        what = "; ".join(
+            [f"not declared by the contract: {', '.join(extra)}"] * bool(extra)
+            + [f"declared but absent: {', '.join(lacking)}"] * bool(lacking)
+            + ["a falsifier listed twice"] * (len(ids) != len(set(ids)))
+        )
+        report.problems.append(Problem("tampered", BUNDLE_FILE, f"its falsifiers are not the contract's ({what})"))
+
+
+def _check_code(bundle: Bundle, current: ProjectContract, scope: CodeScope, report: BundleReport) -> None:
+    recorded = bundle.code
+    if recorded is None:
+        report.problems.append(
+            Problem(
+                "stale",
+                "code",
+                "code changed: the bundle does not record the code it measured (written before pv bound "
+                "evidence to code); run the falsifiers again",
+            )
+        )
+        return
+    if recorded.packages != scope.packages:
+        report.problems.append(
+            Problem(
+                "stale",
+                "code",
+                f"code changed: measured over packages {', '.join(recorded.packages) or '(none)'}, "
+                f"the project's are {', '.join(scope.packages) or '(none)'}",
+            )
+        )
+        return
+    now = scope.files(current.path, code_binding.checks_of(current.data))
+    changes = code_binding.code_changes(recorded.files, now)
+    report.code_changes = changes
+    if changes:
+        report.problems.append(Problem("stale", "code", "code changed since the run: " + ", ".join(changes)))
+
+
+def _check_binding(
+    path: Path,
+    bundle: Bundle,
+    current: ProjectContract | None,
+    report: BundleReport,
+    root: Path | None = None,
+    scope: CodeScope | None = None,
+) -> None:
     where = bundle.contract.path
     if current is None:
         report.problems.append(Problem("stale", where, "contract file not found"))
@@ -270,6 +331,8 @@ def _check_binding(bundle: Bundle, current: ProjectContract | None, report: Bund
     if current.binding_digest == bundle.contract.binding_digest:
         if current.sha256 != bundle.contract.sha256:
             report.notes.append("contract bytes changed since the run (status, promotion changelog or formatting only)")
+        _check_identity(path, bundle, current, root, report)
+        _check_code(bundle, current, scope or scope_for(current.path, root), report)
         return
     from pv.semver import semver_key
 
@@ -308,6 +371,11 @@ def _check_signature(path: Path, manifest: dict[str, str], keys: KeyRing | None,
         report.signed_by = check.signed_by
 
 
+def scope_for(contract_path: Path, root: Path | None = None) -> CodeScope:
+    """The code scope of the configuration that governs ``contract_path`` (or ``root``)."""
+    return CodeScope.of(load_config(root if root is not None else contract_path.parent))
+
+
 def verify_content(path: Path, keys: KeyRing | None = None) -> BundleReport:
     """Everything but the contract binding: manifest, digests, schema, consistency, signature."""
     report = BundleReport(path=path)
@@ -338,11 +406,13 @@ def verify_bundle(
     *,
     keys: KeyRing | None = None,
     current: ProjectContract | None = None,
+    scope: CodeScope | None = None,
 ) -> BundleReport:
     """Check one bundle.  The contract it must be bound to is ``current`` (read once by a caller
     checking many bundles), else ``contract_file``, else the path recorded in the bundle resolved
     against ``root``, the evidence folder's parent and the cwd.  With ``keys``, a bundle must carry
-    a DSSE signature by one of them."""
+    a DSSE signature by one of them.  ``scope``: where the code it must be bound to lives (default:
+    the configuration governing the contract)."""
     report = verify_content(path, keys)
     if report.bundle is None:
         return report
@@ -352,12 +422,16 @@ def verify_bundle(
         else:
             file = _recorded_contract(path, report.bundle, root)
         current = ProjectContract.read(file) if file is not None else None
-    _check_binding(report.bundle, current, report)
+    _check_binding(path, report.bundle, current, report, root, scope)
     return report
 
 
 def verify_path(
-    path: Path, root: Path | None = None, keys: KeyRing | None = None, project: Project | None = None
+    path: Path,
+    root: Path | None = None,
+    keys: KeyRing | None = None,
+    project: Project | None = None,
+    scope: CodeScope | None = None,
 ) -> list[BundleReport]:
     """Every bundle under ``path``; each contract file is read once (through ``project`` when
     given, so a command that already read it does not read it again), however many bundles it has."""
@@ -373,6 +447,8 @@ def verify_path(
                     currents[key] = None
                 else:
                     currents[key] = project.contract(file) if project is not None else ProjectContract.read(file)
-            _check_binding(report.bundle, currents[key], report)
+            if scope is None and project is not None:
+                scope = CodeScope.of(project.config)
+            _check_binding(b, report.bundle, currents[key], report, root, scope)
         reports.append(report)
     return reports

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pv.evidence import intoto
+from pv.config import load_config
+from pv.evidence import intoto, ledger
 from pv.evidence.bundle import (
     ARTIFACTS_DIR,
     BUNDLE_FILE,
@@ -32,6 +33,8 @@ from pv.evidence.bundle import (
     ArtifactKind,
     Bundle,
     CaseEntry,
+    ChainLink,
+    CodeRef,
     ContractRef,
     Environment,
     FalsifierEntry,
@@ -40,6 +43,7 @@ from pv.evidence.bundle import (
     Summary,
     parse_time,
 )
+from pv.evidence.code_binding import CodeScope, code_changes
 from pv.evidence.digest import (
     ContractUnreadable,
     binding_digest_of,
@@ -255,10 +259,23 @@ def _summary(entries: list[FalsifierEntry]) -> Summary:
     )
 
 
+def _scope_of(root: Path) -> CodeScope:
+    return CodeScope.of(load_config(root))
+
+
 def prepare(
-    record: RunRecord, contract: ContractRun, contract_bytes: bytes, root: Path, environment: Environment
+    record: RunRecord,
+    contract: ContractRun,
+    contract_bytes: bytes,
+    root: Path,
+    environment: Environment,
+    scope: CodeScope | None = None,
 ) -> Prepared:
-    """Build one contract's bundle; every declared falsifier gets an explicit verdict."""
+    """Build one contract's bundle; every declared falsifier gets an explicit verdict.
+
+    The code it records is the snapshot the run took when it collected the contract; with
+    ``scope``, the files as they are now must still match it (a checker or the system under test
+    edited during the run measured neither version), and a run without a snapshot takes it now."""
     try:
         data = contract_data(contract_bytes, contract.path)
     except ContractUnreadable as exc:
@@ -302,6 +319,14 @@ def prepare(
         sha256=contract.sha256,
         binding_digest=binding_digest_of(data),
     )
+    code = contract.code
+    if scope is not None or code is None:
+        now = (scope or _scope_of(root)).snapshot(path if path.is_absolute() else root / path, data)
+        if code is None:
+            code = now
+        elif code.get("files") != now["files"]:
+            changed = ", ".join(code_changes(code.get("files") or {}, now["files"]))
+            raise EvidenceError(f"the code it measures changed during the run ({changed}); no evidence written")
     bundle = Bundle(
         run_id=make_run_id(record.started_at, f"{record.run_id}|{contract.contract_id}|{ref.binding_digest}"),
         session_id=record.run_id,
@@ -317,6 +342,7 @@ def prepare(
         falsifiers=entries,
         summary=_summary(entries),
         artifacts=sorted(artifacts, key=lambda a: a.path),
+        code=CodeRef.model_validate(code) if code is not None else None,
     )
     return Prepared(bundle=bundle, copies=copies)
 
@@ -373,9 +399,26 @@ def contract_dir_for(evidence_dir: Path, contract_id: str) -> Path:
 
 
 def write_bundle(prepared: Prepared, evidence_dir: Path, signer: Signer | None = None) -> Path:
+    """Write the bundle as the next link of its contract's ledger, and record it there."""
+    contract_dir = contract_dir_for(evidence_dir, prepared.bundle.contract.id)
+    with ledger.locked(contract_dir) as chain:
+        if chain.problems:
+            raise EvidenceError(
+                f"the ledger {chain.path} is broken ({chain.problems[0]}); no evidence written: "
+                "`pv evidence verify` says what happened"
+            )
+        last = chain.last_bundle()
+        link = ChainLink(seq=len(chain.lines) + 1, previous=last.digest if last is not None else None)
+        bundle = prepared.bundle.model_copy(update={"chain": link})
+        final = _write_files(Prepared(bundle, prepared.copies), contract_dir, signer)
+        digest = ledger.bundle_digest(final)
+        assert digest is not None
+        ledger.append(chain, "bundle", bundle.run_id, digest, verdicts=ledger.verdicts_of(bundle))
+    return final
+
+
+def _write_files(prepared: Prepared, contract_dir: Path, signer: Signer | None) -> Path:
     bundle = prepared.bundle
-    contract_dir = contract_dir_for(evidence_dir, bundle.contract.id)
-    contract_dir.mkdir(parents=True, exist_ok=True)
     final = contract_dir / bundle.run_id
     if final.exists():
         raise EvidenceError(f"bundle {final} already exists")
@@ -403,9 +446,16 @@ def write_bundle(prepared: Prepared, evidence_dir: Path, signer: Signer | None =
 
 
 def write_run(
-    record: RunRecord, evidence_dir: Path, root: Path, environment: Environment, signer: Signer | None = None
+    record: RunRecord,
+    evidence_dir: Path,
+    root: Path,
+    environment: Environment,
+    signer: Signer | None = None,
+    scope: CodeScope | None = None,
 ) -> list[Outcome]:
-    """One bundle per contract that had falsifiers selected in ``record``."""
+    """One bundle per contract that had falsifiers selected in ``record``.  ``scope``: check the
+    code each contract's run measured against the files now (a session's own write; a journal
+    recovered later records the code its session started on)."""
     outcomes: list[Outcome] = []
     # deselected falsifiers come back as not_run: a contract none of whose falsifiers ran gets no bundle
     selected = {r.contract_id for r in record.results if ran(r)}
@@ -425,7 +475,7 @@ def write_run(
             outcomes.append(Outcome(cid, None, "contract file changed during the run; no evidence written"))
             continue
         try:
-            prepared = prepare(record, contract, data, root, environment)
+            prepared = prepare(record, contract, data, root, environment, scope)
             outcomes.append(Outcome(cid, write_bundle(prepared, evidence_dir, signer)))
         except (EvidenceError, OSError) as exc:  # one contract's failure must not lose the others'
             outcomes.append(Outcome(cid, None, str(exc)))

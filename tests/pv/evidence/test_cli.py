@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -83,10 +84,11 @@ def test_promote_refuses_an_invalid_contract(cli, project: Project) -> None:  # 
 
 
 def test_gc_keeps_newest_and_the_backing_bundle(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
-    days = [write(all_survive(), started=f"2026-03-0{d}T10:00:00+00:00") for d in range(1, 5)]
-    # the two newest are broken, so the newest bundle that verifies (days[1]) is the one backing the status
-    for broken in days[2:]:
-        (broken / "bundle.json").write_text("{}\n")
+    days = [write(all_survive(), started=f"2026-03-0{d}T10:00:00+00:00") for d in range(1, 3)]
+    # two newer runs of the advisory falsifier alone: days[1] still holds the ship-blocking verdicts
+    days += [
+        write([result("FALSIFY-DEMO-003", Verdict.SURVIVED)], started=f"2026-03-0{d}T10:00:00+00:00") for d in (3, 4)
+    ]
     leftover = project.evidence / "demo-v1" / ".tmp-20260301T100000000000Z-deadbeef-999999999"
     leftover.mkdir()
     code, out = cli("evidence", "gc", "--keep", "1", "--dry-run")
@@ -95,6 +97,10 @@ def test_gc_keeps_newest_and_the_backing_bundle(cli, project: Project, write: Wr
     assert code == 0, out
     assert [d.exists() for d in days] == [False, True, False, True]  # days[1] backs the status; days[3] is newest
     assert not leftover.exists()
+    # the ledger names what gc removed, and the evidence still reads as before
+    lines = (project.evidence / "demo-v1" / "ledger.jsonl").read_text().splitlines()
+    assert [json.loads(x)["kind"] for x in lines] == ["bundle"] * 4 + ["pruned"] * 2
+    assert cli("evidence", "verify")[0] == 0
     assert cli("evidence", "gc", "--keep", "0")[0] == 2
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pv.evidence.status import assess, backing_status
+from pv.evidence.status import assess, backing_status, status_mismatch
 from pv.model import Status
 from pv.results import Verdict
 from tests.pv.evidence.conftest import Project, Writer, result
@@ -93,13 +93,17 @@ def test_newest_verified_bundle_wins(project: Project, write: Writer) -> None:
     assert assessment.falsified == ["FALSIFY-DEMO-002"]
 
 
-def test_tampered_newest_bundle_falls_back_to_an_older_one(project: Project, write: Writer) -> None:
+def test_tampered_newest_bundle_blocks_never_falls_back(project: Project, write: Writer) -> None:
     older = bundle_for(write, S, S, started="2026-03-01T10:00:00+00:00")
     newest = bundle_for(write, S, F, started="2026-03-02T10:00:00+00:00")
     (newest / "bundle.json").write_text((newest / "bundle.json").read_text().replace("falsified", "survived"))
     assessment = assess(project.evidence, project.contract)
-    assert assessment.status is Status.ACTIVE and assessment.bundle_path == older
-    assert [r.path for r in assessment.rejected] == [newest]
+    # the older survived run is not read in its place: the status is blocked, naming the bundle
+    assert assessment.status is Status.DRAFT and assessment.bundle_path is None
+    assert any(newest.name in b and "tampered" in b for b in assessment.blocked), assessment.blocked
+    assert [r.path for r in assessment.rejected] == [newest] and older.exists()
+    assert status_mismatch(Status.ACTIVE, assessment) is not None
+    assert status_mismatch(Status.DRAFT, assessment) is not None  # blocked whatever is declared
 
 
 def test_stale_evidence_backs_nothing(project: Project, write: Writer) -> None:
