@@ -17,6 +17,14 @@ The helpers build such intervals from what is cheap to measure on any machine:
   statistics), for medians of interleaved ratios;
 - :func:`rate_interval`: work per second between the slowest wall time and the CPU time the work
   really got (a process that waited for a core ran slower than its code);
+- :func:`slowdowns`: how much slower than its fastest a reference workload ran at each moment
+  (the machine's speed then), the rule both interval builders apply: work that ran slower while
+  the reference, timed in the same moments, also ran slower could have been that much faster, so
+  the interval reaches there and a miss that only a slowed machine explains is ``inconclusive``;
+- :func:`machine_probe` and :func:`interleaved`: a torch-free reference (a copy of a buffer larger
+  than a last-level cache, and a hash of a cache-sized one, so that it feels memory bandwidth and
+  compute alike) timed right after each repetition of a checker's work; :func:`measured_rate` puts
+  the two together for a throughput claim;
 - :func:`machine_noise`: load average and core count, recorded beside every interval;
 - :func:`cpu_seconds`: the process's CPU time, read so that it stays exact under a CPU-time limit.
 
@@ -26,6 +34,7 @@ Torch-free: it is part of the harness.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import math
 import os
@@ -141,6 +150,17 @@ def cv(samples: Sequence[float]) -> float:
     return statistics.stdev(samples) / mean if len(samples) > 1 and mean > 0 else 0.0
 
 
+def slowdowns(reference: Sequence[float], best: float | None = None) -> list[float]:
+    """Each reference time over the fastest: 1.0 where the machine ran at its best, 2.0 where the
+    same fixed work took twice as long (a neighbour on the core, the caches or the memory bus).
+    The fastest is this series' own, or ``best`` when a faster time was seen (the calls of the
+    reference :func:`interleaved` makes before the series, to find a quiet moment)."""
+    if not reference or min(reference) <= 0:
+        raise ValueError("slowdowns needs positive reference times")
+    floor = min(reference) if best is None or best <= 0 else min(min(reference), best)
+    return [r / floor for r in reference]
+
+
 def dispersion(samples: Sequence[float], reference: Sequence[float], *, widen: float = 3.0, **noise: Any) -> Measured:
     """The CV of ``samples``, in the interval the sampling error and the machine's noise leave it in.
 
@@ -156,7 +176,13 @@ def dispersion(samples: Sequence[float], reference: Sequence[float], *, widen: f
     value, floor = cv(samples), cv(reference)
     rel = 2 / math.sqrt(2 * (len(samples) - 1))
     low = math.sqrt(max(0.0, (value * max(0.0, 1 - rel)) ** 2 - (widen * floor) ** 2))
-    figures = {"reference_cv": floor, "samples": len(samples), **machine_noise(), **noise}
+    figures: dict[str, Any] = {"reference_cv": floor, "samples": len(samples), **machine_noise(), **noise}
+    if len(reference) == len(samples) and min(reference) > 0:
+        # each repetition at the machine's speed of its own moment: what dispersion is left when
+        # the slowdown the reference felt at the same time is taken out
+        steady = cv([x / s for x, s in zip(samples, slowdowns(reference), strict=True)])
+        figures["cv_at_reference_speed"] = steady
+        low = min(low, steady * max(0.0, 1 - rel))
     return Measured(value, min(low, value), value * (1 + rel), figures)
 
 
@@ -195,13 +221,26 @@ def median_interval(samples: Sequence[float], confidence: float = 0.95, **noise:
 
 
 def rate_interval(
-    work: float, wall_s: Sequence[float], cpu_s: Sequence[float], threads: int = 1, **noise: Any
+    work: float,
+    wall_s: Sequence[float],
+    cpu_s: Sequence[float],
+    threads: int = 1,
+    *,
+    reference_s: Sequence[float] | None = None,
+    reference_best_s: float | None = None,
+    **noise: Any,
 ) -> Measured:
     """``work`` per second: the median over repeats of ``work / wall``, in an interval from the
-    slowest repeat's wall time up to the time the work had a core for (CPU time / ``threads``).
+    slowest repeat's wall time up to the time the work had a core for (CPU time / ``threads``)
+    and, with ``reference_s`` (a fixed workload timed right after each repeat), up to the speed
+    the work would have had at the machine's best moment of the series.
 
     A repeat whose CPU time over ``threads`` is well below its wall time waited for a core: its
-    code could have gone that much faster, so the upper end is what the CPU time allows."""
+    code could have gone that much faster.  A repeat that held its core but ran while the reference
+    ran ``k`` times slower than its best (a neighbour on the caches or the memory bus) could have
+    gone ``k`` times faster: running slower while the machine is slower widens the interval, and a
+    rate below its bound only then is inconclusive; a rate below it while the reference ran at its
+    best is a decided miss."""
     if not wall_s or len(wall_s) != len(cpu_s):
         raise ValueError("rate_interval needs one CPU time per wall time")
     rates = [work / w for w in wall_s if w > 0]
@@ -212,5 +251,98 @@ def rate_interval(
     value = statistics.median(rates)
     high = max(value, work / best) if best > 0 else math.inf
     ratio = statistics.median(c / w for c, w in zip(cpu_s, wall_s, strict=True) if w > 0)
-    figures = {"cpu_over_wall": ratio, "threads": threads, "repeats": len(wall_s), **machine_noise(), **noise}
+    figures: dict[str, Any] = {"cpu_over_wall": ratio, "threads": threads, "repeats": len(wall_s)}
+    if reference_s is not None:
+        if len(reference_s) != len(wall_s):
+            raise ValueError("rate_interval needs one reference time per wall time")
+        slow = slowdowns(reference_s, reference_best_s)
+        at_best = [work * k / w for w, k in zip(wall_s, slow, strict=True) if w > 0]
+        # the upper end of a 75 % interval of the median speed at the machine's best (order statistics):
+        # one repeat whose reference alone stumbled does not stretch the interval by itself
+        high = max(high, median_interval(at_best, confidence=0.75).high)
+        figures["reference_slowdown_max"] = max(slow)
+        figures["rate_at_reference_speed"] = statistics.median(at_best)
+    figures |= {**machine_noise(), **noise}
     return Measured(value, min(rates), high, figures)
+
+
+def machine_probe(buffer_mib: int = 32, hashed_kib: int = 256) -> Callable[[], None]:
+    """A fixed, torch-free piece of work whose time is the machine's speed now: one copy of a
+    ``buffer_mib`` buffer (larger than most last-level caches, so it feels memory bandwidth) and a
+    sha256 of a ``hashed_kib`` one (cache-resident integer work).  A few milliseconds a call."""
+    src = bytearray(os.urandom(1 << 16)) * ((buffer_mib << 20) >> 16)
+    dst = bytearray(len(src))
+    small = bytes(src[: hashed_kib << 10])
+
+    def probe() -> None:
+        dst[:] = src
+        hashlib.sha256(small).digest()
+
+    return probe
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    """Repeats of a piece of work, each followed by one call of a reference in the same moments."""
+
+    wall_s: list[float]
+    cpu_s: list[float]
+    reference_s: list[float]
+    reference_best_s: float  # the fastest call of the reference, the series' and the calibration's
+
+
+def interleaved(
+    fn: Callable[[], object],
+    repeats: int,
+    reference: Callable[[], object] | None = None,
+    *,
+    warmup: int = 1,
+    calibration: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
+    cpu_clock: Callable[[], float] | None = None,
+) -> Interleaved:
+    """Time ``repeats`` calls of ``fn`` (wall and CPU), each followed by one timed call of
+    ``reference`` (default :func:`machine_probe`), after ``warmup`` untimed calls of ``fn`` and
+    ``calibration`` timed calls of the reference alone (a neighbour that comes and goes leaves a
+    quiet moment among them: the machine's best speed).  ``clock`` and ``cpu_clock`` are
+    injectable so that a test can script a slow machine."""
+    if repeats < 1:
+        raise ValueError("interleaved needs at least one repeat")
+    ref = reference if reference is not None else machine_probe()
+    cpu = cpu_clock or cpu_seconds
+    for _ in range(warmup):
+        fn()
+    best = math.inf
+    for _ in range(calibration):
+        t0 = clock()
+        ref()
+        best = min(best, clock() - t0)
+    wall, cpus, refs = [], [], []
+    for _ in range(repeats):
+        c0, t0 = cpu(), clock()
+        fn()
+        t1, c1 = clock(), cpu()
+        ref()
+        t2 = clock()
+        wall.append(t1 - t0)
+        cpus.append(c1 - c0)
+        refs.append(t2 - t1)
+    return Interleaved(wall, cpus, refs, min(best, *refs))
+
+
+def measured_rate(
+    fn: Callable[[], object],
+    work: float,
+    repeats: int = 7,
+    *,
+    threads: int = 1,
+    reference: Callable[[], object] | None = None,
+    **kwargs: Any,
+) -> Measured:
+    """``work`` per second of ``fn``, judged against a reference timed in the same moments
+    (:func:`interleaved`, :func:`rate_interval`): the way a throughput claim is measured so that a
+    busy machine makes it inconclusive, never falsified.  ``kwargs`` go to :func:`interleaved`."""
+    t = interleaved(fn, repeats, reference, **kwargs)
+    return rate_interval(
+        work, t.wall_s, t.cpu_s, threads, reference_s=t.reference_s, reference_best_s=t.reference_best_s
+    )

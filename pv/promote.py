@@ -62,6 +62,12 @@ class Decision:
     def bundle(self) -> Path | None:
         return self.assessment.bundle_path if self.assessment else None
 
+    @property
+    def blocked(self) -> bool:
+        """The contract's evidence cannot be read (a broken ledger, a recorded bundle gone or
+        tampered): its status is left alone, and ``pv promote`` with or without ``--check`` fails."""
+        return bool(self.assessment and self.assessment.blocked)
+
 
 def decide(
     contract_path: Path,
@@ -98,6 +104,8 @@ def decide(
     if current is Status.RETIRED:
         return Decision(contract_path, cid, version, current, current, "retired: left alone")
     found = assess(evidence_dir, contract_path, cid, root, keys=keys, current=current_contract)
+    if found.blocked:  # nothing is written on evidence that cannot be read: not even a demotion
+        return Decision(contract_path, cid, version, current, current, "blocked: " + "; ".join(found.blocked), found)
     where = _shown(found.bundle_path, root)
     if status_mismatch(current, found) is None:
         decision = Decision(contract_path, cid, version, current, current, "unchanged", found, raw, data)

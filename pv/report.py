@@ -247,7 +247,9 @@ def build(project: Project, contracts: list[Path], base: str | None = None, keys
             before = after = "?"
             reason = str(exc)
             assessment = assess(evidence_dir, path, cid, root, keys=keys, current=current)
-        if not assessment.sources:
+        if assessment.blocked:
+            reason = "evidence blocked: " + "; ".join(assessment.blocked)
+        elif not assessment.sources:
             # nothing current: say why, from the newest bundle there is
             if assessment.rejected:
                 v = assessment.rejected[0]

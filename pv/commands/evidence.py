@@ -92,7 +92,15 @@ def verify(
         Path | None, typer.Argument(help="A bundle, a contract's evidence folder, or the evidence folder.")
     ] = None,
     allow_stale: Annotated[
-        bool, typer.Option("--allow-stale", help="Intact bundles of since-edited contracts do not fail.")
+        bool, typer.Option("--allow-stale", help="Intact bundles of since-edited contracts or code do not fail.")
+    ] = False,
+    allow_untrusted: Annotated[
+        bool,
+        typer.Option(
+            "--allow-untrusted",
+            help="Intact bundles without a trusted signature (a pull request's own run) do not fail; "
+            "they still never back a status.",
+        ),
     ] = False,
     trusted_keys: KeysOpt = None,
     require_signed: SignedOpt = None,
@@ -132,7 +140,8 @@ def verify(
     if not reports:
         typer.echo("pv evidence verify: no bundles found", err=True)
         raise typer.Exit(1)
-    failed = [r for r in reports if not (r.ok or r.superseded or (allow_stale and r.intact))]
+    allowed = {"superseded"} | ({"stale"} if allow_stale else set()) | ({"untrusted"} if allow_untrusted else set())
+    failed = [r for r in reports if not (r.ok or {p.kind for p in r.problems} <= allowed)]
     if counts.get("superseded") and not failed:
         typer.echo("superseded bundles are history of earlier contract versions; `pv evidence gc` removes them")
     if chain_problems:
@@ -295,6 +304,10 @@ def recover(evidence: EvidenceOpt = None) -> None:
     typer.echo(f"{len(outcomes)} bundle(s) recovered" if outcomes else "no journal of a dead session to recover")
 
 
+def _unsigned_only(report: Any) -> bool:
+    return {p.kind for p in report.problems} <= {"untrusted", "stale", "superseded"}
+
+
 @evidence_app.command("gc")
 def gc(
     keep: Annotated[int, typer.Option("--keep", min=1, help="Current bundles to keep per contract, newest first.")] = 5,
@@ -305,10 +318,11 @@ def gc(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be removed.")] = False,
     trusted_keys: KeysOpt = None,
 ) -> None:
-    """Remove stale and superseded bundles (bound to contract bytes that changed since, or to a
-    contract that is gone); keep the newest N current bundles per contract and every bundle whose
-    verdicts back a status or that the changelog names while it is current; remove .tmp-* folders
-    that killed writers left."""
+    """Remove stale and superseded bundles (bound to contract bytes or code that changed since, or
+    to a contract that is gone) and, with trusted keys, bundles no trusted key signed; keep the
+    newest N current bundles per contract and every bundle whose verdicts back a status or that
+    the changelog names while it is current; remove .tmp-* folders that killed writers left.
+    Each removal is recorded in the contract's ledger."""
     from pv.evidence import gc as gc_mod
     from pv.evidence.status import assess
     from pv.evidence.verify import find_bundles, verify_content
@@ -329,7 +343,9 @@ def gc(
             backing.extend(found.contributing)
             counted = {r.path.resolve() for r in found.counted}
             backing.extend(b for b in gc_mod.changelog_bundles(current.data, config.root) if b.resolve() in counted)
-            history.extend(r.path for r in found.rejected if r.intact)
+            # with trusted keys, an intact bundle no trusted key signed (written before signing, or a
+            # pull request's own run) never backs a status: history like a stale one
+            history.extend(r.path for r in found.rejected if r.intact or (keys is not None and _unsigned_only(r)))
     for bundle_dir in find_bundles(config.evidence):  # evidence of contracts that no longer exist
         if bundle_dir.parent.name not in known_ids and verify_content(bundle_dir, keys).intact:
             history.append(bundle_dir)
@@ -359,13 +375,16 @@ def promote(
     trusted_keys: KeysOpt = None,
     require_signed: SignedOpt = None,
 ) -> None:
-    """Move each contract's status to exactly what its verified, current evidence supports."""
+    """Move each contract's status to exactly what its verified, current evidence supports.
+
+    A contract whose evidence is blocked (its ledger broken, a recorded bundle gone or tampered)
+    is left as it is and fails the command, with or without --check."""
     from pv.promote import PromoteError, apply, decide, locked
 
     project = _project("promote", evidence, trusted_keys=trusted_keys, require_signed=require_signed)
     config = project.config
     keys = _keys("promote", config, say_trust=True)
-    changed = errors = 0
+    changed = errors = blocked = 0
     for path in _contract_files("promote", project, contracts):
         shown = config.relpath(path)
         current = project.take(path)
@@ -377,6 +396,10 @@ def promote(
             with locked(path):  # decide and write under one lock: a concurrent promote waits, then sees this
                 # the file as just validated, unless another promote rewrote it while we waited
                 decision = decide(path, config.evidence, config.root, keys, current)
+                if decision.blocked:
+                    blocked += 1
+                    typer.echo(f"{shown}: {decision.current.value}, BLOCKED ({decision.reason})")
+                    continue
                 if not decision.changed:
                     typer.echo(f"{shown}: {decision.current.value} ({decision.reason})")
                     continue
@@ -394,7 +417,13 @@ def promote(
             typer.echo(f"{shown}: not promoted: {exc}", err=True)
     if errors:
         raise typer.Exit(2)
-    raise typer.Exit(1 if check and changed else 0)
+    if blocked:
+        typer.echo(
+            f"{blocked} contract(s) blocked: their evidence does not hold (`pv evidence verify` says where); "
+            "a bundle lost by accident is recorded with `pv evidence forget`",
+            err=True,
+        )
+    raise typer.Exit(1 if blocked or (check and changed) else 0)
 
 
 @app.command()

@@ -65,6 +65,15 @@ def lint(
             "branch, e.g. origin/main).",
         ),
     ] = "HEAD",
+    pull_request: Annotated[
+        bool,
+        typer.Option(
+            "--pr",
+            help="A pull request: a status whose evidence measured other code or contract bytes than the "
+            "PR's, or is the PR's own unsigned run, is a warning (the protected branch's CI measures and "
+            "signs it); a falsified, blocked or tampered reading is still an error.",
+        ),
+    ] = False,
 ) -> None:
     """Run the gates (validate, binding, observations, falsifiability, coverage, references, status,
     changelog, duplicates) and print what each counted, its findings and the result."""
@@ -106,6 +115,7 @@ def lint(
         write_baseline=write_baseline,
         use_state=not no_state,
         base_ref=base,
+        pull_request=pull_request,
     )
     try:
         report = run(config, options)

@@ -1,9 +1,15 @@
 """Which status a contract's evidence supports: docs/design.md's ladder, computed, never declared.
 
-Evidence counts only from bundles that verify (digests, schema, and a trusted signature when keys
-are configured), are bound to the contract as it stands, and ran with no fault switched on by the
-environment.  Among those, each falsifier's verdict is its **newest** measured verdict, bundles
-ordered by the time recorded (and signed) inside them, never by folder name:
+The contract's ledger (:mod:`pv.evidence.ledger`) is read first: a bundle it records that is gone,
+replaced, out of its place in the chain or does not verify, or a ledger line git saw and that is
+gone, **blocks** the contract, whatever it declares; older verdicts are never read in its place.
+Evidence counts only from bundles the ledger records that verify (digests, schema, and a trusted
+signature when keys are configured), are bound to the contract as it stands and to the code as it
+is (:mod:`pv.evidence.code_binding`), and ran with no fault switched on by the environment; only
+the falsifiers the contract declares are read, and a declared ship-blocking falsifier with no
+such verdict keeps the contract at ``DRAFT``.  Among those, each falsifier's verdict is its
+**newest** measured verdict, bundles ordered by the time recorded (and signed) inside them, never
+by folder name:
 
 - a run that did not select a falsifier says nothing about it, so a partial run (``-k``, one
   file) never supersedes a fuller one;

@@ -146,6 +146,17 @@ STATUS_BEHIND = _r(
     "(and a status the evidence moved down must be written down too).",
     "Run `pv promote` and commit the status change it writes.",
 )
+STATUS_PENDING = _r(
+    "PVL704",
+    "status-pending-this-change",
+    W,
+    "On a pull request, a status's evidence measured other code or contract bytes than the PR's.",
+    "Evidence is bound to the code it measured. A pull request that edits a checker, the system "
+    "under test or a contract leaves the protected branch's evidence stale for its own tree, and its "
+    "own run is unsigned; neither backs a status, and neither says the claim is false. The protected "
+    "branch's CI measures and signs the change after it merges (`pv lint --pr`).",
+    "Nothing on the pull request; if CI on the protected branch then backs another status, `pv promote`.",
+)
 # --- changelog ----------------------------------------------------------------------------------
 CHANGELOG_TOP_MISMATCH = _r(
     "PVL801",

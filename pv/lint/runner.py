@@ -58,6 +58,7 @@ class LintOptions:
     write_baseline: bool = False
     use_state: bool = True  # read and write .pv/ (ratchet, index, cache)
     base_ref: str = "HEAD"  # git ref the changelog gate compares versions against
+    pull_request: bool = False  # evidence only the PR's own changes left behind is a warning
 
 
 @dataclass
@@ -197,7 +198,12 @@ def run_lint(
     """Run every gate over ``tree`` and settle the ratchet and the baseline."""
     t0 = time.perf_counter()
     ctx = GateContext(
-        config, tree, strict_test_binding=options.strict_test_binding, base_ref=options.base_ref, project=project
+        config,
+        tree,
+        strict_test_binding=options.strict_test_binding,
+        base_ref=options.base_ref,
+        project=project,
+        pull_request=options.pull_request,
     )
     baseline: Baseline | None = None
     if options.baseline is not None and not options.write_baseline:

@@ -244,3 +244,82 @@ print(json.dumps(spent))
     spent = json.loads(out)
     assert all(s > 0 for s in spent), spent  # time.process_time reads 0 s for most of these on Linux
     assert sum(spent) < 1.0
+
+
+class _ScriptedMachine:
+    """A clock and a CPU clock that move only by what the scripted work and reference cost."""
+
+    def __init__(self, work_s: list[float], reference_s: list[float], cpu_share: float = 1.0) -> None:
+        self.now = 0.0
+        self.cpu = 0.0
+        self.work_s = iter(work_s)
+        self.reference_s = iter(reference_s)
+        self.cpu_share = cpu_share
+
+    def clock(self) -> float:
+        return self.now
+
+    def cpu_clock(self) -> float:
+        return self.cpu
+
+    def work(self) -> None:
+        cost = next(self.work_s)
+        self.now += cost
+        self.cpu += cost * self.cpu_share  # held a core the whole time (1.0) or waited for one
+
+    def reference(self) -> None:
+        self.now += next(self.reference_s)
+
+
+def _rate(work_s: list[float], reference_s: list[float], cpu_share: float = 1.0) -> Measured:
+    from pv.noise import measured_rate
+
+    # one warm-up call of the work, then three calls of the reference alone in a quiet moment
+    m = _ScriptedMachine([1.0, *work_s], [0.01, 0.01, 0.01, *reference_s], cpu_share)
+    return measured_rate(
+        m.work, 100.0, len(work_s), reference=m.reference, clock=m.clock, cpu_clock=m.cpu_clock, calibration=3
+    )
+
+
+def test_a_rate_slowed_with_the_reference_is_inconclusive_never_falsified() -> None:
+    # the claim: rate >= 90 (the code does 100 a second); a neighbour slows the machine 1.5x for
+    # half the repeats while the checker holds its core (CPU time = wall time, so the CPU clock
+    # cannot tell), and the reference timed in the same moments slows by the same factor
+    quiet = _rate([1.0] * 7, [0.01] * 7)
+    assert decides(lambda e: e["rate"] >= 90, {"rate": quiet.value}, {"rate": (quiet.low, quiet.high)}) is True
+    slow = [1.3, 1.5, 1.4, 1.6, 1.5, 1.3, 1.4]  # the neighbour never left while the work was timed
+    busy = _rate(slow, [0.01 * k for k in slow])
+    assert busy.value < 90  # read alone, the median would falsify the claim
+    assert busy.high >= 99.9 and busy.noise["reference_slowdown_max"] == pytest.approx(1.6)
+    assert decides(lambda e: e["rate"] >= 90, {"rate": busy.value}, {"rate": (busy.low, busy.high)}) is None
+    # without the reference the same repeats would have been a decided miss
+    plain = rate_interval(100.0, slow, slow)
+    assert decides(lambda e: e["rate"] >= 90, {"rate": plain.value}, {"rate": (plain.low, plain.high)}) is False
+
+
+def test_a_rate_that_misses_while_the_reference_ran_at_its_best_is_falsified() -> None:
+    # a real regression: the code got 1.5x slower, the machine did not
+    slow = [1.5] * 7
+    m = _rate(slow, [0.01] * 7)
+    assert m.high == pytest.approx(100 / 1.5)
+    assert decides(lambda e: e["rate"] >= 90, {"rate": m.value}, {"rate": (m.low, m.high)}) is False
+
+
+def test_one_stumble_of_the_reference_alone_does_not_open_the_interval() -> None:
+    slow = [1.5] * 7  # a real regression again; the reference stumbled once, the work did not
+    m = _rate(slow, [0.01, 0.01, 0.05, 0.01, 0.01, 0.01, 0.01])
+    assert decides(lambda e: e["rate"] >= 90, {"rate": m.value}, {"rate": (m.low, m.high)}) is False
+
+
+def test_dispersion_takes_out_the_slowdown_the_reference_felt_in_the_same_moments() -> None:
+    # per-call CPU times of a brick whose repetitions a bursty neighbour slowed (cache and memory
+    # contention: the core was held, so CPU time grew too), the reference slowed in step
+    bursts = [1.0, 1.4, 1.0, 1.3, 1.0, 1.5, 1.0, 1.2, 1.0, 1.4]
+    samples = [0.010 * k for k in bursts]
+    reference = [0.002 * k for k in bursts]
+    m = dispersion(samples, reference)
+    assert m.value > 0.05 and m.low == pytest.approx(0.0, abs=1e-12)
+    assert decides(lambda e: e["cv"] < 0.05, {"cv": m.value}, {"cv": (m.low, m.high)}) is None
+    # the same spread with a reference that ran at its best throughout is the brick's own: falsified
+    steady = dispersion(samples, [0.002] * 10)
+    assert decides(lambda e: e["cv"] < 0.05, {"cv": steady.value}, {"cv": (steady.low, steady.high)}) is False

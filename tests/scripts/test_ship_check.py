@@ -15,9 +15,29 @@ def test_the_workflow_runs_the_ship_check_script_and_nothing_of_its_own() -> Non
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pv.yml").read_text())
     runs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
     checks = [r for r in runs if "ship-check.sh" in r]
-    assert len(checks) == 1 and "--base" in checks[0] and "--format github" in checks[0]
+    assert len(checks) == 3 and all("--evidence-branch pv-evidence" in c for c in checks)
+    assert sum("--base" in c and "--format github" in c for c in checks) == 2  # the pull-request and main jobs
     # every pv or pytest call is the script's: the workflow only installs around it
     assert not [r for r in runs if r not in checks and ("pv " in r or "pytest" in r)]
+
+
+def test_only_the_protected_branch_signs_and_publishes_evidence() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pv.yml").read_text())
+    jobs = workflow["jobs"]
+    pr, main = jobs["pull-request"], jobs["main"]
+    assert pr["if"] == "github.event_name == 'pull_request'" and pr["permissions"] == {"contents": "read"}
+    assert main["if"] == "github.event_name == 'push'" and main["permissions"] == {"contents": "write"}
+    assert main["concurrency"]["group"] == "pv-evidence" and main["concurrency"]["cancel-in-progress"] is False
+    (pr_step,) = [s for s in pr["steps"] if "ship-check.sh" in s.get("run", "")]
+    (main_step,) = [s for s in main["steps"] if "ship-check.sh" in s.get("run", "")]
+    assert "--pr" in pr_step["run"] and "--publish" not in pr_step["run"]
+    assert "PV_SIGNING_KEY" not in str(pr)  # a pull request never sees the secret
+    real = jobs["real-model"]  # signs and publishes on main only, in the same queue as the main job
+    assert "github.event_name == 'push' && 'pv-evidence'" in real["concurrency"]["group"]
+    (real_step,) = [s for s in real["steps"] if "ship-check.sh" in s.get("run", "")]
+    assert "'--publish' || '--pr'" in real_step["run"]
+    assert real_step["env"]["PV_SIGNING_KEY"] == "${{ github.event_name == 'push' && secrets.PV_SIGNING_KEY || '' }}"
+    assert "--publish" in main_step["run"] and main_step["env"]["PV_SIGNING_KEY"] == "${{ secrets.PV_SIGNING_KEY }}"
 
 
 def test_the_script_documents_and_checks_its_arguments() -> None:

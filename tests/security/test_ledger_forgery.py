@@ -246,3 +246,20 @@ def test_a_bundle_replayed_after_the_code_changed_is_stale(cli, project: Project
     assert code == 1 and "code changed since the run: changed engine/core.py" in out, out
     code, out = cli("lint")
     assert code == 1 and "engine/core.py" in out, out
+
+
+def test_blocked_evidence_fails_whatever_the_status_and_is_never_written_over(cli, project: Project) -> None:  # noqa: F811
+    """Blocked is not "DRAFT": promote writes nothing, not even a demotion, and every reader says why."""
+    _, _, newest = _setup(cli, project, keys=False)
+    shutil.rmtree(newest)
+    before = project.contract.read_bytes()
+    code, out = cli("promote")
+    assert code == 1 and "ACTIVE, BLOCKED" in out and "is gone" in out, out
+    assert project.contract.read_bytes() == before
+    project.contract.write_text(project.contract.read_text().replace("status: ACTIVE", "status: DRAFT"))
+    code, out = cli("promote", "--check")
+    assert code == 1 and "DRAFT, BLOCKED" in out, out
+    code, out = cli("lint")
+    assert code == 1 and "evidence blocked" in out, out
+    code, out = cli("report")
+    assert "evidence blocked" in out and newest.name in out, out

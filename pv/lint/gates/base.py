@@ -36,6 +36,7 @@ class GateContext:
     strict_test_binding: bool = False
     base_ref: str = "HEAD"  # the changelog gate's bump check compares against this git ref
     project: Project | None = None  # the contracts as the loader read them (default: a fresh one)
+    pull_request: bool = False  # lint --pr: evidence only the PR's own changes left behind is a warning
     checkers: CheckerIndex = field(init=False)
 
     def __post_init__(self) -> None:

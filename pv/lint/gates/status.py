@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pv.lint.codes as codes
+from pv.diagnostics import Severity
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 from pv.model import Status
@@ -24,6 +25,20 @@ def _assess(evidence: Path, path: Path, contract_id: str, keys: Any, current: An
     from pv.evidence.status import assess
 
     return assess(evidence, path, contract_id, keys=keys, current=current)
+
+
+_LEFT_BEHIND = frozenset({"stale", "superseded", "untrusted"})
+
+
+def _left_behind(found: Any) -> bool:
+    """No verdict counts only because the evidence measured other bytes or is an unsigned run:
+    nothing blocked, nothing current that says otherwise."""
+    return (
+        not found.blocked
+        and not found.counted
+        and bool(found.rejected)
+        and all({p.kind for p in r.problems} <= _LEFT_BEHIND for r in found.rejected)
+    )
 
 
 class StatusGate:
@@ -76,6 +91,19 @@ class StatusGate:
             problem = status_mismatch(declared, found)
             if problem is None:
                 backed += above
+                continue
+            if ctx.pull_request and _left_behind(found):
+                out.append(
+                    finding(
+                        self.name,
+                        codes.STATUS_PENDING,
+                        item,
+                        where,
+                        f"{problem}; this pull request's changes left the evidence behind",
+                        hint="the protected branch's CI measures and signs the change after it merges",
+                        severity=Severity.WARNING,
+                    )
+                )
                 continue
             source = ctx.config.relpath(found.bundle_path) if found.bundle_path else "no verified, current bundle"
             higher = RANK.get(declared, 0) > RANK[found.status]

@@ -190,3 +190,25 @@ def test_a_missing_trusted_keys_file_is_a_configuration_error_never_a_silent_off
         assert code == 2 and "no-such-keys.pem" in out, (args, out)
     code, out = cli("lint", "--format", "json")
     assert code == 1 and "no-such-keys.pem" in out
+
+
+def test_unsigned_bundles_pass_verify_only_when_allowed_and_gc_prunes_them_once_keys_are_trusted(
+    cli,  # noqa: F811
+    project: Project,
+    keys: tuple[Signer, Path],
+) -> None:
+    signer, trusted = keys
+    before_signing = signed_write(project, None, started="2026-03-01T10:00:00+00:00")  # written before adoption
+    signed = signed_write(project, signer, started="2026-03-02T10:00:00+00:00")
+    pyproject = project.root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'trusted_keys = "{trusted}"\n')
+    code, out = cli("evidence", "verify")
+    assert code == 1 and f"untrusted    evidence/demo-v1/{before_signing.name}" in out, out
+    code, out = cli("evidence", "verify", "--allow-untrusted")  # a pull request's own run: reported, not failed
+    assert code == 0 and "1 untrusted" in out, out
+    code, out = cli("evidence", "gc", "--keep", "5")
+    assert code == 0 and f"removed evidence/demo-v1/{before_signing.name}" in out, out
+    assert signed.exists() and not before_signing.exists()
+    kinds = [json.loads(x)["kind"] for x in (project.evidence / "demo-v1" / "ledger.jsonl").read_text().splitlines()]
+    assert kinds == ["bundle", "bundle", "pruned"]
+    assert cli("evidence", "verify")[0] == 0
