@@ -3,8 +3,8 @@
 Runs the selected falsifiers once on a quiet machine, then ``--runs`` times beside a neighbour on
 every core, and compares every falsifier's verdict with the quiet run's.  A ``falsified`` (or
 ``error``) under load that was ``survived`` when quiet is a false verdict caused by the
-neighbours: the target is none.  ``inconclusive`` under load is what pv.noise is for, and is
-counted apart.
+neighbours (so is one where the quiet run was ``inconclusive``): the target is none.
+``inconclusive`` under load is what pv.noise is for, and is counted apart.
 
 The neighbour (``--neighbour``) is ``bursty`` by default: each process switches between copying a
 buffer larger than the caches while doing arithmetic, and sleeping, for seeded random spells of
@@ -115,7 +115,28 @@ def count_words():
 
 @pv.checker(observes=["words_per_s"], ids=["FALSIFY-RATE-001"])
 def word_rate(repeats: int = 7):
-    return {"words_per_s": measured_rate(count_words, WORDS, repeats)}
+    return {"words_per_s": MEASURE}
+"""
+MEASURES = {
+    # pv's rule: a reference timed in the same moments
+    "rate": "measured_rate(count_words, WORDS, repeats)",
+    # the rule before it, for comparison: the interval from CPU time alone
+    "rate-cpu-only": "_cpu_only(repeats)",
+}
+CPU_ONLY = """
+
+def _cpu_only(repeats):
+    import time
+    from pv.noise import cpu_seconds, rate_interval
+
+    count_words()
+    walls, cpus = [], []
+    for _ in range(repeats):
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        count_words()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(cpu_seconds() - c0)
+    return rate_interval(WORDS, walls, cpus)
 """
 
 RATE_CONTRACT = """\
@@ -136,13 +157,14 @@ falsification_tests:
 """
 
 
-def rate_project(folder: Path) -> float:
+def rate_project(folder: Path, claim: str = "rate") -> float:
     """Write the rate claim's project into ``folder``; its bound (90 % of the quiet rate measured now)."""
+    source = RATE_CHECKER.replace("MEASURE", MEASURES[claim]) + CPU_ONLY
     (folder / "ratechecks").mkdir()
     (folder / "ratechecks" / "__init__.py").write_text("")
-    (folder / "ratechecks" / "rate.py").write_text(RATE_CHECKER)
+    (folder / "ratechecks" / "rate.py").write_text(source)
     namespace: dict[str, object] = {}
-    exec(compile(RATE_CHECKER, "rate.py", "exec"), namespace)
+    exec(compile(source, "rate.py", "exec"), namespace)
     quiet = namespace["word_rate"](repeats=7)["words_per_s"]  # type: ignore[operator,index]
     bound = round(0.9 * quiet.value)
     (folder / "contracts").mkdir()
@@ -185,7 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="burner processes (default: every core)")
     parser.add_argument("--burn-s", type=float, default=1800.0, help="the longest any burner spins")
     parser.add_argument("--neighbour", choices=("bursty", "steady"), default="bursty", help="the load (default bursty)")
-    parser.add_argument("--claim", choices=("contracts", "rate"), default="contracts", help="what is measured")
+    parser.add_argument(
+        "--claim",
+        choices=("contracts", *MEASURES),
+        default="contracts",
+        help="the contracts, or a user's rate claim (rate-cpu-only: its interval without a reference)",
+    )
     add_smoke(parser)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -194,10 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     select = shlex.split(args.select)
     with tempfile.TemporaryDirectory(prefix="pv-load-") as tmp:
         cwd = ROOT
-        if args.claim == "rate":
+        if args.claim in MEASURES:
             cwd = Path(tmp) / "project"
             cwd.mkdir()
-            rate_project(cwd)
+            rate_project(cwd, args.claim)
             select, args.select, args.workers = ["contracts"], "the rate claim", "0"
         print(f"quiet run: pytest {args.select}", flush=True)
         quiet, quiet_s = run_suite(select, args.workers, args.mutants, Path(tmp) / "quiet.xml", cwd)
@@ -217,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                     c["same"] += 1
                     continue
                 c["differ"] += 1
-                if want == "survived" and got in ("falsified", "error"):
+                if want in ("survived", "inconclusive") and got in ("falsified", "error"):
                     c["false_" + got] += 1
                     print(f"    FALSE {got.upper()}: {node} (quiet: {want})")
                 elif got == "inconclusive":

@@ -118,19 +118,26 @@ class Timing:
 
 
 REFERENCE_SIZE = 96  # the reference workload's square matrices
+REFERENCE_SWEEP_FLOATS = 1 << 21  # 8 MiB copied each call: more than a core's L2, less than a shared L3
 
 
 def reference_workload(device: torch.device | None = None) -> Callable[[], object]:
-    """A fixed piece of work that depends on nothing the engine does: a chain of four fp32 matmuls
-    of :data:`REFERENCE_SIZE` squares, renormalised.  Timed between a brick's repetitions, its
-    dispersion is the machine's own noise at those moments (pv.noise.dispersion)."""
+    """A fixed piece of work that depends on nothing the engine does: a copy of
+    :data:`REFERENCE_SWEEP_FLOATS` fp32 values, then a chain of four fp32 matmuls of
+    :data:`REFERENCE_SIZE` squares, renormalised.  Timed between a brick's repetitions, it is the
+    machine's speed at those moments (pv.noise.dispersion): the matmuls feel a neighbour on the
+    core, the copy one on the shared cache and the memory bus, which slow a brick while it holds
+    its core and which CPU time alone cannot see."""
     g: torch.Generator | None = torch.Generator().manual_seed(0)
     if FAULTS.active("reference_workload_unseeded"):  # the defect: other matrices in every process
         g = None  # pragma: no mutate
     a = torch.randn(REFERENCE_SIZE, REFERENCE_SIZE, generator=g).to(device or "cpu")
     b = torch.randn(REFERENCE_SIZE, REFERENCE_SIZE, generator=g).to(device or "cpu") / REFERENCE_SIZE**0.5
+    swept = torch.ones(REFERENCE_SWEEP_FLOATS, device=device or "cpu")
+    sweep = torch.empty_like(swept)
 
     def work() -> object:
+        sweep.copy_(swept)
         x = a
         for _ in range(4):
             x = torch.tanh(x @ b)

@@ -10,6 +10,7 @@ imports a helper lazily still measures with it.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -19,16 +20,21 @@ def _inside(name: str, packages: Iterable[str]) -> bool:
 
 
 def imported_modules(source: bytes, packages: Iterable[str]) -> set[str]:
+    """See :func:`_imported`; one parse per distinct source, however many closures reach it."""
+    return set(_imported(source, tuple(packages)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _imported(source: bytes, packages: tuple[str, ...]) -> frozenset[str]:
     """The modules inside ``packages`` that ``source`` imports, at the top or inside a function.
 
     ``from pkg import name`` counts ``pkg.name`` (a submodule or, if it is not one, ``pkg`` itself
     is still named by the caller's resolution); relative imports are left out, as checkers are
     named by absolute module paths."""
-    packages = tuple(packages)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return set()
+        return frozenset()
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -38,7 +44,7 @@ def imported_modules(source: bytes, packages: Iterable[str]) -> set[str]:
                 names.add(node.module)
         elif isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names if _inside(alias.name, packages)}
-    return names
+    return frozenset(names)
 
 
 def module_file(root: Path, name: str) -> Path | None:

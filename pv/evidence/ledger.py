@@ -308,10 +308,24 @@ class History:
     lost: dict[str, str] = field(default_factory=dict)  # run id -> its line, as git last had it
 
 
+_TOPS: dict[Path, str] = {}
+
+
 def _git_top(folder: Path) -> str | None:
+    """The work tree ``folder`` is in; a found one is kept (a folder does not move between
+    repositories), a miss is asked again (the folder may become a repository)."""
+    if folder not in _TOPS:
+        with contextlib.suppress(GitError):
+            _TOPS[folder] = run_git(folder, "rev-parse", "--show-toplevel").strip()
+    return _TOPS.get(folder)
+
+
+@functools.lru_cache(maxsize=64)
+def _shallow(top: str, head: str) -> bool:
+    del head  # part of the cache key: a fetch can deepen a clone
     with contextlib.suppress(GitError):
-        return run_git(folder, "rev-parse", "--show-toplevel").strip()
-    return None
+        return run_git(Path(top), "rev-parse", "--is-shallow-repository").strip() == "true"
+    return False
 
 
 def history(ledger_path: Path) -> History:
@@ -323,7 +337,7 @@ def history(ledger_path: Path) -> History:
     folder = ledger_path.parent
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
-    top = _git_top(folder)
+    top = _git_top(folder.resolve())
     if top is None:
         out.notes.append("not in a git repository: a ledger line removed together with its bundle cannot be seen")
         return out
@@ -355,10 +369,7 @@ def history(ledger_path: Path) -> History:
             f"{rel}: {where} removed the line of bundle {run_id or '(unreadable line)'}; if that was an accident, "
             f"`pv evidence forget {run_id or 'RUN_ID'} --reason ...` records it"
         )
-    with contextlib.suppress(GitError):
-        if run_git(Path(top), "rev-parse", "--is-shallow-repository").strip() == "true":
-            out.notes.append(
-                "a shallow clone: only the fetched commits' diffs of the ledger were read (fetch-depth: 0)"
-            )
+    if _shallow(top, head):
+        out.notes.append("a shallow clone: only the fetched commits' diffs of the ledger were read (fetch-depth: 0)")
     out.problems = list(dict.fromkeys(out.problems))
     return out

@@ -24,6 +24,7 @@ from pv.results import Verdict
 from tests.pv.evidence.conftest import CONTRACT, Project, project, reseal, result  # noqa: F401  (fixtures)
 from tests.pv.evidence.test_cli import cli  # noqa: F401  (the fixture)
 from tests.pv.evidence.test_signing import forge, signed_write
+from tests.security.test_forged_evidence import _resign_envelope_payload
 
 CHECKERS = """
 from pv.checkers import checker
@@ -97,14 +98,6 @@ def _setup(run, proj: Project, keys: bool) -> tuple[Signer, Path, Path]:  # type
     return signer, older, newest
 
 
-def _reseal_envelope(bundle: Path) -> None:
-    env_path = bundle / "statement.intoto.dsse.json"
-    envelope = json.loads(env_path.read_text())
-    envelope["payload"] = base64.b64encode((bundle / "statement.intoto.json").read_bytes()).decode()
-    env_path.write_text(json.dumps(envelope))
-    reseal(bundle, json.loads((bundle / "bundle.json").read_text()))
-
-
 def _rewrite_ledger(folder: Path, lines: list[dict[str, object]]) -> None:
     """The ledger rewritten with pv's own functions: seq and line digests recomputed."""
     (folder / ledger.LEDGER_FILE).unlink()
@@ -143,7 +136,7 @@ def edit_resealed(proj: Project, signer: Signer, older: Path, newest: Path) -> s
 
 def edit_resealed_with_envelope(proj: Project, signer: Signer, older: Path, newest: Path) -> str:
     forge(newest)
-    _reseal_envelope(newest)  # the old signature over the new statement
+    _resign_envelope_payload(newest)  # the old signature over the new statement
     return "tampered"
 
 

@@ -49,6 +49,25 @@ def _wait_gone(pids: list[int], seconds: float = 10.0) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
+def _project(pytester: pytest.Pytester, hang: float) -> Path:
+    """A toy project whose one falsifier starts a child, writes both pids to the file returned, and
+    sleeps ``hang`` seconds; checkers run in forked processes."""
+    toy = build_toy(pytester, addopts="--pv-isolation=process --pv-timeout=600", checkers={"spawning": SPAWNING})
+    out = pytester.path / "pids.txt"
+    toy.contract(
+        "orphan",
+        [
+            falsifier(
+                "FALSIFY-ORPHAN-001",
+                check="toyfalsifiers.spawning:spawn_and_hang",
+                params={"out": str(out), "hang": hang},
+                expect="value == 1.0",
+            )
+        ],
+    )
+    return out
+
+
 def _pids(path: Path, proc: subprocess.Popen[bytes]) -> list[int]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (path.is_file() and path.read_text().endswith("\n")):
@@ -59,19 +78,7 @@ def _pids(path: Path, proc: subprocess.Popen[bytes]) -> list[int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and /proc as on Linux")
 def test_kill_9_of_pytest_ends_the_checker_and_its_children(pytester: pytest.Pytester) -> None:
-    toy = build_toy(pytester, addopts="--pv-isolation=process --pv-timeout=600", checkers={"spawning": SPAWNING})
-    out = pytester.path / "pids.txt"
-    toy.contract(
-        "orphan",
-        [
-            falsifier(
-                "FALSIFY-ORPHAN-001",
-                check="toyfalsifiers.spawning:spawn_and_hang",
-                params={"out": str(out)},
-                expect="value == 1.0",
-            )
-        ],
-    )
+    out = _project(pytester, hang=600.0)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
         cwd=pytester.path,
@@ -87,19 +94,7 @@ def test_kill_9_of_pytest_ends_the_checker_and_its_children(pytester: pytest.Pyt
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and /proc as on Linux")
 def test_a_checker_s_children_end_with_its_call(pytester: pytest.Pytester) -> None:
-    toy = build_toy(pytester, addopts="--pv-isolation=process --pv-timeout=600", checkers={"spawning": SPAWNING})
-    out = pytester.path / "pids.txt"
-    toy.contract(
-        "orphan",
-        [
-            falsifier(
-                "FALSIFY-ORPHAN-001",
-                check="toyfalsifiers.spawning:spawn_and_hang",
-                params={"out": str(out), "hang": 0.0},
-                expect="value == 1.0",
-            )
-        ],
-    )
+    out = _project(pytester, hang=0.0)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert _wait_gone([int(x) for x in out.read_text().split()]) == []
