@@ -82,7 +82,8 @@ def test_a_forged_bundle_never_backs_a_status_after_adoption(
     # a status claimed by hand is caught by promote --check and lint's status gate
     project.contract.write_text(project.contract.read_text().replace("status: DRAFT", "status: ACTIVE"))
     code, out = cli("promote", "--check")
-    assert code == 1 and "would change ACTIVE -> DRAFT" in out
+    # the forged bundle is one the ledger recorded, edited since: the evidence is blocked, not read
+    assert code == 1 and "ACTIVE, BLOCKED" in out and "replaced or edited after it was recorded" in out, out
     code, out = cli("lint")
     assert code == 1 and "PVL70" in out
     assert genuine.exists()
