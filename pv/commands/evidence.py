@@ -165,7 +165,7 @@ def _ledger_findings(config: PvConfig, reports: list[Any], target: Path) -> tupl
         chain = ledger.read(folder)
         present = {p.name: p for p in by_path if p.parent == folder}
         checked = ledger.check(chain, present, {p.name: by_path[p].bundle for p in by_path if p.parent == folder})
-        seen = ledger.history(chain.path)
+        seen = ledger.history(chain.path, chain)
         where = config.relpath(chain.path)
         problems += [f"{where}: {p}" for p in [*checked.problems, *seen.problems]]
         notes += [f"{where}: {n}" for n in seen.notes[:1]]

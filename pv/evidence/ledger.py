@@ -328,11 +328,12 @@ def _shallow(top: str, head: str) -> bool:
     return False
 
 
-def history(ledger_path: Path) -> History:
+def history(ledger_path: Path, current: Ledger | None = None) -> History:
     """Lines of ``ledger_path`` that git saw and that are gone, unless a ``forgotten`` line names them.
 
     Read from every commit's diff of the file against each parent and from the working tree
-    against ``HEAD``.  Outside git nothing can be read, and a note says so."""
+    against ``HEAD``.  Outside git nothing can be read, and a note says so.  ``current``: the
+    ledger as the caller already read it."""
     out = History()
     folder = ledger_path.parent
     while not folder.is_dir() and folder != folder.parent:
@@ -350,7 +351,7 @@ def history(ledger_path: Path) -> History:
         now = ledger_path.read_text(encoding="utf-8")
     except OSError:
         now = ""
-    current = read(ledger_path.parent)
+    current = current if current is not None else read(ledger_path.parent)
     forgotten = {e.run_id for e in current.entries if e.kind == "forgotten"}
     present = set(now.splitlines())
     removals = list(_git_log_removals(top, head, rel))

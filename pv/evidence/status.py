@@ -239,7 +239,7 @@ def assess(
     checked = ledger.check(chain, {p.name: p for p in paths}, {k: r.bundle for k, r in reports.items()})
     blocked = list(checked.problems)
     if chain.exists or paths:  # a ledger git saw and that is gone now shows in its history too
-        seen = ledger.history(chain.path)
+        seen = ledger.history(chain.path, chain)
         blocked += seen.problems
         checked.notes += seen.notes
     unrecorded = {p.resolve() for p in checked.unrecorded}
