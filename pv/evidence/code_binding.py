@@ -23,12 +23,11 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pv.config import PvConfig, load_config
+from pv.evidence.digest import declared_falsifiers
 from pv.import_closure import closure, module_file
-
-if TYPE_CHECKING:  # the config imports the evidence package's signing at run time, not this module
-    from pv.config import PvConfig
 
 _DIGESTS: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime) -> sha256
 _CLOSURES: dict[tuple[str, tuple[str, ...], int, int], tuple[str, ...]] = {}
@@ -53,22 +52,10 @@ def scope_digest(files: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def falsifier_ids(data: Any) -> list[str]:
-    """The ``id`` of every falsifier of a parsed contract, in order."""
-    tests = data.get("falsification_tests") if isinstance(data, dict) else None
-    items = tests if isinstance(tests, list) else []
-    return [t["id"] for t in items if isinstance(t, dict) and isinstance(t.get("id"), str)]
-
-
 def checks_of(data: Any) -> list[str]:
     """The ``check`` of every falsifier of a parsed contract, in order, without repeats."""
-    tests = data.get("falsification_tests") if isinstance(data, dict) else None
-    out: list[str] = []
-    for t in tests if isinstance(tests, list) else []:
-        check = t.get("check") if isinstance(t, dict) else None
-        if isinstance(check, str) and check not in out:
-            out.append(check)
-    return out
+    checks = (t.get("check") for t in declared_falsifiers(data))
+    return list(dict.fromkeys(c for c in checks if isinstance(c, str)))
 
 
 @dataclass(frozen=True)
@@ -82,6 +69,11 @@ class CodeScope:
     @classmethod
     def of(cls, config: PvConfig) -> CodeScope:
         return cls(config.root, tuple(config.checker_packages), tuple(config.measured_packages))
+
+    @classmethod
+    def governing(cls, start: Path) -> CodeScope:
+        """The scope of the configuration that governs ``start`` (a contract's folder, a root)."""
+        return cls.of(load_config(start))
 
     @property
     def packages(self) -> list[str]:

@@ -94,6 +94,13 @@ def contract_data(data: bytes, path: str | Path = "<contract>") -> dict[str, Any
     return loaded.data
 
 
+def declared_falsifiers(data: Any) -> list[dict[str, Any]]:
+    """The falsifier entries of parsed contract data that carry an id, in order: the one reading
+    the writer, the code binding and the status share."""
+    tests = data.get("falsification_tests") if isinstance(data, dict) else None
+    return [t for t in tests if isinstance(t, dict) and isinstance(t.get("id"), str)] if isinstance(tests, list) else []
+
+
 def binding_form(data: Any) -> Any:
     """The parsed contract without the fields ``pv promote`` owns."""
     if not isinstance(data, dict):

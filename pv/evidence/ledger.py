@@ -229,7 +229,6 @@ class ChainCheck:
     recorded: dict[str, Entry] = field(default_factory=dict)  # run id -> entry, bundles that should be present
     unrecorded: list[Path] = field(default_factory=list)  # bundle folders the ledger does not name
     removed: list[Entry] = field(default_factory=list)  # forgotten or pruned: their verdicts are gone
-    notes: list[str] = field(default_factory=list)
 
 
 def check(ledger: Ledger, folders: Mapping[str, Path], bundles: Mapping[str, Bundle | None]) -> ChainCheck:

@@ -37,9 +37,10 @@ from typing import Protocol
 
 from pv.evidence import ledger
 from pv.evidence.bundle import Bundle, FalsifierEntry, parse_time
-from pv.evidence.code_binding import CodeScope, falsifier_ids
+from pv.evidence.code_binding import CodeScope
+from pv.evidence.digest import declared_falsifiers
 from pv.evidence.signing import KeyRing
-from pv.evidence.verify import BundleReport, find_bundles, scope_for, verify_bundle
+from pv.evidence.verify import BundleReport, find_bundles, verify_bundle
 from pv.model import Status
 from pv.project import ProjectContract
 
@@ -194,15 +195,16 @@ def _not_evidence(bundle: Bundle) -> str | None:
 _INTEGRITY = frozenset({"tampered", "missing", "incomplete", "schema_error"})  # a recorded bundle with one blocks
 
 
-def _gone_newer(sources: dict[str, Source], removed: list[ledger.Entry]) -> list[str]:
-    """Falsifiers whose newest decided verdict was in a bundle that is gone (forgotten or pruned)."""
-    out = []
+def _gone_newer(sources: dict[str, Source], removed: list[ledger.Entry]) -> dict[str, str]:
+    """Falsifiers whose newest decided verdict was in a bundle that is gone (forgotten or pruned),
+    each with the reason to show."""
+    out: dict[str, str] = {}
     for fid, source in sources.items():
         for entry in removed:
             verdict = entry.verdicts.get(fid)
             if verdict in ledger.DECIDED and entry.run_id > source.run_id:
                 why = f"forgotten: {entry.reason}" if entry.kind == "forgotten" else entry.kind
-                out.append(
+                out[fid] = (
                     f"{fid}: its newest verdict ({verdict}) was in bundle {entry.run_id}, which is gone ({why}); "
                     "run it again"
                 )
@@ -228,7 +230,7 @@ def assess(
     fall-back to older verdicts.  Bundles the ledger does not record never count."""
     current = current or ProjectContract.read(contract_path)
     cid = contract_id or current.id
-    scope = scope or scope_for(contract_path, root)
+    scope = scope or CodeScope.governing(root or contract_path.parent)
     contract_dir = evidence_dir / cid
     rejected: list[BundleReport] = []
     ignored: dict[Path, str] = {}
@@ -239,9 +241,7 @@ def assess(
     checked = ledger.check(chain, {p.name: p for p in paths}, {k: r.bundle for k, r in reports.items()})
     blocked = list(checked.problems)
     if chain.exists or paths:  # a ledger git saw and that is gone now shows in its history too
-        seen = ledger.history(chain.path, chain)
-        blocked += seen.problems
-        checked.notes += seen.notes
+        blocked += ledger.history(chain.path, chain).problems
     unrecorded = {p.resolve() for p in checked.unrecorded}
     removed = chain.removed()
     for path in paths:
@@ -268,7 +268,8 @@ def assess(
         counted.append(report)
     counted.sort(key=lambda r: bundle_time(r.bundle) if r.bundle else (_EPOCH, _EPOCH, ""), reverse=True)
     rejected.sort(key=lambda r: bundle_time(r.bundle) if r.bundle else (_EPOCH, _EPOCH, r.path.name), reverse=True)
-    declared = falsifier_ids(current.data)
+    falsifiers = declared_falsifiers(current.data)
+    declared = [t["id"] for t in falsifiers]
     if blocked:
         reasons = [f"blocked: {b}" for b in blocked]
         return Assessment(Status.DRAFT, None, None, reasons, [], rejected, ignored, blocked=blocked)
@@ -283,22 +284,15 @@ def assess(
     picked = pick_sources(counted)
     sources = {fid: picked[fid] for fid in declared if fid in picked} if declared else picked
     gone = _gone_newer(sources, checked.removed)
-    gone_ids = {line.split(":", 1)[0] for line in gone}
-    for fid in gone_ids:
+    for fid in gone:
         sources.pop(fid)
     status, reasons, falsified = status_from_entries([s.entry for s in sources.values()])
-    never = [fid for fid in _ship_blocking(current.data) if fid not in sources and fid not in gone_ids]
+    never = [t["id"] for t in falsifiers if t.get("ship_blocking") and t["id"] not in sources and t["id"] not in gone]
     if gone or never:
         status = Status.DRAFT
-    reasons = [*gone, *(f"{fid}: never run in a bundle that counts" for fid in never), *reasons]
+    reasons = [*gone.values(), *(f"{fid}: never run in a bundle that counts" for fid in never), *reasons]
     newest = counted[0]
     return Assessment(status, newest.path, newest.bundle, reasons, falsified, rejected, ignored, sources, counted)
-
-
-def _ship_blocking(data: object) -> list[str]:
-    tests = data.get("falsification_tests") if isinstance(data, dict) else None
-    items = tests if isinstance(tests, list) else []
-    return [t["id"] for t in items if isinstance(t, dict) and t.get("ship_blocking") and isinstance(t.get("id"), str)]
 
 
 def _rejected_summary(rejected: list[BundleReport]) -> str:

@@ -22,7 +22,6 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import ValidationError
 
-from pv.config import load_config
 from pv.evidence import code_binding, intoto
 from pv.evidence.bundle import (
     ARTIFACTS_DIR,
@@ -37,7 +36,7 @@ from pv.evidence.bundle import (
     parse_time,
 )
 from pv.evidence.code_binding import CodeScope
-from pv.evidence.digest import BINDING_METHOD, sha256_file
+from pv.evidence.digest import BINDING_METHOD, declared_falsifiers, sha256_file
 from pv.evidence.signing import KeyRing, check_envelope
 from pv.project import Project, ProjectContract
 
@@ -261,7 +260,7 @@ def _check_identity(
         report.problems.append(
             Problem("tampered", BUNDLE_FILE, f"contract path {bundle.contract.path} is not this contract's file")
         )
-    declared = code_binding.falsifier_ids(current.data)
+    declared = [t["id"] for t in declared_falsifiers(current.data)]
     ids = [f.id for f in bundle.falsifiers]
     extra = sorted(set(ids) - set(declared))
     lacking = [i for i in declared if i not in ids]
@@ -332,7 +331,7 @@ def _check_binding(
         if current.sha256 != bundle.contract.sha256:
             report.notes.append("contract bytes changed since the run (status, promotion changelog or formatting only)")
         _check_identity(path, bundle, current, root, report)
-        _check_code(bundle, current, scope or scope_for(current.path, root), report)
+        _check_code(bundle, current, scope or CodeScope.governing(root or current.path.parent), report)
         return
     from pv.semver import semver_key
 
@@ -369,11 +368,6 @@ def _check_signature(path: Path, manifest: dict[str, str], keys: KeyRing | None,
         report.notes.append(f"{check.why}; no trusted keys configured, so it counts as unsigned")
     else:
         report.signed_by = check.signed_by
-
-
-def scope_for(contract_path: Path, root: Path | None = None) -> CodeScope:
-    """The code scope of the configuration that governs ``contract_path`` (or ``root``)."""
-    return CodeScope.of(load_config(root if root is not None else contract_path.parent))
 
 
 def verify_content(path: Path, keys: KeyRing | None = None) -> BundleReport:
@@ -437,6 +431,8 @@ def verify_path(
     given, so a command that already read it does not read it again), however many bundles it has."""
     currents: dict[Path, ProjectContract | None] = {}
     reports: list[BundleReport] = []
+    if scope is None and project is not None:
+        scope = CodeScope.of(project.config)
     for b in find_bundles(path):
         report = verify_content(b, keys)
         if report.bundle is not None:
@@ -447,8 +443,6 @@ def verify_path(
                     currents[key] = None
                 else:
                     currents[key] = project.contract(file) if project is not None else ProjectContract.read(file)
-            if scope is None and project is not None:
-                scope = CodeScope.of(project.config)
             _check_binding(b, report.bundle, currents[key], report, root, scope)
         reports.append(report)
     return reports

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pv.config import load_config
 from pv.evidence import intoto, ledger
 from pv.evidence.bundle import (
     ARTIFACTS_DIR,
@@ -48,6 +47,7 @@ from pv.evidence.digest import (
     ContractUnreadable,
     binding_digest_of,
     contract_data,
+    declared_falsifiers,
     dumps,
     jsonable,
     sha256_bytes,
@@ -95,11 +95,6 @@ def make_run_id(started_at: str, salt: str) -> str:
     when = parse_time(started_at) or _dt.datetime.now(_dt.UTC)
     digest = hashlib.sha256(f"{salt}|{os.getpid()}|{_dt.datetime.now(_dt.UTC).isoformat()}".encode()).hexdigest()
     return when.strftime(RUN_ID_TIME_FORMAT) + "-" + digest[:8]
-
-
-def _declared_falsifiers(data: Any) -> list[dict[str, Any]]:
-    tests = data.get("falsification_tests") if isinstance(data, dict) else None
-    return [t for t in tests if isinstance(t, dict) and isinstance(t.get("id"), str)] if isinstance(tests, list) else []
 
 
 def _requires(raw: Any) -> list[str]:
@@ -259,10 +254,6 @@ def _summary(entries: list[FalsifierEntry]) -> Summary:
     )
 
 
-def _scope_of(root: Path) -> CodeScope:
-    return CodeScope.of(load_config(root))
-
-
 def prepare(
     record: RunRecord,
     contract: ContractRun,
@@ -280,7 +271,7 @@ def prepare(
         data = contract_data(contract_bytes, contract.path)
     except ContractUnreadable as exc:
         raise EvidenceError(f"the contract no longer loads: {exc}") from None
-    declared = {t["id"]: t for t in _declared_falsifiers(data)}
+    declared = {t["id"]: t for t in declared_falsifiers(data)}
     order = list(contract.declared) or list(declared)
     order += [i for i in declared if i not in order]
     results: dict[str, FalsifierResult] = {}
@@ -321,7 +312,7 @@ def prepare(
     )
     code = contract.code
     if scope is not None or code is None:
-        now = (scope or _scope_of(root)).snapshot(path if path.is_absolute() else root / path, data)
+        now = (scope or CodeScope.governing(root)).snapshot(path if path.is_absolute() else root / path, data)
         if code is None:
             code = now
         elif code.get("files") != now["files"]:
