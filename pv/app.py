@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from pv import __version__
+
 app = typer.Typer(
     name="pv",
     help="Contract-first falsification harness for ML training and inference code.",
@@ -15,8 +17,6 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        from pv import __version__
-
         typer.echo(f"pv {__version__}")
         raise typer.Exit()
 

@@ -25,7 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pv import expr
 from pv.results import FalsifierResult, MutantResult, Verdict, every_declared
+from pv.run_checker import _nonfinite
 
 if TYPE_CHECKING:
     from pv.model import FalsificationTest
@@ -265,8 +267,6 @@ def judge_aggregate(
     label: str, text: str, rows: Sequence[CaseRow], observations: Mapping[str, list[Any]]
 ) -> tuple[Verdict, str]:
     """``aggregate:`` over the cases' ``rows``; ``observations`` is :func:`series` of their observations."""
-    from pv import expr
-    from pv.run_checker import _nonfinite
 
     env = {**aggregate_env([params for _, params, _ in rows]), **observations}
     try:

@@ -22,13 +22,19 @@ import pytest
 
 from pv.cases import Case, CaseError, case_params, expand, item_name
 from pv.diagnostics import Diagnostic
+from pv.dialect import relax
 from pv.evidence.code_binding import CodeScope
+from pv.hypothesis_support import PropertyRunner, PropertySettings
 from pv.model import FalsificationTest
-from pv.outcomes import ContractFailure, InvalidContract
+from pv.outcomes import ContractFailure, InvalidContract, raise_outcome
 from pv.paths import shown
 from pv.pytest_settings import project_of
 from pv.requirements import needs_gpu
 from pv.results import ContractRun, FalsifierResult, Verdict
+from pv.rules import DUPLICATE_FALSIFIER
+from pv.run_checker import DEFAULT_SEED
+from pv.runner import FalsifierRun, run_falsifier
+from pv.validate import check_file
 
 if TYPE_CHECKING:
     from pv.hypothesis_support import PropertyRunner
@@ -53,8 +59,6 @@ def collection_diagnostics(
     need every contract, and collection of one file must not depend on the others.  Within one
     file a repeated FALSIFY id would give two items one node id, so it is checked here.
     """
-    from pv.rules import DUPLICATE_FALSIFIER
-    from pv.validate import check_file
 
     found = check_file(loaded, packages, fault_packages, max_nproc if max_nproc is not None else 8)
     contract = loaded.contract
@@ -115,8 +119,6 @@ class ContractFile(pytest.File):
             loaded, settings.checker_packages, settings.fault_packages, settings.max_nproc
         )
         if settings.dialect == "rust":
-            from pv.dialect import relax
-
             diagnostics = relax(diagnostics)
         root = self.config.rootpath
         errors = [replace(d, path=shown(d.path, root)) for d in diagnostics if d.is_error]
@@ -194,7 +196,6 @@ class FalsifierItem(pytest.Function):
 
     def falsifier_run(self) -> FalsifierRun:
         """This item as the runner sees it: no pytest, only what the run needs from it."""
-        from pv.runner import FalsifierRun
 
         getfixture = self._request.getfixturevalue
         return FalsifierRun(
@@ -228,8 +229,6 @@ class FalsifierItem(pytest.Function):
         return found
 
     def runtest(self) -> None:
-        from pv.outcomes import raise_outcome
-        from pv.runner import run_falsifier
 
         run = self.falsifier_run()
         self.pv_result = run.result  # there for the report even if the run is interrupted
@@ -246,7 +245,6 @@ class FalsifierItem(pytest.Function):
 
 
 def _seed_of(params: dict[str, Any]) -> int:
-    from pv.run_checker import DEFAULT_SEED
 
     seed = params.get("seed", DEFAULT_SEED)
     return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else DEFAULT_SEED
@@ -290,7 +288,6 @@ def new_artifact_dir(node: pytest.Item, factory: pytest.TempPathFactory, suffix:
 
 def property_runner(node: pytest.Item) -> PropertyRunner:
     """A :class:`pv.hypothesis_support.PropertyRunner` with the falsifier's ``hypothesis:`` settings."""
-    from pv.hypothesis_support import PropertyRunner, PropertySettings
 
     falsifier = getattr(node, "falsifier", None)
     if falsifier is None:

@@ -165,7 +165,7 @@ class PvConfig:
         return f"trusting {len(ring.keys)} key(s) from {source}: {ids}{required}"
 
     def key_ring(self) -> Any:
-        """The trusted keys as a :class:`pv.evidence.signing.KeyRing`, or None when none are set.
+        """The trusted keys as a :class:`pv.bundle.signing.KeyRing`, or None when none are set.
 
         Raises :class:`ConfigError` for a file that is missing or holds no usable key: a typo in
         the trust setting must never quietly turn signature checks off."""
@@ -177,7 +177,8 @@ class PvConfig:
                     'ci-evidence.key.pub and set [tool.pv] trusted_keys = "ci-evidence.key.pub"'
                 )
             return None
-        from pv.evidence.signing import KeyRing, SigningError
+        # the cryptography package loads only where trusted keys are configured
+        from pv.bundle.signing import KeyRing, SigningError
 
         try:
             stamp = self.trusted_keys.stat().st_mtime_ns

@@ -96,6 +96,7 @@ def _cell(part: int, whole: int) -> str:
 
 def render_table(rows: Sequence[Coverage], total: Coverage) -> None:
     """The rich table on stdout; wide enough not to wrap when stdout is not a terminal."""
+    # rich loads only when a table is printed
     from rich.console import Console
     from rich.table import Table
 

@@ -57,6 +57,7 @@ def parse_device_list(text: str) -> tuple[str, ...]:
 def nvml_device_count() -> int | None:
     """How many GPUs NVML reports, or None when it cannot tell (no library, no driver)."""
     try:
+        # optional: nvidia-ml-py is installed on GPU machines only
         import pynvml
     except ImportError:
         return None

@@ -17,6 +17,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from pv.diagnostics import suggest
+
 REGISTRY_ATTR = "FAULTS"
 ENV_VAR = "PV_FAULTS"  # comma-separated faults a child process (torchrun, subprocess) starts with
 
@@ -118,8 +120,6 @@ def resolve_mutant(ref: str, allowed: Iterable[str] | None = None) -> tuple[Faul
     if registry is None or not hasattr(registry, "enabled") or not hasattr(registry, "names"):
         raise LookupError(f"module {module!r} exposes no fault registry named {REGISTRY_ATTR}")
     if name not in registry.names():
-        from pv.diagnostics import suggest
-
         close = suggest(name, registry.names())
         hint = f"; did you mean `{module}:{close}`?" if close else ""
         raise LookupError(f"{module}:{REGISTRY_ATTR} has no fault {name!r}{hint}")

@@ -195,6 +195,7 @@ class PropertyRunner:
         other failure of the machinery (a bad strategy, a health check) propagates and the
         harness reports it as ``error``.
         """
+        # hypothesis loads only for a contract that declares a property falsifier
         from hypothesis import HealthCheck, given, settings
 
         record = PropertyRecord(settings=self.settings, parameters=tuple(inspect.signature(prop).parameters))

@@ -2,7 +2,7 @@
 
 One mechanism for the two places that need to know what code a checker depends on: evidence
 (:mod:`pv.evidence.code_binding`, which binds a bundle to the files its checkers ran) and the
-mutation campaign's cache (``bench/_mutation_cache.py``, which keeps a verdict while the files it
+mutation campaign's cache (``scripts/mutation/cache.py``, which keeps a verdict while the files it
 rests on are unchanged).  An import inside a function counts like one at the top: a checker that
 imports a helper lazily still measures with it.
 """

@@ -195,6 +195,7 @@ def compute(project: Project, views: Sequence[ContractView]) -> Inventory:
 def render(inventory: Inventory, *, all_rows: bool = False) -> None:
     """Two rich tables on stdout: checkers with unread observations, faults not killed (or every
     row with ``all_rows``), then the summary line."""
+    # rich loads only when a table is printed
     from rich.console import Console
     from rich.table import Table
 

@@ -37,8 +37,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pv.cases import case_params, find_case, split_name
+from pv.checkers import resolve
+from pv.loader import load_contract_file
+from pv.requirements import needs_gpu
 from pv.results import Verdict
-from pv.run_checker import BindingError, Evaluation, FalsifierText, bind_arguments, judge
+from pv.run_checker import (
+    BindingError,
+    Evaluation,
+    FalsifierText,
+    _is_skip,
+    bind_arguments,
+    judge,
+    normalise_observations,
+    seed_everything,
+)
 
 RESULT_ENV = "PV_LAUNCH_RESULT"
 ARTIFACTS_ENV = "PV_LAUNCH_ARTIFACTS"
@@ -243,7 +256,6 @@ def evaluate_launched(
     allow_nonfinite: Sequence[str] = (),
 ) -> Evaluation:
     """Run the falsifier under torchrun and judge rank 0's observations like an in-process call."""
-    from pv.run_checker import normalise_observations
 
     out = run_launched(req, artifacts, timeout_s)
     d = out.duration_s
@@ -319,7 +331,6 @@ def _write_report(path: Path, report: dict[str, Any]) -> None:
 
 
 def _load_falsifier(contract: Path, falsify_id: str, expected_sha: str | None) -> Any:
-    from pv.loader import load_contract_file
 
     loaded = load_contract_file(contract)
     if expected_sha and loaded.sha256 != expected_sha:
@@ -333,6 +344,7 @@ def _load_falsifier(contract: Path, falsify_id: str, expected_sha: str | None) -
 
 
 def _join_group(needs_gpu: bool, local_rank: int) -> Any:
+    # torch loads only in a launched child that joins a process group
     import torch
     import torch.distributed as dist
 
@@ -361,11 +373,6 @@ def child_main(argv: Sequence[str], environ: Mapping[str, str] | None = None) ->
     print(f"pv.launch: rank {rank} of {env.get('WORLD_SIZE', '1')}: {contract.name}::{falsify_id}", flush=True)
     dist = None
     try:
-        from pv.cases import case_params, find_case, split_name
-        from pv.checkers import resolve
-        from pv.requirements import needs_gpu
-        from pv.run_checker import _is_skip, normalise_observations, seed_everything
-
         fid, case_id = split_name(falsify_id)  # a case of a parametrized falsifier: FALSIFY-X-001[<case>]
         falsifier = _load_falsifier(contract, fid, env.get(SHA256_ENV))
         params = case_params(falsifier, find_case(falsifier, case_id) if case_id is not None else None)

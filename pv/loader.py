@@ -12,6 +12,7 @@ core scalar resolution (``yes``/``on``/``2024-01-01`` stay strings, as in the Ru
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import hashlib
 import os
@@ -756,7 +757,6 @@ def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>", *,
 
 def _without(data: dict[str, Any], locs: Sequence[tuple[str | int, ...]]) -> dict[str, Any]:
     """A copy of ``data`` without the keys at ``locs`` (the document itself is left as read)."""
-    import copy
 
     out = copy.deepcopy(data)
     for loc in locs:

@@ -19,7 +19,7 @@ mutmut learns which tests reach which function from the test process alone.  A f
 the system in a child process reaches functions mutmut never sees, and their mutants would be
 reported as reached by no test.  When ``PV_MUTMUT_CHILD_HITS`` names a folder, the functions that
 child processes recorded there (one ``*.hits`` file of names per process, written at its exit; see
-``bench/mutmut_site/sitecustomize.py`` for a child side) are added to the running test's during
+``scripts/mutation/mutmut_site/sitecustomize.py`` for a child side) are added to the running test's during
 mutmut's stats run.
 """
 
@@ -77,6 +77,7 @@ def _stats_sink() -> MutableSet[str] | None:
     if os.environ.get(ENV_MUTANT) != "stats" or not os.environ.get(CHILD_HITS_ENV):
         return None
     try:
+        # optional: mutmut exists only in a mutation run (the [mutation] extra)
         from mutmut.state import state
     except ImportError:
         return None

@@ -125,6 +125,7 @@ def cpu_seconds() -> float:
     scheduler or a mutation tool's runner): a decode of a few milliseconds then reads 0 s of CPU,
     and a rate's upper end goes to infinity.  ``getrusage`` sums the threads' exact run times."""
     try:
+        # POSIX only: the resource module does not exist on Windows
         import resource
     except ImportError:  # not on Windows, where no such limit is armed
         return time.process_time()

@@ -20,6 +20,7 @@ Loaded through the ``pytest11`` entry point, so any project that installs pv get
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections import Counter
 from collections.abc import Generator, Iterable
@@ -32,8 +33,21 @@ import pytest
 
 from pv import hookspecs
 from pv.cases import aggregate_failures, split_name, verdicts
+from pv.collect import (
+    INVALID_ITEM_NAME,
+    ContractFile,
+    FalsifierItem,
+    InvalidContractItem,
+    contract_run,
+    new_artifact_dir,
+    property_runner,
+)
 from pv.config import DEFAULT_TIMEOUT_S, ensure_importable
+from pv.devices import pin_this_worker
 from pv.evidence.code_binding import CodeScope
+from pv.faults import ENV_VAR
+from pv.loader import CONTRACT_SUFFIXES, is_contract_name
+from pv.outcomes import ContractFailure, skip_is_verdict
 from pv.pytest_settings import configure, project_of, register_ini, settings_of
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 from pv.runner import OTHER
@@ -52,7 +66,7 @@ MARKERS = {
     "contract(id)": "the contract a falsifier belongs to (select with -m \"contract(id='<contract-id>')\")",
 }
 # The evidence writer: --pv-evidence-dir / --pv-no-evidence and a bundle per contract at session end.
-pytest_plugins = ["pv.evidence.pytest_hooks", "pv.mutation_hooks"]
+pytest_plugins = ["pv.evidence_hooks", "pv.mutation_hooks"]
 _SESSION_PLUGIN = "pv-session"
 
 
@@ -115,8 +129,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
-        from pv.devices import pin_this_worker
-
         pin_this_worker()  # idempotent; covers a plugin loaded after the conftests (-p pv.plugin)
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -157,7 +169,6 @@ def _add_contract_dirs(config: pytest.Config, dirs: Iterable[Path]) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    from pv.loader import CONTRACT_SUFFIXES, is_contract_name
 
     if not file_path.name.endswith(CONTRACT_SUFFIXES):
         return None
@@ -169,7 +180,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     inside = any(resolved.is_relative_to(d) for d in settings.contract_dirs)
     if not inside and not named:
         return None
-    from pv.collect import ContractFile
 
     return ContractFile.from_parent(parent, path=file_path)
 
@@ -180,7 +190,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 @pytest.fixture
 def pv_artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh directory for files the checker writes; they are recorded as the result's artifacts."""
-    from pv.collect import new_artifact_dir
 
     return new_artifact_dir(request.node, tmp_path_factory)
 
@@ -188,7 +197,6 @@ def pv_artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 @pytest.fixture
 def pv_hypothesis(request: pytest.FixtureRequest) -> PropertyRunner:
     """A :class:`pv.hypothesis_support.PropertyRunner` with the falsifier's ``hypothesis:`` settings."""
-    from pv.collect import property_runner
 
     return property_runner(request.node)
 
@@ -196,13 +204,10 @@ def pv_hypothesis(request: pytest.FixtureRequest) -> PropertyRunner:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
-    from pv.collect import FalsifierItem, InvalidContractItem
 
-    if report.when == "call" and report.failed and call.excinfo is not None:
-        from pv.outcomes import ContractFailure
-
-        if isinstance(call.excinfo.value, ContractFailure):
-            report.pv_outcome = call.excinfo.value.kind
+    failure = call.excinfo.value if call.excinfo is not None else None
+    if report.when == "call" and report.failed and isinstance(failure, ContractFailure):
+        report.pv_outcome = failure.kind
     if isinstance(item, FalsifierItem):
         result = _result_for_phase(item, report)
         if result is not None:
@@ -219,7 +224,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _result_for_phase(item: FalsifierItem, report: pytest.TestReport) -> FalsifierResult | None:
     """The result to attach to this phase's report: the call's, or the setup's when it did not pass."""
-    from pv.outcomes import skip_is_verdict
 
     if report.when == "call":
         result: FalsifierResult | None = item.pv_result
@@ -277,9 +281,6 @@ class PvSession:
     """Gathers results from reports (the only channel that also works under xdist)."""
 
     def __init__(self, config: pytest.Config) -> None:
-        import os
-
-        from pv.faults import ENV_VAR
 
         self.config = config
         self.started_at = _utc_now()
@@ -303,7 +304,6 @@ class PvSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        from pv.collect import FalsifierItem, InvalidContractItem
 
         self.selected = {i.nodeid for i in items if isinstance(i, FalsifierItem | InvalidContractItem)}
         for i in items:
@@ -427,7 +427,7 @@ class PvSession:
         return " ".join(p for p in parts if p)
 
     def run_settings(self, results: Iterable[FalsifierResult] = ()) -> dict[str, Any]:
-        """Every switch that can change a verdict (pv.evidence.bundle.RunSettings)."""
+        """Every switch that can change a verdict (pv.bundle.model.RunSettings)."""
         settings = settings_of(self.config)
         # an aggregate's worker lists its cases' workers ("gw0,gw1")
         workers = {w for r in results for w in r.worker.split(",") if w != "master"}
@@ -474,14 +474,12 @@ def _is_contract_nodeid(nodeid: str) -> bool:
 
 
 def _is_falsifier_nodeid(nodeid: str) -> bool:
-    from pv.collect import INVALID_ITEM_NAME
 
     path, _, name = nodeid.partition("::")
     return path.endswith((".yaml", ".yml")) and bool(name) and name != INVALID_ITEM_NAME
 
 
 def _reload_contract(config: pytest.Config, nodeid: str) -> ContractRun | None:
-    from pv.collect import INVALID_ITEM_NAME, contract_run
 
     path_part, _, name = nodeid.partition("::")
     if name == INVALID_ITEM_NAME:

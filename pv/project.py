@@ -18,8 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pv.config import PvConfig, load_config
-from pv.evidence.digest import (
+from pv.bundle.digest import (
     ContractUnreadable,
     binding_digest_of,
     first_error,
@@ -27,6 +26,7 @@ from pv.evidence.digest import (
     sha256_bytes,
     sha256_file,
 )
+from pv.config import PvConfig, load_config
 from pv.loader import LoadedContract, find_contract_files, load_contract_file
 
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from pv.evidence.digest import ContractUnreadable, binding_digest_of, contract_data, sha256_bytes
-from pv.evidence.signing import KeyRing
+from pv.bundle.digest import ContractUnreadable, binding_digest_of, contract_data, sha256_bytes
+from pv.bundle.signing import KeyRing
 from pv.evidence.status import RANK, Assessment, assess, status_mismatch
 from pv.loader import compose_marked, is_null
 from pv.model import SEMVER_RE, Status

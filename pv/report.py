@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pv.bundle.model import BUNDLE_FILE, FalsifierEntry
+from pv.bundle.signing import KeyRing
 from pv.cases import aggregate_env
-from pv.evidence.bundle import BUNDLE_FILE, FalsifierEntry
-from pv.evidence.signing import KeyRing
 from pv.evidence.status import Assessment, assess
 from pv.evidence.verify import RUN_ID_RE
+from pv.expr import format_value, parse
 from pv.git import GitError, run_git
 from pv.paths import shown
 from pv.project import Project, ProjectContract
@@ -112,8 +113,6 @@ def _bound(
     if not text:
         return "", ""
     try:
-        from pv.expr import format_value, parse
-
         expr = parse(text)
     except Exception:  # an expect that no longer parses is shown as written
         return "", text
@@ -130,7 +129,6 @@ def _bound(
 
 def noise_note(noise: dict[str, Any]) -> str:
     """``inconclusive: cv in [0.01, 0.09] (reference_cv 0.02, loadavg_1m 3.1)``: what left it undecided."""
-    from pv.expr import format_value
 
     parts = []
     for name, entry in sorted(noise.items()):

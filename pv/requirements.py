@@ -92,6 +92,7 @@ class Machine:
         # torch is the arbiter: a GPU that torch cannot use does not satisfy `cuda`.
         if not cuda_present():
             return cls()
+        # torch (and nvidia-ml-py) load only when a falsifier asks for a GPU: pv runs without them
         import torch
 
         count = torch.cuda.device_count()
@@ -137,6 +138,7 @@ def cuda_present() -> bool:
     """
     if importlib.util.find_spec("torch") is None:
         return False
+    # torch (and nvidia-ml-py) load only when a falsifier asks for a GPU: pv runs without them
     import torch
 
     return bool(torch.cuda.is_available())
@@ -184,6 +186,7 @@ def free_gpu_gib(index: int = 0) -> float | None:
     make it read another GPU.  Without NVML, ``torch.cuda.mem_get_info``.
     """
     try:
+        # torch (and nvidia-ml-py) load only when a falsifier asks for a GPU: pv runs without them
         import torch
 
         if not torch.cuda.is_available() or index >= torch.cuda.device_count():
@@ -203,6 +206,7 @@ def free_gpu_gib(index: int = 0) -> float | None:
 
 def _nvml_free_gib(uuid: str) -> float | None:
     try:
+        # torch (and nvidia-ml-py) load only when a falsifier asks for a GPU: pv runs without them
         import pynvml
     except ImportError:
         return None

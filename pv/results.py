@@ -114,7 +114,7 @@ class RunRecord:
     mutants_enabled: bool = False
     selection: str = ""  # the -m / -k expressions that chose the items
     interrupted: bool = False
-    settings: dict[str, Any] = field(default_factory=dict)  # pv.evidence.bundle.RunSettings fields
+    settings: dict[str, Any] = field(default_factory=dict)  # pv.bundle.model.RunSettings fields
     recovered: bool = False  # rebuilt from a dead session's journal
 
 

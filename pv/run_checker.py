@@ -37,6 +37,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -503,7 +504,6 @@ def judge(
 
 def _stack_of(thread: threading.Thread, limit: int = 12) -> str:
     """The innermost ``limit`` frames of a running thread, below the harness' own wrapper."""
-    import traceback
 
     frame = sys._current_frames().get(thread.ident) if thread.ident is not None else None
     if frame is None:
@@ -516,7 +516,6 @@ def _stack_of(thread: threading.Thread, limit: int = 12) -> str:
 
 
 def _format_exception(exc: BaseException) -> str:
-    import traceback
 
     # The first frame is the harness' thread wrapper; the reader needs the checker's frames.
     tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None

@@ -18,9 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pv import expr
+from pv.checkers import CheckerBindingError, resolve
 from pv.config import PvConfig
+from pv.devices import current_pinning, device_label, gpu_gate
+from pv.hypothesis_support import PropertyRunner
+from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
 from pv.model import FalsificationTest
+from pv.requirements import cuda_present, current_machine, needs_gpu, wait_for_free_memory
 from pv.results import FalsifierResult, MutantResult, Verdict
+from pv.run_checker import BROKEN_REFERENCE, BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
 
 if TYPE_CHECKING:
     from pv.hypothesis_support import PropertyRunner
@@ -88,12 +95,6 @@ def run_falsifier(run: FalsifierRun) -> FalsifierResult:
 
 
 def _run(run: FalsifierRun) -> None:
-    from pv.checkers import CheckerBindingError, resolve
-    from pv.devices import current_pinning, device_label, gpu_gate
-    from pv.hypothesis_support import PropertyRunner
-    from pv.launch import LaunchRequest, evaluate_launched, launch_arguments, launch_gate
-    from pv.requirements import cuda_present, current_machine, needs_gpu, wait_for_free_memory
-    from pv.run_checker import BindingError, FalsifierText, bind_arguments, evaluate_call, run_mutant
 
     settings, f, result, params = run.settings, run.falsifier, run.result, run.params
     gpu = needs_gpu(f.requires)
@@ -218,7 +219,6 @@ def mutant_failure(run: FalsifierRun) -> tuple[str, str] | None:
 
     A case need not kill the mutant alone: a parametrized falsifier kills it when it is falsified
     as a whole, by any case or its aggregate (:mod:`pv.cases`, judged at session end)."""
-    from pv.run_checker import BROKEN_REFERENCE
 
     result = run.result
     mutant = result.mutant
@@ -232,7 +232,6 @@ def mutant_failure(run: FalsifierRun) -> tuple[str, str] | None:
 
 
 def _vacuous_text(run: FalsifierRun) -> str:
-    from pv import expr
 
     result, f = run.result, run.falsifier
     mutant = result.mutant

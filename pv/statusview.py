@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pv.evidence.bundle import FalsifierEntry
+from pv.bundle.model import FalsifierEntry
 from pv.evidence.status import RANK, Assessment, assess, status_mismatch
 from pv.loader import CONTRACT_SUFFIXES, contract_stem
 from pv.model import FalsificationTest, Status

@@ -68,6 +68,7 @@ def scaffold(
     declares the observations its expect reads, and raises until written, so it can only ever
     end as an error, never as a pass.  Existing functions are never overwritten.
     """
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.scaffold import ScaffoldError, new_contract
     from pv.scaffold import scaffold as run_scaffold
 
@@ -120,6 +121,7 @@ def status(
 
     Exit 1 when a contract does not load or declares a status its evidence does not back.
     """
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.statusview import SelectionError, contract_views, exit_code, select_contracts, status_lines
 
     project = _project("status")
@@ -160,6 +162,7 @@ def diff(
 
     Exit 1 when a declared version did not bump enough.
     """
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.diff import ContractDiff, GitError, diff_contracts, format_text
     from pv.loader import load_contract_file
 
@@ -200,6 +203,7 @@ def diff(
 
 
 def _git_diffs(config: PvConfig, ref: str, limit: list[Path]) -> tuple[list[Any], list[str]]:
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.diff import changed_files, diff_contracts, load_bytes, repository_with_ref, show
     from pv.loader import load_contract_file
 
@@ -248,6 +252,7 @@ def graph(
     """The depends_on graph of the contracts, each node with its declared status and the status
     its evidence supports. Exit 1 on a dependency cycle or a dependency that is not a contract.
     """
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.graph import build, render
     from pv.statusview import SelectionError, select_contracts
 
@@ -279,6 +284,7 @@ def inventory(
     registered fault, whether any falsifier declares it as its mutant and the evidence shows it
     killed. Exit 1 when a contract, a checker package or a mutant's module does not load.
     """
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv import inventory as inv
     from pv.statusview import SelectionError, contract_views, select_contracts
 
@@ -309,6 +315,7 @@ def coverage(
     """Per contract and in total: obligations covered by falsifiers, falsifiers with survived
     evidence, falsifiers with a mutant, and mutants killed. Exit 1 when a contract does not load.
     """
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv import coverage as cov
     from pv.statusview import SelectionError, contract_views, select_contracts
 

@@ -109,6 +109,7 @@ def verify(
     that does not match its statement is tampering, with or without trusted keys) and the current
     contract.  Superseded bundles (bound to an earlier contract version) are
     history, not failures; `pv evidence gc` removes them."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.evidence.verify import leftover_tmp_dirs, verify_path
 
     project = _project("evidence verify", trusted_keys=trusted_keys, require_signed=require_signed)
@@ -151,6 +152,7 @@ def verify(
 
 def _ledger_findings(config: PvConfig, reports: list[Any], target: Path) -> tuple[list[str], list[str]]:
     """(problems, notes) of the ledgers of every contract folder the reports and ``target`` cover."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.evidence import ledger
 
     folders = {r.path.parent for r in reports}
@@ -190,6 +192,7 @@ def forget(
     The ledger keeps the line, so the loss stays visible in review; the falsifiers whose newest
     verdict it held are pending until they run again.  A bundle that is still present is refused:
     `pv evidence gc` removes bundles that are no longer needed."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.evidence import ledger
 
     config = _project("evidence forget", evidence).config
@@ -232,6 +235,7 @@ def adopt(evidence: EvidenceOpt = None) -> None:
     Only bundles that carry no chain link (written by a pv without the ledger) are adopted, each as
     an `adopted` line that names its digest; they record no code, so they are history that `pv
     evidence gc` can prune with a trace, never evidence of the code as it is now."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.evidence import ledger
     from pv.evidence.status import bundle_time
     from pv.evidence.verify import find_bundles, verify_content
@@ -272,7 +276,8 @@ def keygen(
 ) -> None:
     """Make an ed25519 signing key for evidence: keep the private key secret (a CI secret); commit
     the public key and name it in [tool.pv] trusted_keys."""
-    from pv.evidence.signing import generate
+    # the command's modules load when it runs, so every pv command starts without the others' imports
+    from pv.bundle.signing import generate
 
     public = output.with_name(output.name + ".pub")
     existing = [p for p in (output, public) if p.exists()]
@@ -291,7 +296,8 @@ def keygen(
 def recover(evidence: EvidenceOpt = None) -> None:
     """Turn the journals of pytest sessions that died (a crash, a kill) into bundles: every verdict
     reached is kept, and the falsifier that was running is recorded as an error."""
-    from pv.evidence.environment import capture
+    # the command's modules load when it runs, so every pv command starts without the others' imports
+    from pv.bundle.environment import capture
     from pv.evidence.journal import died, recover_all
 
     config = _project("evidence recover", evidence).config
@@ -323,6 +329,7 @@ def gc(
     newest N current bundles per contract and every bundle whose verdicts back a status or that
     the changelog names while it is current; remove .tmp-* folders that killed writers left.
     Each removal is recorded in the contract's ledger."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.evidence import gc as gc_mod
     from pv.evidence.status import assess
     from pv.evidence.verify import find_bundles, verify_content
@@ -379,6 +386,7 @@ def promote(
 
     A contract whose evidence is blocked (its ledger broken, a recorded bundle gone or tampered)
     is left as it is and fails the command, with or without --check."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.promote import PromoteError, apply, decide, locked
 
     project = _project("promote", evidence, trusted_keys=trusted_keys, require_signed=require_signed)
@@ -439,6 +447,7 @@ def report(
     evidence: EvidenceOpt = None,
 ) -> None:
     """Markdown for a pull request: denominators, a table per contract, changes against --base."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.report import ReportError, build, render_markdown
 
     if fmt not in ("markdown", "github"):

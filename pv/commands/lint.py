@@ -22,6 +22,7 @@ def _fail(message: str) -> typer.Exit:
 
 def _check_base(contracts: Path, ref: str) -> None:
     """An explicit ``--base`` must name a commit: a typo must not quietly skip the bump check."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.diff import GitError, repository_with_ref
 
     try:
@@ -78,6 +79,7 @@ def lint(
     """Run the gates (validate, binding, observations, falsifiability, coverage, references, status,
     changelog, duplicates) and print what each counted, its findings and the result."""
     if explain is not None:
+        # the command's modules load when it runs, so every pv command starts without the others' imports
         from pv.lint.explain import explain as explain_code
 
         text = explain_code(explain)
@@ -103,6 +105,7 @@ def lint(
     if base != "HEAD":
         _check_base(config.contracts, base)
 
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.lint import LintOptions
     from pv.lint import lint as run
     from pv.lint.baseline import BaselineError

@@ -62,6 +62,7 @@ def report(
 ) -> None:
     """Kill ratio per module = killed (incl. timeouts and crashes) / mutants that count (checked,
     not skipped, not reviewed as equivalent); mutants no falsifier reaches count as survivors."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
     from pv.mutation import MutationReportError, read_equivalent, read_log, read_mutmut, read_results, summarize
 
     try:

@@ -48,6 +48,7 @@ def schema_text() -> str:
 
 def _print_text(report_diagnostics: list[Diagnostic], summary: str, ok: bool) -> None:
     if sys.stdout.isatty():
+        # rich loads only when text is printed; the validator only when the command runs (pv --help stays quick)
         from rich.console import Console
         from rich.markup import escape
 
@@ -87,6 +88,7 @@ def validate(
     ] = None,
 ) -> None:
     """Check contracts statically: schema, ids, references, expect predicates. Exit 0 clean, 1 errors, 2 usage."""
+    # rich loads only when text is printed; the validator only when the command runs (pv --help stays quick)
     from pv.config import ConfigError
     from pv.validate import validate_paths
 

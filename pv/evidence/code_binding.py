@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pv.bundle.digest import declared_falsifiers
 from pv.config import PvConfig, load_config
-from pv.evidence.digest import declared_falsifiers
 from pv.import_closure import closure, module_file
 
 _DIGESTS: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime) -> sha256

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pv.bundle.model import TMP_PREFIX
 from pv.evidence import ledger
-from pv.evidence.bundle import TMP_PREFIX
 from pv.evidence.verify import find_bundles
 
 

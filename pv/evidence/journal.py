@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pv.bundle.model import Environment
+from pv.bundle.signing import Signer
 from pv.cases import verdicts
-from pv.evidence.bundle import Environment
 from pv.evidence.gc import pid_alive
-from pv.evidence.signing import Signer
 from pv.evidence.writer import Outcome, write_run
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 

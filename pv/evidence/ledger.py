@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pv.evidence.bundle import MANIFEST_FILE, Bundle
+from pv.bundle.model import MANIFEST_FILE, Bundle
 from pv.git import GitError, run_git
 
 LEDGER_FILE = "ledger.jsonl"

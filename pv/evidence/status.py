@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from pv.bundle.digest import declared_falsifiers
+from pv.bundle.model import Bundle, FalsifierEntry, parse_time
+from pv.bundle.signing import KeyRing
 from pv.evidence import ledger
-from pv.evidence.bundle import Bundle, FalsifierEntry, parse_time
 from pv.evidence.code_binding import CodeScope
-from pv.evidence.digest import declared_falsifiers
-from pv.evidence.signing import KeyRing
 from pv.evidence.verify import BundleReport, find_bundles, verify_bundle
 from pv.model import Status
 from pv.project import ProjectContract

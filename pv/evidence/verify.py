@@ -22,8 +22,9 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import ValidationError
 
-from pv.evidence import code_binding, intoto
-from pv.evidence.bundle import (
+from pv.bundle import intoto
+from pv.bundle.digest import BINDING_METHOD, declared_falsifiers, sha256_file
+from pv.bundle.model import (
     ARTIFACTS_DIR,
     BUNDLE_FILE,
     ENVELOPE_FILE,
@@ -35,10 +36,11 @@ from pv.evidence.bundle import (
     committed_schema,
     parse_time,
 )
+from pv.bundle.signing import KeyRing, check_envelope
+from pv.evidence import code_binding
 from pv.evidence.code_binding import CodeScope
-from pv.evidence.digest import BINDING_METHOD, declared_falsifiers, sha256_file
-from pv.evidence.signing import KeyRing, check_envelope
 from pv.project import Project, ProjectContract
+from pv.semver import semver_key
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
 _MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
@@ -333,7 +335,6 @@ def _check_binding(
         _check_identity(path, bundle, current, root, report)
         _check_code(bundle, current, scope or CodeScope.governing(root or current.path.parent), report)
         return
-    from pv.semver import semver_key
 
     old, new = semver_key(bundle.contract.version), semver_key(current.version)
     if old is not None and new is not None and old < new:

@@ -19,8 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pv.evidence import intoto, ledger
-from pv.evidence.bundle import (
+from pv.bundle import intoto
+from pv.bundle.digest import (
+    ContractUnreadable,
+    binding_digest_of,
+    contract_data,
+    declared_falsifiers,
+    dumps,
+    jsonable,
+    sha256_bytes,
+    sha256_file,
+)
+from pv.bundle.model import (
     ARTIFACTS_DIR,
     BUNDLE_FILE,
     ENVELOPE_FILE,
@@ -42,18 +52,9 @@ from pv.evidence.bundle import (
     Summary,
     parse_time,
 )
+from pv.bundle.signing import Signer
+from pv.evidence import ledger
 from pv.evidence.code_binding import CodeScope, code_changes
-from pv.evidence.digest import (
-    ContractUnreadable,
-    binding_digest_of,
-    contract_data,
-    declared_falsifiers,
-    dumps,
-    jsonable,
-    sha256_bytes,
-    sha256_file,
-)
-from pv.evidence.signing import Signer
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 
 _PLOT_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".pdf"}

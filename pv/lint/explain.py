@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pv import rules
 from pv.lint import codes  # noqa: F401  (registers lint's own rules in the table)
+from pv.lint.gates.validate import ROUTES
 from pv.lint.runner import default_gates
 
 
@@ -21,7 +22,6 @@ def explain(code: str) -> str | None:
 
 
 def _gate_of_code(code: str) -> str:
-    from pv.lint.gates.validate import ROUTES
 
     if code in ROUTES:
         return ROUTES[code]

@@ -17,8 +17,8 @@ import yaml
 from typer.testing import CliRunner
 
 from pv.app import app
+from pv.bundle.model import Environment
 from pv.cli import COMMAND_MODULES
-from pv.evidence.bundle import Environment
 from pv.evidence.writer import write_run
 from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
 

@@ -188,7 +188,7 @@ def test_functions_a_child_process_calls_count_for_the_test_that_started_it(
     toy.write("fake/recorder_plugin.py", RECORDER_PLUGIN)
     (toy.root / "hits").mkdir()
     (toy.root / "hits" / "99999.hits").write_text("toysystem.x_left_by_a_killed_child\n")  # before this run
-    site = Path(__file__).resolve().parents[2] / "bench" / "mutmut_site"
+    site = Path(__file__).resolve().parents[2] / "scripts" / "mutation" / "mutmut_site"
     env = {"MUTANT_UNDER_TEST": mutant, "PV_MUTMUT_CHILD_HITS": str(toy.root / "hits")}
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(toy.root / "fake"), str(toy.root)])
     for key, value in env.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pv.evidence.digest import contract_binding_digest, sha256_bytes
+from pv.bundle.digest import contract_binding_digest, sha256_bytes
 from pv.project import Project
 
 CONTRACT = """\

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pv.evidence.signing import Signer, generate
+from pv.bundle.signing import Signer, generate
 from pv.evidence.status import assess
 from pv.evidence.verify import verify_bundle
 from pv.model import Status

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pv.bundle.signing import Signer, generate
 from pv.evidence import ledger
-from pv.evidence.signing import Signer, generate
 from pv.results import Verdict
 from tests.pv.evidence.conftest import CONTRACT, Project, project, reseal, result  # noqa: F401  (fixtures)
 from tests.pv.evidence.test_cli import cli  # noqa: F401  (the fixture)

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pv.lint.codes as codes
+from pv.config import ConfigError
 from pv.diagnostics import Severity
+from pv.evidence.status import assess, status_mismatch
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 from pv.model import Status
@@ -22,7 +24,6 @@ Assessor = Callable[[Path, Path, str, Any, Any], Any]
 
 
 def _assess(evidence: Path, path: Path, contract_id: str, keys: Any, current: Any) -> Any:
-    from pv.evidence.status import assess
 
     return assess(evidence, path, contract_id, keys=keys, current=current)
 
@@ -49,8 +50,6 @@ class StatusGate:
         self._assess = assessor or _assess
 
     def run(self, ctx: GateContext) -> GateOutcome:
-        from pv.config import ConfigError
-        from pv.evidence.status import status_mismatch
 
         evidence = ctx.config.evidence
         out: list[Finding] = []

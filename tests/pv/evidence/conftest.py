@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pv.evidence.bundle import Environment
+from pv.bundle.model import Environment
 from pv.evidence.writer import write_run
 from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
 
@@ -162,9 +162,9 @@ def all_survive() -> list[FalsifierResult]:
 def reseal(bundle: Path, data: dict[str, Any], statement: dict[str, Any] | None = None) -> None:
     """What a forger with pv's own functions can do: rewrite ``bundle.json`` (and the statement,
     derived from it unless given) and recompute the manifest, so every digest checks out."""
-    from pv.evidence import intoto
-    from pv.evidence.bundle import Bundle
-    from pv.evidence.digest import dumps, sha256_bytes
+    from pv.bundle import intoto
+    from pv.bundle.digest import dumps, sha256_bytes
+    from pv.bundle.model import Bundle
     from pv.evidence.writer import manifest_text
 
     files = {

@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pv.evidence.bundle import PREDICATE_TYPE, STATEMENT_TYPE, committed_schema, json_schema
-from pv.evidence.digest import contract_binding_digest, dumps, sha256_file
+from pv.bundle.digest import contract_binding_digest, dumps, sha256_file
+from pv.bundle.model import PREDICATE_TYPE, STATEMENT_TYPE, committed_schema, json_schema
 from pv.evidence.writer import make_run_id, write_run
 from pv.results import Verdict
 from tests.pv.evidence.conftest import ENV, IDS, Project, Writer, record, result
@@ -20,9 +20,7 @@ def load(bundle: Path, name: str = "bundle.json") -> dict:
 
 
 def test_committed_schema_is_the_models_schema() -> None:
-    assert committed_schema() == json_schema(), (
-        "regenerate: python -m pv.evidence.bundle > pv/schema/bundle.schema.json"
-    )
+    assert committed_schema() == json_schema(), "regenerate: python -m pv.bundle.model > pv/schema/bundle.schema.json"
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pv.bundle.model import CaseEntry, FalsifierEntry, MutantEntry
 from pv.cases import aggregate, verdicts
-from pv.evidence.bundle import CaseEntry, FalsifierEntry, MutantEntry
 from pv.evidence.journal import Journal, record_from
 from pv.report import _rows
 from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict

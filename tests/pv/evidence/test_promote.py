@@ -261,7 +261,7 @@ def test_a_contract_without_a_changelog_is_promoted_and_its_evidence_stays_curre
 
 
 def test_an_empty_changelog_and_none_bind_evidence_alike() -> None:
-    from pv.evidence.digest import binding_digest_of
+    from pv.bundle.digest import binding_digest_of
 
     base = {"metadata": {"id": "x", "version": "1.0.0"}}
     empty = {"metadata": {"id": "x", "version": "1.0.0", "changelog": []}}

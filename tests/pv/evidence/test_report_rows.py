@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pv.evidence.bundle import FalsifierEntry, MutantEntry
+from pv.bundle.model import FalsifierEntry, MutantEntry
 from pv.expr import parse
 from pv.report import observation_and_bound
 

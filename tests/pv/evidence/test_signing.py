@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pv.evidence.signing import KeyRing, Signer, SigningError, check_envelope, generate, pae
+from pv.bundle.signing import KeyRing, Signer, SigningError, check_envelope, generate, pae
 from pv.evidence.status import assess
 from pv.evidence.verify import verify_bundle
 from pv.evidence.writer import write_run

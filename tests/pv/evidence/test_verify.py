@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pv.evidence.digest import dumps
+from pv.bundle.digest import dumps
 from pv.evidence.verify import find_bundles, verify_bundle, verify_path
 from pv.results import Verdict
 from tests.pv.evidence.conftest import Project, Writer, all_survive, result

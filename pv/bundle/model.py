@@ -1,11 +1,11 @@
 """The evidence bundle's data model (schema version 1) and its JSON Schema.
 
 The committed ``pv/schema/bundle.schema.json`` is generated from these models
-(``python -m pv.evidence.bundle > pv/schema/bundle.schema.json``) and is what
+(``python -m pv.bundle.model > pv/schema/bundle.schema.json``) and is what
 ``pv evidence verify`` validates against, so an old bundle is judged by the schema it claims.
 
 Binding: ``contract.sha256`` is the digest of the contract file's exact bytes when the run
-started; ``contract.binding_digest`` (method ``pv-canonical-v1``, see ``pv.evidence.digest``) is
+started; ``contract.binding_digest`` (method ``pv-canonical-v1``, see ``pv.bundle.digest``) is
 the digest the evidence is bound to.  It leaves out ``metadata.status`` and changelog entries
 that carry an ``evidence`` field, which is everything ``pv promote`` writes, so promotion does
 not stale the bundle it promoted from; every other edit does.

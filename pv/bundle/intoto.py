@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pv.evidence.bundle import PREDICATE_TYPE, STATEMENT_TYPE, Bundle
+from pv.bundle.model import PREDICATE_TYPE, STATEMENT_TYPE, Bundle
 
 CONTRACT_SUBJECT_PREFIX = "contract:"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pv.evidence import environment
+from pv.bundle import environment
 
 
 class NVMLError(Exception):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from pv.evidence.bundle import Environment, GpuInfo
+from pv.bundle.model import Environment, GpuInfo
 from pv.git import GitError, run_git
 
 PACKAGES: tuple[str, ...] = ("pv-harness", "torch", "bitsandbytes", "peft", "transformers", "pytest")
@@ -71,6 +71,7 @@ def cpu_model() -> str:
 
 def _cpu_counts() -> tuple[int | None, int | None, float | None]:
     try:
+        # optional: absent, the probe records null instead of failing the run
         import psutil
     except ImportError:  # pragma: no cover - psutil is a dependency
         return None, os.cpu_count(), None
@@ -85,6 +86,7 @@ def gpus() -> list[GpuInfo]:
     """Every NVIDIA GPU NVML reports.  A device whose memory NVML cannot size is one that
     shares host memory (Jetson, GB10): reported as ``integrated``."""
     try:
+        # optional: absent, the probe records null instead of failing the run
         import pynvml
     except ImportError:
         return []

@@ -1,6 +1,6 @@
 """pytest side of the evidence writer: options, the crash-safe journal, a bundle per contract.
 
-Loaded by the pv plugin (``pytest_plugins = ["pv.evidence.pytest_hooks"]``).
+Loaded by the pv plugin (``pytest_plugins = ["pv.evidence_hooks"]``).
 
 Evidence is written on purpose: a plain local ``pytest`` leaves ``evidence/`` alone.  A run writes
 bundles when asked by ``--pv-evidence``, the ini option ``pv_write_evidence = true`` or
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from pv.bundle.environment import capture
+from pv.bundle.signing import Signer, SigningError
 from pv.cases import split_name
 from pv.evidence.code_binding import CodeScope
-from pv.evidence.environment import capture
 from pv.evidence.journal import Journal, died, recover_all
-from pv.evidence.signing import Signer, SigningError
 from pv.evidence.writer import Outcome, write_run
 from pv.paths import shown
 from pv.pytest_settings import settings_of
@@ -110,6 +110,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             reporter.write_line(f"pv evidence: {line}", yellow=True, bold=True)
     outcomes = recover_all(target, config.rootpath, lambda: capture(config.rootpath, exclude=[target]), plan.signer)
     _report(config, outcomes, "pv evidence (recovered from a session that died)")
+    # pv.plugin loads this module as one of its pytest_plugins: at import time pv.plugin is not loaded yet
     from pv.plugin import pv_session
 
     pv = pv_session(config)
