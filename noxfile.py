@@ -121,9 +121,9 @@ def mutation(session: nox.Session) -> None:
 
     A report, not a gate (not run by default).  The full run is ~12,000 mutants (many hours on two
     cores): each call runs the mutants without a current verdict for an hour (``-- --minutes N``)
-    and keeps every verdict in ``bench/mutation-results.jsonl``; ``-- --report`` prints the figures.
+    and keeps every verdict in ``mutation/results.jsonl``; ``-- --report`` prints the figures.
     """
     session.run(
         "python", "-m", "pip", "install", "-q", "-c", "requirements/cpu.txt", "-e", ".[mutation]", external=True
     )
-    session.run("python", "bench/mutation.py", *session.posargs)
+    session.run("python", "scripts/mutation/run.py", *session.posargs)

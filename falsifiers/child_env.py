@@ -5,7 +5,7 @@ directory is not put first on the path) must have the child import the engine th
 measures -- this repository's, a copy the checker made, or mutmut's mutated copy -- and see the
 faults planted in this process, or a planted fault would go unmeasured in the child.
 
-Not a ``falsifiers/_*.py`` module: bench/_mutation_cache.py digests each of those into every
+Not a ``falsifiers/_*.py`` module: scripts/mutation/cache.py digests each of those into every
 falsifier's key, so adding or changing one makes the mutation run judge every mutant again.
 """
 

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script(relative: str) -> ModuleType:
-    """``bench/_mutation_cache.py`` -> that file as a module named for its stem; its folder goes on
+    """``scripts/mutation/cache.py`` -> that file as a module named for its stem; its folder goes on
     the import path, as running the script puts it, so that it imports its siblings."""
     path = ROOT / relative
     if str(path.parent) not in sys.path:

@@ -1,28 +1,30 @@
 """The full mutation run's results, kept in the repository so that the run can span sessions.
 
 mutmut keeps its verdicts in ``mutants/`` (ignored by git, gone with the clone).  After each chunk
-``bench/mutation.py`` copies every decided mutant into ``bench/mutation-results.jsonl``, one line
+``scripts/mutation/run.py`` copies every decided mutant into ``mutation/results.jsonl``, one line
 per mutant, with what the verdict depended on:
 
 - ``function_digest``: mutmut's digest of the mutated function's source.  A mutant of a function
   that has changed since is run again (mutmut's own rule: edits elsewhere in the engine do not
   reset a verdict).
 - a **killed** mutant names the falsifiers that failed under it and, per falsifier, the digest of
-  what decides its verdict: its own entry in its contract (check, params, expect, ...), its
-  checker's module as that checker sees it (the module less the other checkers' definitions that
-  nothing left in it names: widening one checker leaves its neighbours' kills standing) and the
-  shared fixtures and inputs (``contracts/conftest.py``, ``conftest.py``,
-  ``falsifiers/_*.py``, ``recipes/``), and every other ``falsifiers`` module the checker's module
-  imports, directly or through one another (``falsifiers.refusals``, another checker's module).
-  The verdict stands while those are unchanged, whatever else the suite gains (a new falsifier in
-  the same contract included).  Lines written under an earlier definition of the digest (the
-  whole contract; the checker's whole module; the checker's view without the modules it imports)
-  are restated once, while that earlier digest still holds (:func:`migrate`).
+  what decides its verdict: its own entry in its contract (params, expect, ...; its ``check`` by
+  function name alone), the definitions its checker runs wherever they live
+  (``checker_digest.py``: the checker function and every definition of ``falsifiers`` it reaches,
+  directly or through a helper module, as syntax trees, imports as what they bind) and the shared
+  fixtures and inputs (``contracts/conftest.py``, ``conftest.py``, by what they run, and
+  ``recipes/``).  The verdict stands while those are unchanged, whatever else the suite gains (a
+  new falsifier in the same contract included) and wherever the checker moves (a family package,
+  a helper split out into a shared module, an import hoisted or commented).  Lines written under
+  an earlier definition of the digest (the whole contract; the checker's whole module; the
+  checker's view without the modules it imports; the checker's view and the files of the modules
+  it imports) are restated once, while that earlier digest still holds (:func:`migrate`;
+  ``run.py --restate`` does it for the checkers as they are in the repository, before a move).
 - any other outcome (survived, reached by no falsifier, a hang or crash with no falsifier named)
   names the falsifiers that reached the mutated function in mutmut's coverage stats
   (``mutants/mutmut-stats.json``) with the same per-falsifier digests: it stands while the same
   falsifiers, unchanged, are all that reach the function.  A new or edited falsifier that reaches
-  it (``bench/mutation.py`` re-collects the stats of every falsifier whose digest changed before
+  it (``scripts/mutation/run.py`` re-collects the stats of every falsifier whose digest changed before
   it decides what is current) re-runs it; one that does not, leaves it standing.  The stats of
   an unchanged falsifier are collected again too when it reached an engine function whose source
   changed since (mutmut's digests, kept beside the stats): the function may call others now, a
@@ -30,7 +32,7 @@ per mutant, with what the verdict depended on:
   the digest of the whole suite instead and are run again once any contract or checker changes.
 
 A verdict that no longer holds is dropped, but who killed the mutant is kept in
-``bench/mutation-killers.json`` (mutant -> falsifiers, the last run's killers): when the mutant is
+``mutation/killers.json`` (mutant -> falsifiers, the last run's killers): when the mutant is
 run again those falsifiers run first (``pv-mutation-hints.json``, read by pv's mutation hooks), so
 a kill that an unrelated edit re-opened costs one falsifier instead of every faster one before it.
 
@@ -52,8 +54,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from checker_digest import CheckerDigests
 
-from pv.evidence.digest import contract_binding_digest
+from pv.bundle.digest import contract_binding_digest
 from pv.import_closure import closure
 from pv.mutation import KILLED, KILLING_VERDICTS, read_log, status_of
 
@@ -158,6 +161,8 @@ class SuiteDigests:
     previous: dict[str, str] = field(default_factory=dict)
     # the digests as defined third (the checker's view without the falsifiers modules it imports)
     viewed: dict[str, str] = field(default_factory=dict)
+    # the digests as defined fourth (by the files the checker and its helpers live in, whole)
+    located: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, root: Path) -> SuiteDigests:
@@ -172,7 +177,19 @@ class SuiteDigests:
         legacy: dict[str, str] = {}
         previous: dict[str, str] = {}
         viewed: dict[str, str] = {}
+        located: dict[str, str] = {}
         helpers_of = functools.cache(lambda checker: imported_helpers(root, checker))  # shared by a module's checkers
+        definitions = CheckerDigests(root)
+        # the fixtures by what they run; the checker package's own modules count only where a
+        # checker reaches them (its closure below)
+        fixtures = [
+            piece
+            for p in shared_paths
+            if p.is_file() and p.parent.name != "falsifiers"
+            for piece in (
+                definitions.whole(p) if p.suffix == ".py" else [(p.relative_to(root).as_posix(), p.read_bytes())]
+            )
+        ]
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -192,13 +209,18 @@ class SuiteDigests:
                 helpers = helpers_of(checker) if whole else []
                 key = f"{data['metadata']['id']}::{falsifier['id']}"
                 entry = (f"{path.name}#{falsifier['id']}", own)
-                by_falsifier[key] = _sha([*shared, entry, *view, *helpers])
+                runs = definitions.closure(module, [function]) if whole else []
+                # the entry with its check named by function alone: where the checker lives is
+                # no part of what it runs
+                anywhere = json.dumps({**falsifier, "check": function}, sort_keys=True, default=str).encode()
+                by_falsifier[key] = _sha([*fixtures, (f"{path.name}#{falsifier['id']}", anywhere), *runs])
+                located[key] = _sha([*shared, entry, *view, *helpers])
                 viewed[key] = _sha([*shared, entry, *view])
                 previous[key] = _sha([*shared, entry, *whole])
                 legacy[key] = _sha([*shared, (path.name, binding), *whole])
                 by_node[f"contracts/{path.name}::{falsifier['id']}"] = key
         every += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted((root / "falsifiers").rglob("*.py"))]
-        return cls(_sha(every), by_falsifier, by_node, legacy, previous, viewed)
+        return cls(_sha(every), by_falsifier, by_node, legacy, previous, viewed, located)
 
     def of(self, falsifier: str) -> str | None:
         return self.by_falsifier.get(falsifier)
@@ -206,7 +228,7 @@ class SuiteDigests:
     @property
     def earlier(self) -> tuple[dict[str, str], ...]:
         """The digests as each earlier scheme defined them, oldest first."""
-        return (self.legacy, self.previous, self.viewed)
+        return (self.legacy, self.previous, self.viewed, self.located)
 
     def unchanged(self, falsifier: str, digest: str | None) -> bool:
         """Whether ``digest``, taken under this or an earlier scheme, still holds for ``falsifier``."""
@@ -252,6 +274,14 @@ def migrate(record: Record, suite: SuiteDigests) -> Record:
     if record.reached_by and (new := restated(record.reached_by)) is not None:
         return replace(record, reached_by=new)
     return record
+
+
+def restate_survival(survival: Survival, suite: SuiteDigests) -> Survival:
+    """``survival`` with its digests restated in the current scheme where an earlier one still holds."""
+    for scheme in suite.earlier:
+        if survival.reached_by and all(scheme.get(k) == d for k, d in survival.reached_by.items()):
+            return replace(survival, reached_by={k: suite.by_falsifier[k] for k in survival.reached_by})
+    return survival
 
 
 @dataclass(frozen=True)
@@ -310,7 +340,7 @@ def stale_stats(mutants: Path, suite: SuiteDigests) -> list[str]:
     doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     then: dict[str, str] = doc.get("nodes", {}) if doc.get("version") == STATS_VERSION else {}
     # stats marked under an earlier scheme's digest are as good while that digest holds
-    earlier = {node: (suite.previous.get(key), suite.viewed.get(key)) for node, key in suite.by_node.items()}
+    earlier = {node: tuple(scheme.get(key) for scheme in suite.earlier[1:]) for node, key in suite.by_node.items()}
     nodes = suite.by_node_id()
     stale = {node for node, digest in nodes.items() if then.get(node) not in (digest, *earlier[node])}
     if "functions" not in doc:  # stats marked before function digests were kept: nothing says what changed

@@ -1,10 +1,10 @@
 """The reviewed equivalent mutants, held to the mutants they were reviewed as.
 
-``bench/mutation_equivalent.txt`` names each reviewed mutant by mutmut's name, and mutmut numbers
+``mutation/equivalent.txt`` names each reviewed mutant by mutmut's name, and mutmut numbers
 a function's mutants in order: an edit to the function renumbers them, and the entry then names
 another mutant (one a falsifier may kill, or one that is no mutant at all).  So each entry's change,
 the lines ``mutmut show`` prints as removed and added, is kept in
-``bench/mutation-equivalent-diffs.json`` when it is reviewed (``python bench/mutation.py
+``mutation/equivalent-diffs.json`` when it is reviewed (``python scripts/mutation/run.py
 --lock-equivalents``), and an entry whose mutant now changes something else, or no longer exists,
 is stale: it is left out of the figures and listed for a new review.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from _mutation_cache import read_lists, write_lists
+from cache import read_lists, write_lists
 
 Change = list[str]
 

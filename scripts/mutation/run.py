@@ -7,17 +7,17 @@ mutants at a few seconds each on the 2-core reference machine: many hours, so it
 
 Each invocation runs the mutants that have no current result for up to ``--minutes`` (then stops
 mutmut as Ctrl-C would; what finished is kept), copies every verdict into the committed
-``bench/mutation-results.jsonl`` (see ``bench/_mutation_cache.py`` for what invalidates one) and
+``mutation/results.jsonl`` (see ``scripts/mutation/cache.py`` for what invalidates one) and
 prints the kill ratio per module over everything decided so far, raw and with the mutants reviewed
-as equivalent (``bench/mutation_equivalent.txt``) left out, and the survivors by module and
+as equivalent (``mutation/equivalent.txt``) left out, and the survivors by module and
 function.  Interrupted or killed, the next invocation picks up the finished part first.
 
-    python bench/mutation.py                           # the next hour of the full run
-    python bench/mutation.py --minutes 0               # no time limit: until every mutant is decided
-    python bench/mutation.py --module engine/lora.py   # only this module's pending mutants
-    python bench/mutation.py --report                  # the figures so far; runs nothing
-    python bench/mutation.py --forget-kills-by qa-gates-v1::FALSIFY-QAG-004   # a falsifier found flaky
-    python bench/mutation.py --judge-again engine.qa.x_perplexity__mutmut_36   # one verdict doubted
+    python scripts/mutation/run.py                           # the next hour of the full run
+    python scripts/mutation/run.py --minutes 0               # no time limit: until every mutant is decided
+    python scripts/mutation/run.py --module engine/lora.py   # only this module's pending mutants
+    python scripts/mutation/run.py --report                  # the figures so far; runs nothing
+    python scripts/mutation/run.py --forget-kills-by qa-gates-v1::FALSIFY-QAG-004   # a falsifier found flaky
+    python scripts/mutation/run.py --judge-again engine.qa.x_perplexity__mutmut_36   # one verdict doubted
     nox -s mutation -- --minutes 120
 """
 
@@ -31,27 +31,30 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "bench" / "mutmut_site")]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SITE = HERE / "mutmut_site"
+DATA = ROOT / "mutation"
+sys.path[:0] = [str(ROOT), str(HERE), str(SITE)]
 
-import _equivalents as equivalents  # noqa: E402
-import _mutation_cache as cache  # noqa: E402
+import cache  # noqa: E402
+import equivalents  # noqa: E402
 import pv_private_cache  # noqa: E402
 
 MUTANTS = ROOT / "mutants"
 CHUNK = MUTANTS / "pv-chunk.json"
 LOG = MUTANTS / "pv-mutation-log.jsonl"
-RESULTS = ROOT / "bench" / "mutation-results.jsonl"
-KILLERS = ROOT / "bench" / "mutation-killers.json"
+RESULTS = DATA / "results.jsonl"
+KILLERS = DATA / "killers.json"
 HINTS = MUTANTS / "pv-mutation-hints.json"
-SURVIVALS = ROOT / "bench" / "mutation-survivals.json"
+SURVIVALS = DATA / "survivals.json"
 SKIPS = MUTANTS / "pv-mutation-skips.json"
 SEED_CACHE = MUTANTS / "pv-engine-cache"  # filled by mutmut's clean run; each mutant's run copies it
-EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
-EQUIVALENT_LOCK = ROOT / "bench" / "mutation-equivalent-diffs.json"
+EQUIVALENT = DATA / "equivalent.txt"
+EQUIVALENT_LOCK = DATA / "equivalent-diffs.json"
 
 
 def generate() -> None:
@@ -104,8 +107,8 @@ def collect(records: dict[str, cache.Record]) -> int:
 STATS_CHILD = """
 import sys
 from pathlib import Path
-sys.path.insert(0, "bench")
-import _mutation_cache as cache
+sys.path.insert(0, "scripts/mutation")
+import cache
 from mutmut.__main__ import collect_or_load_stats, setup_source_paths
 from mutmut.state import state
 from mutmut.workers.isolation import get_mutant_runner
@@ -131,10 +134,10 @@ def mutmut_env() -> dict[str, str]:
     """mutmut's environment.  One thread per run: torch's thread pool does not survive mutmut's
     fork server, and two single-threaded runs use the two cores better than one two-threaded run.
     Child processes a falsifier starts report the engine functions they call during the stats run
-    (``bench/mutmut_site/sitecustomize.py``), so mutmut runs that falsifier for their mutants."""
+    (``scripts/mutation/mutmut_site/sitecustomize.py``), so mutmut runs that falsifier for their mutants."""
     hits = MUTANTS / "pv-child-hits"
     hits.mkdir(parents=True, exist_ok=True)
-    path = os.pathsep.join(p for p in (str(ROOT / "bench" / "mutmut_site"), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(SITE), os.environ.get("PYTHONPATH", "")) if p)
     # Each mutant's run imports the mutated engine and the falsifiers afresh: without bytecode
     # written under mutants/ (PYTHONDONTWRITEBYTECODE) every run compiled them again, ~2 CPU-s of a
     # ~5 s run.  The bytecode is checked against each source's mtime, so a regenerated module is
@@ -245,7 +248,7 @@ def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Recor
 
 
 def current_equivalents() -> Path:
-    """The reviewed equivalent mutants that still name the mutant reviewed (bench/_equivalents.py),
+    """The reviewed equivalent mutants that still name the mutant reviewed (scripts/mutation/equivalents.py),
     as a file for ``pv mutation report``; the stale ones are listed and left out."""
     from pv.mutation import read_equivalent
 
@@ -274,6 +277,29 @@ def lock_equivalents() -> int:
     for name in missing:
         print(f"  no such mutant: {name}")
     return 1 if missing else 0
+
+
+def restate() -> int:
+    """Restate every verdict kept under an earlier digest scheme that still holds for the checkers
+    as they are in the repository now, in the current scheme; runs nothing and needs no mutmut.
+
+    Run it before a change that keeps what the checkers run but breaks an earlier scheme (checkers
+    moved into other files or packages): the verdicts then outlive the move."""
+    suite = cache.SuiteDigests.measure(ROOT)
+    records = cache.read(RESULTS)
+    restated = {name: cache.migrate(r, suite) for name, r in records.items()}
+    changed = sum(1 for name, r in restated.items() if r != records[name])
+    unchanged = sum(1 for r in restated.values() if r.suite_digest is None and suite.current(r) and r.killer_digests)
+    cache.write(RESULTS, restated)
+    survivals = cache.read_survivals(SURVIVALS)
+    moved = {name: cache.restate_survival(s, suite) for name, s in survivals.items()}
+    cache.write_lists(SURVIVALS, {k: asdict(v) for k, v in moved.items()})
+    print(
+        f"restated {changed} of {len(records)} verdicts in the current digest scheme "
+        f"({unchanged} kills now current for the checkers as they are); "
+        f"{sum(1 for k in moved if moved[k] != survivals[k])} of {len(survivals)} survivals"
+    )
+    return 0
 
 
 _main_pid: int | None = None
@@ -308,7 +334,13 @@ def main() -> int:
     parser.add_argument(
         "--lock-equivalents",
         action="store_true",
-        help="record the change of each newly reviewed equivalent (bench/mutation-equivalent-diffs.json) and exit",
+        help="record the change of each newly reviewed equivalent (mutation/equivalent-diffs.json) and exit",
+    )
+    parser.add_argument(
+        "--restate",
+        action="store_true",
+        help="restate the kept verdicts in the current digest scheme, where an earlier one still holds "
+        "for the repository's checkers, and exit (before moving checkers to other files)",
     )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
@@ -335,6 +367,8 @@ def main() -> int:
     )
     args = parser.parse_args()
     os.chdir(ROOT)
+    if args.restate:
+        return restate()
     records = cache.read(RESULTS)
     if args.judge_again:
         try:

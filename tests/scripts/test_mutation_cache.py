@@ -14,7 +14,7 @@ from tests.scripts_loader import load_script
 ROOT = Path(__file__).resolve().parents[2]
 
 
-cache = load_script("bench/_mutation_cache.py")
+cache = load_script("scripts/mutation/cache.py")
 
 CONTRACT = """\
 metadata: {{id: {cid}, version: 1.0.0, kind: inference, status: DRAFT, description: d}}
@@ -328,9 +328,9 @@ def test_widening_one_checker_leaves_its_neighbours_kills_standing(mutants: Path
     module.write_text(TWO_CHECKERS.replace('return {"ok": True}', 'return {"ok": 1 + 1 == 2}'))
     after = cache.SuiteDigests.measure(mutants)
     assert after.current(a_kill) and not after.current(b_kill)  # only the edited checker's kill re-opens
-    module.write_text(TWO_CHECKERS.replace("LIMIT = 3", "LIMIT = 4"))  # what both may read
+    module.write_text(TWO_CHECKERS.replace("LIMIT = 3", "LIMIT = 4"))  # what the first reads, through helper
     after = cache.SuiteDigests.measure(mutants)
-    assert not after.current(a_kill) and not after.current(b_kill)
+    assert not after.current(a_kill) and after.current(b_kill)
     calling = TWO_CHECKERS.replace('return {"ok": helper() == 3}', "return second()")
     module.write_text(calling)
     kept = cache.SuiteDigests.measure(mutants)
@@ -351,7 +351,7 @@ def test_lines_of_the_whole_module_scheme_are_restated_while_they_hold(mutants: 
     # stats marked under the whole-module digests are not collected again while those hold
     cache.mark_stats_current(mutants, replace(suite, by_falsifier=suite.previous))
     assert cache.stale_stats(mutants, suite) == []
-    (mutants / "falsifiers" / "a.py").write_text(TWO_CHECKERS + "\n# edited\n")
+    (mutants / "falsifiers" / "a.py").write_text(TWO_CHECKERS.replace("LIMIT = 3", "LIMIT = 4"))
     changed = cache.SuiteDigests.measure(mutants)
     assert cache.migrate(whole_module, changed) == whole_module
     assert cache.stale_stats(mutants, changed) == ["contracts/a-v1.yaml::FALSIFY-A-001"]
@@ -401,20 +401,57 @@ def test_equivalents_later_keeps_the_order_and_leaves_only_reviewed_ones() -> No
 def test_a_falsifiers_module_a_checker_imports_decides_its_kills(mutants: Path) -> None:
     folder = mutants / "falsifiers"
     (folder / "a.py").write_text("from falsifiers.helper import LIMIT\n\ndef check(): return {'ok': LIMIT == 3}\n")
-    (folder / "helper.py").write_text("from falsifiers import deeper\n\nLIMIT = 3\n")
-    (folder / "deeper.py").write_text("def inner():\n    import falsifiers.deepest\n")
+    (folder / "helper.py").write_text("from falsifiers import deeper\n\nLIMIT = deeper.depth()\nOTHER = 1\n")
+    (folder / "deeper.py").write_text("def depth():\n    from falsifiers.deepest import DEPTH\n    return DEPTH\n")
     (folder / "deepest.py").write_text("DEPTH = 3\n")
     records = harvest(mutants)
     a_kill, b_kill = records["sut.m.x_f__mutmut_1"], records["sut.m.x_f__mutmut_2"]
-    for module in ("helper", "deeper", "deepest"):  # imported at the top, from the package, in a function
+    edits = {  # what the checker reads: at the top, through a package module, inside a function
+        "helper": ("LIMIT = deeper.depth()", "LIMIT = deeper.depth() + 0"),
+        "deeper": ("return DEPTH", "return DEPTH * 1"),
+        "deepest": ("DEPTH = 3", "DEPTH = 4"),
+    }
+    for module, (before, after_text) in edits.items():
         path = folder / f"{module}.py"
-        path.write_text(path.read_text() + "# edited\n")
+        path.write_text(path.read_text().replace(before, after_text))
         after = cache.SuiteDigests.measure(mutants)
         assert not after.current(a_kill) and after.current(b_kill), module
-    (folder / "unrelated.py").write_text("X = 1\n")
-    kept = cache.SuiteDigests.measure(mutants)
-    (folder / "unrelated.py").write_text("X = 2\n")
-    assert kept.of("a-v1::FALSIFY-A-001") == cache.SuiteDigests.measure(mutants).of("a-v1::FALSIFY-A-001")
+        path.write_text(path.read_text().replace(after_text, before))
+    assert cache.SuiteDigests.measure(mutants).current(a_kill)
+    # what it does not read, a comment, a hoisted import: the kill stands
+    helper = folder / "helper.py"
+    helper.write_text(helper.read_text().replace("OTHER = 1", "OTHER = 2  # a comment"))
+    (folder / "deeper.py").write_text("from falsifiers.deepest import DEPTH\n\n\ndef depth():\n    return DEPTH\n")
+    assert cache.SuiteDigests.measure(mutants).current(a_kill)
+
+
+def test_a_kill_outlives_its_checker_moving_to_another_package(mutants: Path) -> None:
+    """Checkers moved into family packages, a shared helper split out: the same definitions run."""
+    folder = mutants / "falsifiers"
+    (folder / "a.py").write_text(
+        "from falsifiers.b import helper\n\n\ndef check():\n    import math\n    return {'ok': helper() == math.pi}\n"
+    )
+    (folder / "b.py").write_text(
+        "import math\n\n\ndef helper():\n    return math.pi\n\n\ndef check(): return {'ok': True}\n"
+    )
+    records = harvest(mutants)
+    a_kill = records["sut.m.x_f__mutmut_1"]
+    (folder / "family").mkdir()
+    (folder / "shared").mkdir()
+    (folder / "family" / "__init__.py").write_text('"""A family."""\n')
+    (folder / "shared" / "__init__.py").write_text("")
+    (folder / "a.py").unlink()
+    (folder / "family" / "a.py").write_text(
+        "import math\n\nfrom falsifiers.shared.maths import helper  # moved\n\n\n"
+        "def check():\n    return {'ok': helper() == math.pi}\n"
+    )
+    (folder / "shared" / "maths.py").write_text("import math\n\n\ndef helper():\n    return math.pi\n")
+    contract = mutants / "contracts" / "a-v1.yaml"
+    contract.write_text(contract.read_text().replace("falsifiers.a:check", "falsifiers.family.a:check"))
+    moved = cache.SuiteDigests.measure(mutants)
+    assert moved.current(a_kill)
+    (folder / "shared" / "maths.py").write_text("import math\n\n\ndef helper():\n    return math.e\n")
+    assert not cache.SuiteDigests.measure(mutants).current(a_kill)
 
 
 def test_lines_written_before_imported_modules_counted_are_restated_while_they_hold(
@@ -426,20 +463,20 @@ def test_lines_written_before_imported_modules_counted_are_restated_while_they_h
     records = harvest(mutants)
     suite = cache.SuiteDigests.measure(mutants)
     kill, survivor = records["sut.m.x_f__mutmut_1"], records["sut.m.x_f__mutmut_3"]
-    assert suite.viewed["a-v1::FALSIFY-A-001"] != suite.of("a-v1::FALSIFY-A-001")
-    assert suite.viewed["b-v1::FALSIFY-B-001"] == suite.of("b-v1::FALSIFY-B-001")  # imports nothing: unchanged
+    assert suite.viewed["a-v1::FALSIFY-A-001"] != suite.located["a-v1::FALSIFY-A-001"]
+    assert suite.viewed["b-v1::FALSIFY-B-001"] == suite.located["b-v1::FALSIFY-B-001"]  # imports nothing: unchanged
     viewed_kill = replace(kill, killer_digests={k: suite.viewed[k] for k in kill.killers})
     viewed_survivor = replace(survivor, reached_by={k: suite.viewed[k] for k in survivor.reached_by or {}})
     assert not suite.current(viewed_kill) and cache.migrate(viewed_kill, suite) == kill
     assert cache.migrate(viewed_survivor, suite) == survivor
     cache.mark_stats_current(mutants, replace(suite, by_falsifier=suite.viewed))
     assert cache.stale_stats(mutants, suite) == []
-    (folder / "a.py").write_text((folder / "a.py").read_text() + "# edited\n")
+    (folder / "a.py").write_text((folder / "a.py").read_text().replace("LIMIT == 3", "LIMIT >= 3"))
     changed = cache.SuiteDigests.measure(mutants)
     assert cache.migrate(viewed_kill, changed) == viewed_kill
     assert cache.stale_stats(mutants, changed) == ["contracts/a-v1.yaml::FALSIFY-A-001"]
     # a survival kept under those digests runs only what is new (C), not A and B, unchanged since
-    (folder / "a.py").write_text((folder / "a.py").read_text().removesuffix("# edited\n"))
+    (folder / "a.py").write_text((folder / "a.py").read_text().replace("LIMIT >= 3", "LIMIT == 3"))
     store, skips = tmp_path / "survivals.json", tmp_path / "skips.json"
     cache.remember_survivals(store, [viewed_survivor])
     stats = json.loads((mutants / "mutmut-stats.json").read_text())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.scripts_loader import load_script
 
-equivalents = load_script("bench/_equivalents.py")
+equivalents = load_script("scripts/mutation/equivalents.py")
 
 REVIEWED = {
     "sut.m.x_f__mutmut_3": "float('NAN') is float('nan')",

@@ -1,4 +1,4 @@
-"""bench/mutation.py stops on Ctrl-C or `kill`, and only its own process turns that into an interrupt."""
+"""scripts/mutation/run.py stops on Ctrl-C or `kill`, and only its own process turns that into an interrupt."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Run in a child interpreter: loading bench/mutation.py puts mutmut's site folder on sys.path and
+# Run in a child interpreter: loading scripts/mutation/run.py puts mutmut's site folder on sys.path and
 # the test installs signal handlers, neither of which should outlive it.
 PROBE = """
 import importlib.util, os, signal, sys
-spec = importlib.util.spec_from_file_location("mutation", "bench/mutation.py")
+spec = importlib.util.spec_from_file_location("mutation", "scripts/mutation/run.py")
 mutation = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mutation)
 mutation.install_interrupt()

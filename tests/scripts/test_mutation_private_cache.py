@@ -1,4 +1,4 @@
-"""Each mutant's run works in its own copy of the engine's cache (bench/mutmut_site/pv_private_cache.py)."""
+"""Each mutant's run works in its own copy of the engine's cache (scripts/mutation/mutmut_site/pv_private_cache.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     seed = tmp_path / "mutants" / "pv-engine-cache"
     (seed / "tokenizers").mkdir(parents=True)
     (seed / "tokenizers" / "bpe.json").write_text('{"add_bos_token": true}')
-    monkeypatch.syspath_prepend(str(ROOT / "bench" / "mutmut_site"))
+    monkeypatch.syspath_prepend(str(ROOT / "scripts" / "mutation" / "mutmut_site"))
     # monkeypatch restores what the plugin sets in this process's environment
     monkeypatch.setenv("PV_ENGINE_CACHE", str(seed))
     monkeypatch.setenv("PV_MUTMUT_CACHE_SEED", str(seed))

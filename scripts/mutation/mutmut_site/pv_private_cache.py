@@ -1,4 +1,4 @@
-"""pytest plugin of a mutation run (``bench/mutation.py`` names it in ``PYTEST_PLUGINS``): each
+"""pytest plugin of a mutation run (``scripts/mutation/run.py`` names it in ``PYTEST_PLUGINS``): each
 mutant's run gets its own copy of the engine's cache.
 
 mutmut's clean run, with no mutant active, fills ``$PV_MUTMUT_CACHE_SEED`` (the tokenizers and
@@ -27,7 +27,7 @@ _COPY = pytest.StashKey[Path]()
 
 
 def copies_folder(seed: Path) -> Path:
-    """Where the copies of ``seed`` go: beside it, emptied by ``bench/mutation.py`` before each chunk."""
+    """Where the copies of ``seed`` go: beside it, emptied by ``scripts/mutation/run.py`` before each chunk."""
     return seed.with_name(f"{seed.name}-private")
 
 

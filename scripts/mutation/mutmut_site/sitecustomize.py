@@ -1,4 +1,4 @@
-"""Loaded by every Python process a mutation run starts (``bench/mutation.py`` puts this folder
+"""Loaded by every Python process a mutation run starts (``scripts/mutation/run.py`` puts this folder
 first on ``PYTHONPATH``): a falsifier that runs the engine in a child process (``python -m engine``,
 a measuring child, torchrun ranks) calls engine functions mutmut's stats cannot see from the test
 process.  During mutmut's stats run (``MUTANT_UNDER_TEST=stats``) the child writes the functions it
