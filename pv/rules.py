@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pv.diagnostics import Diagnostic, Severity
 
@@ -21,6 +21,7 @@ class Rule:
     summary: str  # one line
     explanation: str  # one paragraph: what it means and why it matters
     hint: str  # the default fix hint attached to each diagnostic
+    gate: str = "validate"  # the `pv lint` gate that reports it (pv.lint.gates.<gate> registers its own)
 
     def diagnostic(
         self,
@@ -57,6 +58,29 @@ def register(rule: Rule) -> Rule:
 
 def rule(code: str) -> Rule:
     return RULES[code]
+
+
+def lint_rule(gate: str, code: str, name: str, severity: Severity, summary: str, explanation: str, hint: str) -> str:
+    """Register a rule of the lint gate ``gate`` (called by that gate's module); returns its code."""
+    return register(Rule(code, name, severity, summary, explanation, hint, gate)).code
+
+
+def route(code: str, gate: str) -> str:
+    """Hand a rule of ``pv validate`` that looks across files to the lint gate ``gate``, which then
+    reports it (called by that gate's module); returns the code."""
+    RULES[code] = replace(RULES[code], gate=gate)
+    return code
+
+
+def gate_of(code: str) -> str:
+    """The lint gate that reports ``code`` (``validate`` for a code no gate claimed)."""
+    found = RULES.get(code)
+    return found.gate if found is not None else "validate"
+
+
+def codes_of(gate: str) -> list[str]:
+    """Every code the lint gate ``gate`` reports, sorted."""
+    return sorted(code for code, r in RULES.items() if r.gate == gate)
 
 
 def by_name(name: str) -> Rule:
@@ -281,7 +305,7 @@ BAD_REFERENCE = _r(
     E,
     "A `check:` or `mutant:` is not of the form `module:function`.",
     "Checkers and mutants are named as a dotted module path, a colon and a function name, for "
-    "example `falsifiers.qlora:logit_agreement`.",
+    "example `falsifiers.qlora_compose.qlora:logit_agreement`.",
     "Write the reference as `package.module:name`.",
 )
 CHECK_OUTSIDE = _r(

@@ -16,16 +16,9 @@ from pv.config import PvConfig
 from pv.diagnostics import Severity
 from pv.lint.baseline import Baseline
 from pv.lint.findings import Finding
+from pv.lint.gates import GATES
 from pv.lint.gates.base import Gate, GateContext
-from pv.lint.gates.binding import BindingGate
-from pv.lint.gates.changelog import ChangelogGate
-from pv.lint.gates.coverage import CoverageGate
-from pv.lint.gates.duplicates import DuplicatesGate
-from pv.lint.gates.falsifiability import FalsifiabilityGate
-from pv.lint.gates.observations import ObservationsGate
-from pv.lint.gates.references import ReferencesGate
-from pv.lint.gates.status import StatusGate
-from pv.lint.gates.validate import ValidateGate, to_findings
+from pv.lint.gates.validate import to_findings
 from pv.lint.state import StateDir
 from pv.lint.tree import LintTree
 from pv.project import Project
@@ -34,17 +27,7 @@ GateState = Literal["passed", "failed", "skipped"]
 
 
 def default_gates() -> list[Gate]:
-    return [
-        ValidateGate(),
-        BindingGate(),
-        ObservationsGate(),
-        FalsifiabilityGate(),
-        CoverageGate(),
-        ReferencesGate(),
-        StatusGate(),
-        ChangelogGate(),
-        DuplicatesGate(),
-    ]
+    return [gate() for gate in GATES]
 
 
 GATE_NAMES: tuple[str, ...] = tuple(g.name for g in default_gates())

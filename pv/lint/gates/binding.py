@@ -2,16 +2,78 @@
 
 from __future__ import annotations
 
-import pv.lint.codes as codes
 from pv.cases import parametrized_names
 from pv.checkers import CheckerBindingError, discover, in_packages, unaccepted_params
 from pv.diagnostics import Severity
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
+from pv.rules import lint_rule, route
+
+NAME = "binding"
+# validate's tree-wide codes this gate reports
+route("PV111", NAME)  # checker-outside-packages
+route("PV127", NAME)  # param-named-like-fixture
+E, W = Severity.ERROR, Severity.WARNING
+
+CHECK_MISSING = lint_rule(
+    NAME,
+    "PVL201",
+    "no-checker",
+    W,
+    "A falsifier names no checker.",
+    "Without `check:` a falsifier cannot run: it is documentation, not a test, and no evidence can "
+    "ever back it. Contracts in the Rust dialect start this way; the binding is added later. It is a "
+    "warning by default and an error with `--strict-test-binding`.",
+    "Add `check: package.module:function` naming a `@pv.checker` function.",
+)
+CHECK_UNRESOLVED = lint_rule(
+    NAME,
+    "PVL202",
+    "checker-unresolved",
+    E,
+    "A falsifier's checker does not import or is not registered.",
+    "The `check:` reference names a module that fails to import, a function that does not exist, or "
+    "a function not decorated with `@pv.checker`. The falsifier could only ever be an `error` verdict, "
+    "so this is an error, with the closest registered checker suggested when one is near.",
+    "Fix the module path or function name (see the suggestion), or decorate the function with "
+    "`@pv.checker(observes=[...])`.",
+)
+CHECK_ORPHAN = lint_rule(
+    NAME,
+    "PVL203",
+    "checker-orphan",
+    W,
+    "A checker is registered for FALSIFY ids no contract declares.",
+    "`@checker(ids=[...])` records which falsifiers a checker was written for. When none of the "
+    "contracts declares such an id any more, the checker is dead code, or a contract lost a falsifier "
+    "by accident.",
+    "Restore the falsifier in its contract, or drop the id from the checker's `ids`.",
+)
+CHECK_PACKAGE_BROKEN = lint_rule(
+    NAME,
+    "PVL204",
+    "checker-package-broken",
+    W,
+    "A checker package fails to import.",
+    "lint imports every module of the configured checker packages to find orphaned checkers; a module "
+    "that fails to import will also fail every falsifier bound to it.",
+    "Fix the import error, or correct `[tool.pv] checker_packages` / `--checker-package`.",
+)
+CHECK_PARAMS = lint_rule(
+    NAME,
+    "PVL205",
+    "checker-params",
+    E,
+    "A falsifier's params name a parameter its checker does not take.",
+    "Every key of `params:` is passed to the checker by keyword (except `seed`, which the harness "
+    "consumes). A key the checker's signature cannot take would make the falsifier an `error` verdict "
+    "at run time; lint reads the signature without calling the checker and says so first.",
+    "Rename the param to the checker's parameter (see the suggestion), or add it to the checker's signature.",
+)
 
 
 class BindingGate:
-    name = "binding"
+    name = NAME
     description = "every falsifier's check: resolves to a registered checker"
 
     def run(self, ctx: GateContext) -> GateOutcome:
@@ -32,7 +94,7 @@ class BindingGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.CHECK_MISSING,
+                            CHECK_MISSING,
                             item,
                             where,
                             f"{f.id} names no checker (no check:)",
@@ -50,7 +112,7 @@ class BindingGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.CHECK_UNRESOLVED,
+                            CHECK_UNRESOLVED,
                             item,
                             (*where, "check"),
                             f"{f.id}: {spec}",
@@ -69,7 +131,7 @@ class BindingGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.CHECK_PARAMS,
+                            CHECK_PARAMS,
                             item,
                             (*where, section, key) if section == "parametrize" or key in f.params else where,
                             f"{f.id}: param {key!r} is not a parameter of {f.check}{hint}",
@@ -93,7 +155,7 @@ class BindingGate:
             out.append(
                 Finding(
                     gate=self.name,
-                    code=codes.CHECK_PACKAGE_BROKEN,
+                    code=CHECK_PACKAGE_BROKEN,
                     severity=severity,
                     message=str(exc),
                     path=ctx.config.relpath(ctx.config.pyproject or ctx.config.root),
@@ -114,7 +176,7 @@ class BindingGate:
             out.append(
                 Finding(
                     gate=self.name,
-                    code=codes.CHECK_ORPHAN,
+                    code=CHECK_ORPHAN,
                     severity=Severity.WARNING,
                     message=f"checker {ref} is registered for {', '.join(missing)}, which no contract declares",
                     path=path,

@@ -5,12 +5,78 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-import pv.lint.codes as codes
 from pv.diagnostics import Severity
 from pv.diff import diff_contracts, previous_contracts
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
+from pv.rules import lint_rule
 from pv.semver import SemverKey, semver_key
+
+NAME = "changelog"
+E, W = Severity.ERROR, Severity.WARNING
+
+CHANGELOG_TOP_MISMATCH = lint_rule(
+    NAME,
+    "PVL801",
+    "changelog-version-mismatch",
+    E,
+    "The newest changelog entry is not `metadata.version`.",
+    "The changelog is newest-first; its top entry must describe the version the contract declares, "
+    "or a version bump went unrecorded (or the changelog was edited without a bump).",
+    "Add a changelog entry for the new version at the top, or correct `metadata.version`.",
+)
+CHANGELOG_ORDER = lint_rule(
+    NAME,
+    "PVL802",
+    "changelog-order",
+    E,
+    "Changelog versions do not strictly decrease down the list.",
+    "Entries are newest first, so each version must be lower than the one above it; a repeated or "
+    "out-of-order version makes the history ambiguous.",
+    "Order entries newest first and give each one a distinct version.",
+)
+CHANGELOG_DATE = lint_rule(
+    NAME,
+    "PVL803",
+    "changelog-date",
+    E,
+    "A changelog date is not an ISO date.",
+    "Dates are `YYYY-MM-DD` so that they sort and parse everywhere.",
+    "Write the date as, for example, `2026-11-21` (quoted).",
+)
+CHANGELOG_VERSION = lint_rule(
+    NAME,
+    "PVL804",
+    "changelog-semver",
+    E,
+    "A changelog version is not semantic versioning.",
+    "Changelog versions are compared with each other and with `metadata.version`; see PV104.",
+    "Write the version as `MAJOR.MINOR.PATCH`.",
+)
+CHANGELOG_EMPTY = lint_rule(
+    NAME,
+    "PVL805",
+    "changelog-empty",
+    W,
+    "The contract has no changelog.",
+    "Without a changelog nobody can tell what a version bump changed, or whether evidence recorded "
+    "against an older version still means anything.",
+    "Add `metadata.changelog` with an entry for the current version, e.g. "
+    '`changelog: [{version: 1.0.0, date: "2026-01-01", change: initial}]`; `pv promote` also writes one '
+    "when it promotes, without making the evidence stale.",
+)
+VERSION_BUMP_TOO_SMALL = lint_rule(
+    NAME,
+    "PVL806",
+    "version-bump-too-small",
+    E,
+    "The version did not bump enough for what changed since the last commit (or `--base REF`).",
+    "Compared with the contract at git `HEAD`, or at `pv lint --base REF` (in pull-request CI, the "
+    "target branch), when there is git history: removing a falsifier or "
+    "loosening a bound needs a major bump, adding one a minor bump, rewording a patch bump; `pv diff "
+    "--git HEAD` lists the changes. Status and changelog edits made by `pv promote` need no bump.",
+    "Raise `metadata.version` (and the top changelog entry) to at least the bump `pv diff` reports.",
+)
 
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -25,7 +91,7 @@ def parse_date(text: str) -> dt.date | None:
 
 
 class ChangelogGate:
-    name = "changelog"
+    name = NAME
     description = "top changelog entry is metadata.version; versions strictly decrease down the list"
 
     def run(self, ctx: GateContext) -> GateOutcome:
@@ -40,7 +106,7 @@ class ChangelogGate:
                 out.append(
                     finding(
                         self.name,
-                        codes.CHANGELOG_EMPTY,
+                        CHANGELOG_EMPTY,
                         item,
                         ("metadata",),
                         f"{item.id} has no changelog",
@@ -53,7 +119,7 @@ class ChangelogGate:
                 out.append(
                     finding(
                         self.name,
-                        codes.CHANGELOG_TOP_MISMATCH,
+                        CHANGELOG_TOP_MISMATCH,
                         item,
                         ("metadata", "changelog", 0, "version"),
                         f"newest changelog entry is {log[0].version} but metadata.version is {meta.version}",
@@ -67,7 +133,7 @@ class ChangelogGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.CHANGELOG_VERSION,
+                            CHANGELOG_VERSION,
                             item,
                             (*where, "version"),
                             f"changelog version {entry.version!r} is not semantic versioning",
@@ -77,7 +143,7 @@ class ChangelogGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.CHANGELOG_ORDER,
+                            CHANGELOG_ORDER,
                             item,
                             (*where, "version"),
                             f"changelog entry {entry.version} follows {previous[0]}; entries are newest first, "
@@ -91,7 +157,7 @@ class ChangelogGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.CHANGELOG_DATE,
+                            CHANGELOG_DATE,
                             item,
                             (*where, "date"),
                             f"changelog date {entry.date!r} (version {entry.version}) is not YYYY-MM-DD",
@@ -120,7 +186,7 @@ class ChangelogGate:
                 out.append(
                     finding(
                         self.name,
-                        codes.VERSION_BUMP_TOO_SMALL,
+                        VERSION_BUMP_TOO_SMALL,
                         item,
                         ("metadata", "version"),
                         f"{diff.verdict()} against {ref}{why}",

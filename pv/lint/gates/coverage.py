@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-import pv.lint.codes as codes
+from pv.diagnostics import Severity
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
+from pv.rules import lint_rule, route
+
+NAME = "coverage"
+# validate's tree-wide codes this gate reports
+route("PV124", NAME)  # unresolved-obligation (a Kani harness's goes to references)
+E, W = Severity.ERROR, Severity.WARNING
+
+OBLIGATION_UNCOVERED = lint_rule(
+    NAME,
+    "PVL501",
+    "obligation-uncovered",
+    E,
+    "A proof obligation is covered by no falsifier.",
+    "An obligation with an id that no falsifier cites (`obligation: ID`) is a claim nothing tests; "
+    "its contract would look complete while one of its properties is never measured.",
+    "Add a falsifier with `obligation:` set to the id, or remove the obligation.",
+)
 
 
 class CoverageGate:
-    name = "coverage"
+    name = NAME
     description = "every proof obligation is covered by at least one falsifier"
 
     def run(self, ctx: GateContext) -> GateOutcome:
@@ -31,7 +48,7 @@ class CoverageGate:
                 out.append(
                     finding(
                         self.name,
-                        codes.OBLIGATION_UNCOVERED,
+                        OBLIGATION_UNCOVERED,
                         item,
                         ("proof_obligations", j, "id"),
                         f"obligation {o.id} is covered by no falsifier",

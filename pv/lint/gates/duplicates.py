@@ -9,14 +9,34 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import pv.lint.codes as codes
+from pv.diagnostics import Severity
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 from pv.lint.tree import LintContract
+from pv.rules import lint_rule, route
+
+NAME = "duplicates"
+# validate's tree-wide codes this gate reports
+route("PV120", NAME)  # duplicate-contract-id
+route("PV121", NAME)  # duplicate-falsify-id
+route("PV122", NAME)  # duplicate-obligation-id
+route("PV123", NAME)  # duplicate-kani-id
+E, W = Severity.ERROR, Severity.WARNING
+
+DUPLICATE_STEM = lint_rule(
+    NAME,
+    "PVL902",
+    "duplicate-file-stem",
+    E,
+    "Two contract files share a file stem.",
+    "The file stem is the contract's id for evidence and `depends_on`; two files with the same stem "
+    "in different folders collide even when only one declares the id.",
+    "Rename one of the files (and its metadata.id).",
+)
 
 
 class DuplicatesGate:
-    name = "duplicates"
+    name = NAME
     description = "contract ids, file stems and FALSIFY ids are unique"
 
     def run(self, ctx: GateContext) -> GateOutcome:
@@ -32,7 +52,7 @@ class DuplicatesGate:
                 out.append(
                     finding(
                         self.name,
-                        codes.DUPLICATE_STEM,
+                        DUPLICATE_STEM,
                         other,
                         (),
                         f"file stem {stem!r} is also used by {first.rel}",

@@ -6,14 +6,40 @@ shows that the check has teeth.
 
 from __future__ import annotations
 
-import pv.lint.codes as codes
+from pv.diagnostics import Severity
 from pv.faults import resolve_mutant
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
+from pv.rules import lint_rule
+
+NAME = "falsifiability"
+E, W = Severity.ERROR, Severity.WARNING
+
+MUTANT_MISSING = lint_rule(
+    NAME,
+    "PVL401",
+    "no-mutant",
+    E,
+    "A ship-blocking falsifier names no mutant.",
+    "Every falsifier must be able to fail. The mutant is a planted defect the harness switches on to "
+    "show that the checker then reports `falsified`; a ship-blocking falsifier without one may be "
+    "vacuous and still block or pass a release.",
+    "Add `mutant: module:fault` naming a fault registered in the system's FAULTS registry.",
+)
+MUTANT_UNRESOLVED = lint_rule(
+    NAME,
+    "PVL402",
+    "mutant-unresolved",
+    E,
+    "A falsifier's mutant is not in any fault registry.",
+    "The `mutant:` module does not import, exposes no `FAULTS` registry, or its registry has no fault "
+    "of that name, so the mutant run could not happen.",
+    "Correct the fault name (see the registry's names) or register the fault.",
+)
 
 
 class FalsifiabilityGate:
-    name = "falsifiability"
+    name = NAME
     description = "every ship-blocking falsifier names a mutant that resolves"
 
     def run(self, ctx: GateContext) -> GateOutcome:
@@ -31,7 +57,7 @@ class FalsifiabilityGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.MUTANT_MISSING,
+                            MUTANT_MISSING,
                             item,
                             (*where, "ship_blocking"),
                             f"ship-blocking {f.id} names no mutant, so nothing shows it can fail",
@@ -54,7 +80,7 @@ class FalsifiabilityGate:
                 out.append(
                     finding(
                         self.name,
-                        codes.MUTANT_UNRESOLVED,
+                        MUTANT_UNRESOLVED,
                         item,
                         (*where, "mutant"),
                         f"{f.id}: mutant {f.mutant} does not resolve: {error}",

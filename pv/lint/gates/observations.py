@@ -8,12 +8,39 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import pv.lint.codes as codes
 from pv.cases import parametrized_names
 from pv.checkers import CheckerBindingError
+from pv.diagnostics import Severity
 from pv.expr import ExprError, Expression, parse
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
+from pv.rules import lint_rule, route
+
+NAME = "observations"
+# validate's tree-wide codes this gate reports
+route("PV112", NAME)  # no-expect
+E, W = Severity.ERROR, Severity.WARNING
+
+OBSERVATION_UNKNOWN = lint_rule(
+    NAME,
+    "PVL301",
+    "unknown-observation",
+    E,
+    "An expect predicate reads a name that nothing provides.",
+    "Every name in `expect` must be a key of the falsifier's `params` or an observation the bound "
+    "checker declares in `@checker(observes=[...])`. Otherwise the predicate fails with an `error` "
+    "verdict at run time, usually after the expensive part of the measurement.",
+    "Correct the name, add it to `params`, or declare it in the checker's `observes`.",
+)
+EXPECT_UNPARSABLE = lint_rule(
+    NAME,
+    "PVL302",
+    "expect-unparsable",
+    E,
+    "An expect predicate does not parse.",
+    "The predicate must be valid in pv's safe expression language; see PV109.",
+    "Fix the expression at the reported column.",
+)
 
 
 @lru_cache(maxsize=4096)
@@ -26,7 +53,7 @@ def _parse(text: str) -> Expression | ExprError:
 
 
 class ObservationsGate:
-    name = "observations"
+    name = NAME
     description = "every name in an expect predicate is a param or a declared observation"
 
     def run(self, ctx: GateContext) -> GateOutcome:
@@ -48,7 +75,7 @@ class ObservationsGate:
                         out.append(
                             finding(
                                 self.name,
-                                codes.EXPECT_UNPARSABLE,
+                                EXPECT_UNPARSABLE,
                                 item,
                                 (*where, key),
                                 f"{f.id}: {key} does not parse: {parsed.message}",
@@ -68,7 +95,7 @@ class ObservationsGate:
                         out.append(
                             finding(
                                 self.name,
-                                codes.OBSERVATION_UNKNOWN,
+                                OBSERVATION_UNKNOWN,
                                 item,
                                 (*where, key),
                                 f"{f.id}: {key} reads {name!r}, which is neither a param nor an observation of "

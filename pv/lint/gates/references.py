@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from pv.lint.gates.base import GateContext, GateOutcome, plural
+from pv.rules import route
+
+NAME = "references"
+# validate's tree-wide codes this gate reports
+route("PV125", NAME)  # unknown-dependency
+route("PV126", NAME)  # dependency-cycle
 
 
 class ReferencesGate:
     """Counts what it checked; the findings themselves (PV124 for Kani harnesses, PV125, PV126)
     come from ``pv validate``'s tree-wide pass and are attached by the runner."""
 
-    name = "references"
+    name = NAME
     description = "depends_on resolves without cycles; Kani harness obligations resolve"
 
     def run(self, ctx: GateContext) -> GateOutcome:

@@ -9,13 +9,60 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pv.lint.codes as codes
 from pv.config import ConfigError
 from pv.diagnostics import Severity
 from pv.evidence.status import assess, status_mismatch
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, finding, plural
 from pv.model import Status
+from pv.rules import lint_rule
+
+NAME = "status"
+E, W = Severity.ERROR, Severity.WARNING
+
+STATUS_UNBACKED = lint_rule(
+    NAME,
+    "PVL701",
+    "status-unbacked",
+    E,
+    "A contract's status is above what its verified evidence backs.",
+    "Status comes from evidence, never from a hand edit. The newest verified, non-stale bundle for the "
+    "contract supports a lower status than the one written in `metadata.status` (or the evidence "
+    "was recorded against other contract bytes).",
+    "Run the falsifiers and `pv promote`, or set the status back to what the evidence supports.",
+)
+STATUS_NO_EVIDENCE = lint_rule(
+    NAME,
+    "PVL702",
+    "status-without-evidence",
+    E,
+    "A status above DRAFT has no evidence at all.",
+    "Until a verified evidence bundle exists for a contract, its only honest status is DRAFT.",
+    "Set `metadata.status: DRAFT`, or record evidence and promote with `pv promote`.",
+)
+STATUS_BEHIND = lint_rule(
+    NAME,
+    "PVL703",
+    "status-behind-evidence",
+    E,
+    "A contract's status is below what its verified evidence supports.",
+    "The status must be exactly what the evidence supports, in both directions: the same rule as "
+    "`pv promote --check`. A status left below its evidence hides a claim that has been shown to hold "
+    "(and a status the evidence moved down must be written down too).",
+    "Run `pv promote` and commit the status change it writes.",
+)
+STATUS_PENDING = lint_rule(
+    NAME,
+    "PVL704",
+    "status-pending-this-change",
+    W,
+    "On a pull request, a status's evidence measured other code or contract bytes than the PR's.",
+    "Evidence is bound to the code it measured. A pull request that edits a checker, the system "
+    "under test or a contract leaves the protected branch's evidence stale for its own tree, and its "
+    "own run is unsigned; neither backs a status, and neither says the claim is false. The protected "
+    "branch's CI measures and signs the change after it merges (`pv lint --pr`).",
+    "Nothing on the pull request; if CI on the protected branch then backs another status, `pv promote`.",
+)
 
 RANK: dict[Status, int] = {Status.DRAFT: 0, Status.ACTIVE_ALGORITHM_LEVEL: 1, Status.ACTIVE: 2}
 # (evidence folder, contract path, contract id, trusted keys, the contract as the project read it)
@@ -43,7 +90,7 @@ def _left_behind(found: Any) -> bool:
 
 
 class StatusGate:
-    name = "status"
+    name = NAME
     description = "every status is exactly what verified evidence supports (DRAFT needs none)"
 
     def __init__(self, assessor: Assessor | None = None) -> None:
@@ -69,7 +116,7 @@ class StatusGate:
                     out.append(
                         finding(
                             self.name,
-                            codes.STATUS_NO_EVIDENCE,
+                            STATUS_NO_EVIDENCE,
                             item,
                             where,
                             f"status {declared.value} but no evidence exists for {item.id}",
@@ -81,7 +128,7 @@ class StatusGate:
                 try:
                     keys = ctx.config.key_ring()
                 except ConfigError as exc:
-                    out.append(finding(self.name, codes.STATUS_UNBACKED, item, where, str(exc)))
+                    out.append(finding(self.name, STATUS_UNBACKED, item, where, str(exc)))
                     break
                 keys_read = True
             assert ctx.project is not None
@@ -95,7 +142,7 @@ class StatusGate:
                 out.append(
                     finding(
                         self.name,
-                        codes.STATUS_PENDING,
+                        STATUS_PENDING,
                         item,
                         where,
                         f"{problem}; this pull request's changes left the evidence behind",
@@ -109,7 +156,7 @@ class StatusGate:
             out.append(
                 finding(
                     self.name,
-                    codes.STATUS_UNBACKED if higher else codes.STATUS_BEHIND,
+                    STATUS_UNBACKED if higher else STATUS_BEHIND,
                     item,
                     where,
                     problem,

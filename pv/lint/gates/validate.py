@@ -10,27 +10,14 @@ from __future__ import annotations
 
 import os
 
+from pv import rules
 from pv.diagnostics import Diagnostic
 from pv.lint.findings import Finding
 from pv.lint.gates.base import GateContext, GateOutcome, plural
 
-# validate's rule code -> the lint gate that reports it
-ROUTES: dict[str, str] = {
-    "PV111": "binding",  # checker-outside-packages
-    "PV112": "observations",  # no-expect
-    "PV120": "duplicates",  # duplicate-contract-id
-    "PV121": "duplicates",  # duplicate-falsify-id
-    "PV122": "duplicates",  # duplicate-obligation-id
-    "PV123": "duplicates",  # duplicate-kani-id
-    "PV124": "coverage",  # unresolved-obligation (a Kani harness's goes to references)
-    "PV125": "references",  # unknown-dependency
-    "PV126": "references",  # dependency-cycle
-    "PV127": "binding",  # param-named-like-fixture
-}
-
 
 def gate_of(diagnostic: Diagnostic) -> str:
-    gate = ROUTES.get(diagnostic.code, "validate")
+    gate = rules.gate_of(diagnostic.code)  # the gate modules route the codes they report
     if diagnostic.code == "PV124" and diagnostic.message.startswith("Kani harness"):
         return "references"  # the issue files Kani obligations under references, falsifiers under coverage
     return gate
