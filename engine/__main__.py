@@ -1,4 +1,8 @@
-"""``python -m engine``: imports the command modules so they register, then runs the app."""
+"""``python -m engine``: imports the command modules so they register, then runs the app.
+
+Imports inside functions: pv (its help-text reflow) loads only when the command line runs, not when
+the package is imported.
+"""
 
 from __future__ import annotations
 

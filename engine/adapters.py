@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from safetensors import safe_open
 
 from engine.checkpoint import LoadedCheckpoint, load_checkpoint, save_checkpoint, weights_digest
 from engine.device import nf4_device
@@ -52,7 +53,6 @@ class AdapterFolder:
 
     def summary(self) -> dict[str, Any]:
         """What ``inspect`` reports for an adapter, as JSON-able data."""
-        from safetensors import safe_open
 
         config = json.loads((self.path / ADAPTER_CONFIG).read_text())
         with safe_open(str(self.path / ADAPTER_WEIGHTS), "pt") as f:

@@ -7,6 +7,7 @@ never a half-written file under the real name.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -89,7 +90,6 @@ def atomic_dir(path: Path) -> Iterator[Path]:
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 of a file's bytes, read in blocks (model files run to gigabytes)."""
-    import hashlib
 
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()

@@ -31,13 +31,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import psutil
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig, preset
 from engine.faults import FAULTS
+from engine.generate import generate
 from engine.lora import LoraSettings, apply_lora, prepare_qlora
+from engine.memory import estimate
 from engine.model import build_model
 from pv.noise import cpu_seconds
 
@@ -355,7 +358,6 @@ ACTIVATION_FACTOR = 16  # live fp32 values per token per hidden unit per layer i
 
 def brick_memory(name: str, s: BrickSettings, cfg: ModelConfig) -> dict[str, float]:
     """The brick's memory in GiB by part, computed on ``meta`` (nothing is allocated)."""
-    from engine.memory import estimate
 
     meta = build_model(cfg, device="meta")
     params = meta.num_parameters()
@@ -390,7 +392,6 @@ def available_memory_gib(device: torch.device) -> float:
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return float(free) / GIB
-    import psutil
 
     return float(psutil.virtual_memory().available) / GIB
 
@@ -469,7 +470,6 @@ def _run_brick(name: str, s: BrickSettings) -> BrickResult:
             opt.zero_grad(set_to_none=True)
 
         return summarize_timing(name, timed(step), s.warmup, tokens, "tokens/s", **common)
-    from engine.generate import generate
 
     lm: Any = _model(s, cfg, lora=False).eval()
     if name == "ttft":

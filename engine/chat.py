@@ -6,6 +6,8 @@ sandbox with ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extensi
 filter, ``raise_exception`` and the ``bos_token`` / ``eos_token`` variables.  So the engine's chat
 prompt is the string ``apply_chat_template`` gives, and its ids are that string's encoding with no
 BOS added (the template writes any it wants).
+
+Imports inside functions: jinja2 loads only when a chat template is compiled or rendered.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ Saving is atomic: the file is written beside its target, fsynced, then renamed o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -27,9 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import safetensors
+import tokenizers
 import torch
 from safetensors import safe_open
 
+from engine.architectures import ARCHITECTURES, names
 from engine.atomic import atomic_file
 from engine.config import ARCHITECTURE_KEYS, BOOL_KEYS, FLOAT_KEYS, INT_KEYS, SPECIAL_ID_KEYS, ModelConfig
 from engine.errors import CheckpointError, TokenizerError
@@ -40,7 +44,6 @@ from engine.tokenizer import EngineTokenizer
 
 FORMAT = "pv-engine-checkpoint"
 FORMAT_VERSION = "1"
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
 TIED_HEAD = "lm_head.weight"
 EMBEDDING = "model.embed_tokens.weight"
 _MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
@@ -58,8 +61,6 @@ class LoadedCheckpoint:
 
 
 def runtime_versions() -> dict[str, str]:
-    import safetensors
-    import tokenizers
 
     torch_version = str(torch.__version__)
     if FAULTS.active("manifest_torch_build_dropped"):  # the defect: 2.13.0+cpu and 2.13.0+cu128 look alike
@@ -75,7 +76,6 @@ def runtime_versions() -> dict[str, str]:
 def weights_digest(model: DecoderLM) -> str:
     """sha256 over every tensor's name, dtype, shape and bytes (a tied head once): which weights
     these are, whatever file or manifest they came in."""
-    import hashlib
 
     h = hashlib.sha256()
     tied = model.config.tie_word_embeddings
@@ -270,8 +270,8 @@ def config_from_metadata(meta: Mapping[str, str]) -> ModelConfig:
         )
     values: dict[str, Any] = {key: _json_value(meta, key) for key in ARCHITECTURE_KEYS}
     arch = values["architecture"]
-    if arch not in SUPPORTED_ARCHITECTURES:
-        raise CheckpointError(f"unknown architecture `{arch}`; supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+    if arch not in ARCHITECTURES:
+        raise CheckpointError(f"unknown architecture `{arch}`; supported: {', '.join(names())}")
     for key in INT_KEYS:
         v = values[key]
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:

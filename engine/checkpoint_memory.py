@@ -21,30 +21,32 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
+from engine.checkpoint import inspect_checkpoint, load_checkpoint
 from engine.faults import FAULTS
-from engine.lora import LoraSettings
+from engine.lora import LoraSettings, apply_lora, prepare_qlora
 from engine.memory import (
     _DTYPES,
     RESULT_MARK,
     MemoryEstimate,
     Method,
+    TrainingBytes,
     _rss,
     _warm_up,
     dtype_name,
     estimate,
     live_tensor_storages,
 )
+from engine.model import build_model
 
 CHILD = "from engine.checkpoint_memory import _child_main; _child_main()"
 
 
 @dataclass(frozen=True)
-class CheckpointMemory:
+class CheckpointMemory(TrainingBytes):
     """One method's measured bytes on one checkpoint (tensor bytes exact; RSS as the OS reports)."""
 
     method: Method
@@ -58,13 +60,6 @@ class CheckpointMemory:
     rss_total_bytes: int  # RSS growth over load + prepare + the training steps
     steps: int
 
-    @property
-    def total_bytes(self) -> int:
-        return self.base_weight_bytes + self.trainable_weight_bytes + self.gradient_bytes + self.optimizer_bytes
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total_bytes": self.total_bytes}
-
 
 def _storages(tensors: Sequence[torch.Tensor]) -> int:
     seen: dict[int, int] = {}
@@ -75,8 +70,6 @@ def _storages(tensors: Sequence[torch.Tensor]) -> int:
 
 
 def _prepare(path: Path, method: Method, lora: LoraSettings, base_dtype: torch.dtype) -> nn.Module:
-    from engine.checkpoint import load_checkpoint
-    from engine.lora import apply_lora, prepare_qlora
 
     if method == "qlora":  # the base is read in full precision once, quantized, and that copy freed
         return prepare_qlora(load_checkpoint(path).model, lora, device="cpu")
@@ -177,8 +170,6 @@ def formula(path: str | Path, method: Method, lora: LoraSettings, base_dtype: to
     """:func:`engine.memory.estimate` for the checkpoint's architecture, stored as the engine stores
     it: LoRA's base in ``base_dtype``; QLoRA's linears (but the head) in NF4 with double
     quantization and everything else as loaded (float32)."""
-    from engine.checkpoint import inspect_checkpoint
-    from engine.model import build_model
 
     config = inspect_checkpoint(path)[0]
     model = build_model(config, device="meta")

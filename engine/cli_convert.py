@@ -5,6 +5,10 @@ optional ``generation_config.json``) or a llama.cpp GGUF file (:mod:`engine.gguf
 writes one self-contained engine checkpoint with exact logits; ``merge`` writes base + adapter as a
 full checkpoint whose manifest names both.  Bad input prints ``error: ...`` and exits 2, as every
 engine command does.
+
+Imports inside functions: each command imports torch, rich and the engine modules it uses when it
+runs, so `python -m engine --help`, a refused option and shell completion answer without loading
+torch (`python -X importtime -m engine --help` shows no torch).
 """
 
 from __future__ import annotations
@@ -16,16 +20,9 @@ from typing import Annotated
 
 import typer
 
+from engine import cli_support as cli
 from engine.app import app
-from engine.cli_core import (
-    CHECKPOINT_TORCH_DTYPES,
-    CheckpointDtype,
-    OtherBaseOption,
-    _err,
-    _guarded,
-    _out,
-    _progress,
-)
+from engine.cli_support import CHECKPOINT_TORCH_DTYPES, CheckpointDtype, OtherBaseOption
 
 
 @app.command("import")
@@ -53,23 +50,23 @@ def import_model(
     from engine.gguf_import import PACKAGE_PREFIX, gguf_in_distribution
 
     if str(source).startswith(PACKAGE_PREFIX):
-        source = _guarded(lambda: gguf_in_distribution(str(source).removeprefix(PACKAGE_PREFIX)))
-    with _progress(f"importing {source}") as status:
+        source = cli.guarded(lambda: gguf_in_distribution(str(source).removeprefix(PACKAGE_PREFIX)))
+    with cli.progress(f"importing {source}") as status:
         if source.is_file():
             from engine.gguf_import import import_gguf
 
-            loaded = _guarded(lambda: import_gguf(source, dtype=torch_dtype))
+            loaded = cli.guarded(lambda: import_gguf(source, dtype=torch_dtype))
             digest = str(loaded.manifest["source_sha256"])
         else:
             from engine.hf_interop import import_hf
 
-            loaded = _guarded(lambda: import_hf(source, dtype=torch_dtype))
-            digest = _guarded(lambda: _folder_digest(source))
+            loaded = cli.guarded(lambda: import_hf(source, dtype=torch_dtype))
+            digest = cli.guarded(lambda: _folder_digest(source))
         status(f"writing {out}")
         manifest = {**loaded.manifest, "kind": "import", "source_sha256": digest}
-        target = _guarded(lambda: save_checkpoint(out, loaded.model, loaded.tokenizer, manifest))
+        target = cli.guarded(lambda: save_checkpoint(out, loaded.model, loaded.tokenizer, manifest))
     cfg = loaded.config
-    _out.print(
+    cli.out.print(
         json.dumps(
             {
                 "checkpoint": str(target),
@@ -110,7 +107,7 @@ def merge(
     the one the adapter was trained on, by weights digest)."""
     from engine.adapters import find_adapter, merge_to_checkpoint
 
-    with _progress(f"merging {adapter} into {base.name}"):
-        folder = _guarded(lambda: find_adapter(adapter))
-        target = _guarded(lambda: merge_to_checkpoint(base, folder, out, nf4, allow_other_base))
-    _err.print(f"wrote merged checkpoint {target}", markup=False)
+    with cli.progress(f"merging {adapter} into {base.name}"):
+        folder = cli.guarded(lambda: find_adapter(adapter))
+        target = cli.guarded(lambda: merge_to_checkpoint(base, folder, out, nf4, allow_other_base))
+    cli.err.print(f"wrote merged checkpoint {target}", markup=False)

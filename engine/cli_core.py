@@ -5,24 +5,24 @@ Each takes a LoRA/QLoRA adapter too (engine.adapters): ``inspect`` an adapter fo
 
 Bad input (a missing or corrupt checkpoint, an impossible generation request, an unwritable
 target) prints ``error: <what is wrong>`` on stderr and exits with code 2, never a traceback.
+
+Imports inside functions: each command imports torch, rich and the engine modules it uses when it
+runs, so `python -m engine --help`, a refused option and shell completion answer without loading
+torch (`python -X importtime -m engine --help` shows no torch).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from engine import cli_support as cli
 from engine.app import app
-from engine.errors import EngineError
+from engine.cli_support import OtherBaseOption
 from engine.faults import FAULTS
 
 if TYPE_CHECKING:
@@ -30,23 +30,10 @@ if TYPE_CHECKING:
     from engine.checkpoint import LoadedCheckpoint
     from engine.tokenizer import EngineTokenizer
 
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
-T = TypeVar("T")
-
 
 class ExportFormat(StrEnum):
     hf = "hf"
     gguf = "gguf"
-
-
-class CheckpointDtype(StrEnum):
-    f32 = "f32"
-    f16 = "f16"
-    bf16 = "bf16"
-
-
-CHECKPOINT_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
 class WeightDtype(StrEnum):
@@ -54,74 +41,6 @@ class WeightDtype(StrEnum):
     f16 = "f16"
     q8_0 = "q8_0"  # GGUF only
     q4_0 = "q4_0"  # GGUF only
-
-
-def _text(value: str) -> Any:
-    """``value`` as a table cell or title shows it: text, not markup (a path such as runs/[v1], a token
-    such as [INST])."""
-    from rich.text import Text
-
-    if FAULTS.active("inspect_names_read_as_markup"):  # pragma: no mutate
-        return value  # pragma: no mutate -- the defect: rich reads "[v1]" in a name as a style and drops it
-    return Text(value)
-
-
-def _fields_table(title: str) -> Table:
-    """Two columns, a field and its value; a long value (a sha256, a path) wraps instead of being cut."""
-    table = Table(title=_text(title), show_header=False)
-    table.add_column()
-    table.add_column(overflow="fold")
-    return table
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    """Print ``error: message`` on stderr and give the exit to raise (2: bad input)."""
-    from rich.markup import escape
-
-    # the message is text, not markup: a path such as runs/[v1]/model.safetensors must print as it is
-    shown = escape(message)
-    if FAULTS.active("cli_error_read_as_markup"):  # the defect: [brackets] in the message read as styles
-        shown = message  # pragma: no mutate
-    _err.print(f"[bold red]error:[/] {shown}", markup=True, highlight=False)
-    return typer.Exit(code=code)
-
-
-def os_error_text(exc: OSError) -> str:
-    """An operating-system failure as a command reports it: the path the system named and its
-    reason (``runs/x: Not a directory``), or the reason alone where the failing call names no file
-    (a write to a full disk), never Python's ``[Errno N]`` rendering."""
-    return f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
-
-
-def _guarded(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except EngineError as exc:
-        if FAULTS.active("cli_refusal_traceback"):
-            raise  # pragma: no mutate
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(os_error_text(exc)) from None
-
-
-@contextmanager
-def _progress(description: str) -> Iterator[Callable[[str], None]]:
-    """A spinner with elapsed time on stderr; the yielded callable updates its description."""
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=_err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(description, total=None)
-        yield lambda text: progress.update(task, description=text)
-
-
-def _load(path: Path, device: str = "cpu") -> LoadedCheckpoint:
-    from engine.checkpoint import load_checkpoint
-
-    return _guarded(lambda: load_checkpoint(path, device=device))
 
 
 def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
@@ -162,13 +81,6 @@ AdapterOption = Annotated[
     Path | None,
     typer.Option("--adapter", "-a", help="A LoRA/QLoRA adapter: its run, step or adapter folder (from finetune)."),
 ]
-OtherBaseOption = Annotated[
-    bool,
-    typer.Option(
-        "--allow-other-base",
-        help="Apply the adapter to a base whose weights differ from the one it was trained on (recorded).",
-    ),
-]
 Nf4Option = Annotated[
     bool | None,
     typer.Option("--nf4/--no-nf4", help="Quantize the base to NF4 under the adapter (default: for QLoRA adapters)."),
@@ -178,7 +90,7 @@ Nf4Option = Annotated[
 def _adapted(checkpoint: Path, adapter: Path, device: str, nf4: bool | None, allow_other_base: bool) -> Any:
     from engine.adapters import find_adapter, load_adapted
 
-    return _guarded(lambda: load_adapted(checkpoint, find_adapter(adapter), device, nf4, allow_other_base))
+    return cli.guarded(lambda: load_adapted(checkpoint, find_adapter(adapter), device, nf4, allow_other_base))
 
 
 @app.command()
@@ -191,42 +103,42 @@ def inspect(
     from engine.adapters import find_adapter, is_adapter_path
 
     if is_adapter_path(checkpoint):
-        info = _guarded(lambda: find_adapter(checkpoint).summary())
+        info = cli.guarded(lambda: find_adapter(checkpoint).summary())
         if as_json:
-            _out.print(json.dumps(info, indent=2, sort_keys=True), markup=False)
+            cli.out.print(json.dumps(info, indent=2, sort_keys=True), markup=False)
             return
-        table = _fields_table(f"adapter {info['path']}")
+        table = cli.fields_table(f"adapter {info['path']}")
         for key in ("method", "base", "step", "r", "lora_alpha", "lora_dropout", "target_modules", "parameters"):
             value = info[key]
-            table.add_row(key, _text(", ".join(value) if isinstance(value, list) else str(value)))
+            table.add_row(key, cli.text(", ".join(value) if isinstance(value, list) else str(value)))
         table.add_row("sha256", info["sha256"])
-        _out.print(table)
+        cli.out.print(table)
         return
-    loaded = _load(checkpoint)
-    summary = _guarded(lambda: checkpoint_summary(checkpoint, loaded))
+    loaded = cli.load(checkpoint)
+    summary = cli.guarded(lambda: checkpoint_summary(checkpoint, loaded))
     if as_json:
-        _out.print(json.dumps(summary, indent=2, sort_keys=True, default=str), markup=False)
+        cli.out.print(json.dumps(summary, indent=2, sort_keys=True, default=str), markup=False)
         return
-    arch = _fields_table(checkpoint.name)
+    arch = cli.fields_table(checkpoint.name)
     for key, value in summary["architecture"].items():
         arch.add_row(key, str(value))
     arch.add_row("parameters", f"{summary['parameters']:,}")
     arch.add_row("tensors / dtype", f"{summary['tensors']} / {summary['dtype']}")
     arch.add_row("file size", f"{summary['file_bytes']:,} bytes")
-    _out.print(arch)
+    cli.out.print(arch)
     tok = summary["tokenizer"]
     specials = ", ".join(f"{role}={s['token']}({s['id']})" for role, s in tok["special_tokens"].items())
-    _out.print(
+    cli.out.print(
         f"tokenizer: {tok['type']}, {tok['vocab_size']} tokens, {tok['merges']} merges; {specials}", markup=False
     )
     manifest = summary["manifest"]
-    _out.print(f"manifest: {json.dumps(manifest, sort_keys=True, default=str)}", markup=False)
+    cli.out.print(f"manifest: {json.dumps(manifest, sort_keys=True, default=str)}", markup=False)
 
 
 def _chat_ids(tok: EngineTokenizer, prompt: str, system: str | None) -> list[int]:
     from engine.chat import conversation
 
-    return _guarded(lambda: tok.apply_chat_template(conversation(prompt, system)))
+    return cli.guarded(lambda: tok.apply_chat_template(conversation(prompt, system)))
 
 
 @app.command()
@@ -259,17 +171,17 @@ def generate(
     from engine.generate import pad_prompts
 
     if system is not None and not chat:
-        raise _fail("--system is a chat message: add --chat")
+        raise cli.fail("--system is a chat message: add --chat")
     if chat and bos is not None:
-        raise _fail("--bos/--no-bos do not apply to --chat: the chat template writes any BOS itself")
-    device = str(_guarded(lambda: resolve_device(device)))
-    with _progress(f"loading {checkpoint.name}") as status:
+        raise cli.fail("--bos/--no-bos do not apply to --chat: the chat template writes any BOS itself")
+    device = str(cli.guarded(lambda: resolve_device(device)))
+    with cli.progress(f"loading {checkpoint.name}") as status:
         if adapter is not None:
             if FAULTS.active("generate_nf4_flag_ignored"):  # the defect: --nf4/--no-nf4 accepted, never applied
                 nf4 = None  # pragma: no mutate
             model, loaded = _adapted(checkpoint, adapter, device, nf4, allow_other_base)
         else:
-            loaded = _load(checkpoint, device)
+            loaded = cli.load(checkpoint, device)
             model = loaded.model
         tok = loaded.tokenizer
         status(f"generating {max_new_tokens} tokens for {len(prompt)} prompt(s)")
@@ -282,7 +194,7 @@ def generate(
             ids_list = [tok.encode(p, add_bos=add_bos) for p in prompt]
         if FAULTS.active("generate_command_drops_top_p"):  # the defect: --top-p accepted, never applied
             top_p = None  # pragma: no mutate
-        out = _guarded(
+        out = cli.guarded(
             lambda: run_generate(
                 model,
                 *pad_prompts(ids_list, tok.pad_id, device=device),
@@ -301,10 +213,10 @@ def generate(
             {"prompt": p, "prompt_ids": ids, "new_ids": new, "text": text, "stopped_on_eos": fin}
             for p, ids, new, text, fin in zip(prompt, ids_list, out.new_tokens, texts, out.finished, strict=True)
         ]
-        _out.print(json.dumps(rows, indent=2, ensure_ascii=False), markup=False)
+        cli.out.print(json.dumps(rows, indent=2, ensure_ascii=False), markup=False)
         return
     for p, text in zip(prompt, texts, strict=True):
-        _out.print(p + text, markup=False)
+        cli.out.print(p + text, markup=False)
 
 
 @app.command()
@@ -322,15 +234,15 @@ def export(
     """Export a checkpoint to the Hugging Face layout or to GGUF for llama.cpp (with an adapter:
     the merged model, W + B·A·alpha/r in full precision)."""
     if fmt is ExportFormat.hf and dtype not in (WeightDtype.f32, WeightDtype.f16):
-        raise _fail(f"--dtype {dtype.value} is a GGUF quantization; the Hugging Face export is f32 or f16")
-    with _progress(f"loading {checkpoint.name}") as status:
+        raise cli.fail(f"--dtype {dtype.value} is a GGUF quantization; the Hugging Face export is f32 or f16")
+    with cli.progress(f"loading {checkpoint.name}") as status:
         if adapter is not None:
             from engine.adapters import find_adapter, merged
 
             status(f"merging {adapter}")
-            model, loaded = _guarded(lambda: merged(checkpoint, find_adapter(adapter), "cpu", nf4, allow_other_base))
+            model, loaded = cli.guarded(lambda: merged(checkpoint, find_adapter(adapter), "cpu", nf4, allow_other_base))
         else:
-            loaded = _load(checkpoint)
+            loaded = cli.load(checkpoint)
             model = loaded.model
         if fmt is ExportFormat.hf:
             from engine.hf_interop import export_hf
@@ -341,10 +253,10 @@ def export(
             torch_dtype = torch.float16 if dtype is WeightDtype.f16 else None
             if FAULTS.active("export_command_drops_dtype"):  # the defect: --dtype f16 writes f32
                 torch_dtype = None  # pragma: no mutate
-            target = _guarded(lambda: export_hf(model, loaded.tokenizer, output, torch_dtype))
+            target = cli.guarded(lambda: export_hf(model, loaded.tokenizer, output, torch_dtype))
         else:
             from engine.gguf_export import export_gguf
 
             status(f"writing GGUF {output}")
-            target = _guarded(lambda: export_gguf(model, loaded.tokenizer, output, dtype.value))
-    _err.print(f"wrote {fmt.value} export to {target}", markup=False)
+            target = cli.guarded(lambda: export_gguf(model, loaded.tokenizer, output, dtype.value))
+    cli.err.print(f"wrote {fmt.value} export to {target}", markup=False)

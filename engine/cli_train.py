@@ -3,6 +3,10 @@
 Training commands show a progress bar with the latest loss on stderr and print a JSON summary on
 stdout.  A NaN/Inf loss stops the run with ``error: step N: the loss is nan ...`` naming the last
 good checkpoint (kept), exit code 3; bad input exits 2, never with a traceback.
+
+Imports inside functions: each command imports torch, rich and the engine modules it uses when it
+runs, so `python -m engine --help`, a refused option and shell completion answer without loading
+torch (`python -X importtime -m engine --help` shows no torch).
 """
 
 from __future__ import annotations
@@ -12,25 +16,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from engine import cli_support as cli
 from engine.app import app
-from engine.cli_core import _err, _fail, _out, os_error_text
 from engine.config import ALL_PROJECTIONS, PRESETS, preset
-from engine.errors import EngineError, NonFiniteLossError
 from engine.faults import FAULTS
 from engine.recipes import apply_recipe, recipe_manifest
 
 if TYPE_CHECKING:
     from engine.lora import LoraSettings
     from engine.train import TrainConfig, TrainResult
-
-T = TypeVar("T")
-EXIT_BAD_INPUT = 2
-EXIT_NONFINITE = 3
 
 
 class Method(StrEnum):
@@ -45,24 +44,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
     text = json.dumps(summary, indent=2, sort_keys=True)
     if FAULTS.active("train_summary_read_as_markup"):  # the defect: [brackets] in its paths read as styles
-        _out.print(text)  # pragma: no mutate
+        cli.out.print(text)  # pragma: no mutate
         return  # pragma: no mutate
     if rank_info().rank == 0:  # JSON, not markup: a run folder such as runs/[v1] prints as it is
-        _out.print(text, markup=False)
-
-
-def _guarded(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except NonFiniteLossError as exc:
-        raise _fail(str(exc), EXIT_NONFINITE) from None
-    except (EngineError, ValueError) as exc:  # a message is printed whole: one may end on a quoted name
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        # the defect: Python's own rendering, "[Errno 28] No space left on device"
-        if FAULTS.active("cli_os_error_shown_raw"):  # pragma: no mutate
-            raise _fail(str(exc)) from None  # pragma: no mutate
-        raise _fail(os_error_text(exc)) from None
+        cli.out.print(text, markup=False)
 
 
 @contextmanager
@@ -73,7 +58,7 @@ def _training_progress(steps: int, label: str) -> Iterator[Callable[[dict[str, A
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.fields[status]}"),
-        console=_err,
+        console=cli.err,
         transient=True,
     ) as progress:
         task = progress.add_task(label, total=steps, status="")
@@ -106,7 +91,7 @@ def _preset(name: str) -> Any:
     try:
         return preset(name)
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise cli.fail(str(exc)) from None
 
 
 def _train_config(
@@ -122,7 +107,7 @@ def _train_config(
 ) -> TrainConfig:
     from engine.train import TrainConfig
 
-    return _guarded(
+    return cli.guarded(
         lambda: TrainConfig(
             steps=steps,
             batch_size=batch_size,
@@ -192,7 +177,7 @@ def pretrain(
     config = _preset(preset_name or "tiny") if init is None or preset_name else None
     recipe = recipe_manifest(ctx)
     with _training_progress(steps, "pretrain") as on_record:
-        result = _guarded(
+        result = cli.guarded(
             lambda: run_pretrain(
                 out,
                 cfg,
@@ -260,17 +245,17 @@ def finetune(
     config_file: Config = None,
 ) -> None:
     """Fine-tune a checkpoint on instruction pairs: full, LoRA or QLoRA."""
-    from engine.checkpoint import load_checkpoint
+    from engine.checkpoint import inspect_checkpoint
     from engine.data import TEMPLATES, read_examples, resolve_template, tokenize_pairs
     from engine.lora import LoraSettings
     from engine.quant import NF4Config
     from engine.train import finetune as run_finetune
 
     if template not in TEMPLATES:
-        raise _fail(f"unknown --template {template!r}; expected one of {', '.join(TEMPLATES)}")
+        raise cli.fail(f"unknown --template {template!r}; expected one of {', '.join(TEMPLATES)}")
 
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
-    settings = _guarded(
+    settings = cli.guarded(
         lambda: LoraSettings(
             r=rank, alpha=alpha, dropout=dropout, targets=tuple(t.strip() for t in targets.split(",") if t.strip())
         )
@@ -278,21 +263,22 @@ def finetune(
     recipe = recipe_manifest(ctx)
     if adapters:
         if out is not None or data is not None or resume:
-            raise _fail("--adapters names each adapter's DATA:OUT; give no OUT argument, --data or --resume with it")
+            raise cli.fail("--adapters names each adapter's DATA:OUT; give no OUT argument, --data or --resume with it")
         if method is Method.full:
-            raise _fail("--adapters trains LoRA adapters: use --method lora or qlora")
+            raise cli.fail("--adapters trains LoRA adapters: use --method lora or qlora")
         _finetune_adapters(base, adapters, method, settings, cfg, schedule, double_quant, device, recipe, template)
         return
     if out is None:
-        raise _fail("missing OUT: the run folder (or --adapters DATA:OUT)")
+        raise cli.fail("missing OUT: the run folder (or --adapters DATA:OUT)")
     inst = None
     if data is not None:
-        tokenizer = _guarded(lambda: load_checkpoint(base)).tokenizer
-        chosen = _guarded(lambda: resolve_template(template, tokenizer))
-        inst = _guarded(lambda: tokenize_pairs(read_examples(data), tokenizer, seq_len, template=chosen))
+        # the header alone: the tokenizer is in it, and the training loads the weights itself
+        _, tokenizer, _, _ = cli.guarded(lambda: inspect_checkpoint(base))
+        chosen = cli.guarded(lambda: resolve_template(template, tokenizer))
+        inst = cli.guarded(lambda: tokenize_pairs(read_examples(data), tokenizer, seq_len, template=chosen))
         recipe = {**recipe, "template": chosen}
     with _training_progress(steps, f"finetune ({method.value})") as on_record:
-        result = _guarded(
+        result = cli.guarded(
             lambda: run_finetune(
                 base,
                 out,
@@ -322,57 +308,36 @@ def _finetune_adapters(
     extra_manifest: dict[str, Any],
     template: str = "auto",
 ) -> None:
-    from engine.checkpoint import base_identity, load_checkpoint
-    from engine.data import read_examples, resolve_template, tokenize_pairs
-    from engine.device import nf4_device, resolve_device
-    from engine.multi_adapter import SCHEDULES, AdapterJob, train_adapters
+    """``finetune --adapters DATA:OUT ...``: the command line read, the training is
+    :func:`engine.multi_adapter.finetune_adapters`'."""
+    from engine.multi_adapter import SCHEDULES, finetune_adapters
     from engine.quant import NF4Config
-    from engine.train import nf4_manifest
 
     if schedule not in SCHEDULES:
-        raise _fail(f"unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
-    pairs = []
+        raise cli.fail(f"unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
+    runs = []
     for spec in specs:
         data_path, sep, out_path = spec.rpartition(":")  # OUT is a folder name: DATA may hold a colon
         if FAULTS.active("adapters_spec_split_at_first_colon"):
             data_path, sep, out_path = spec.partition(":")  # the defect  # pragma: no mutate
         if not sep or not data_path or not out_path:
-            raise _fail(f"--adapters {spec!r}: expected DATA:OUT (an instruction JSONL and a folder)")
-        pairs.append((Path(data_path), Path(out_path)))
-    names = [o.name for _, o in pairs]
+            raise cli.fail(f"--adapters {spec!r}: expected DATA:OUT (an instruction JSONL and a folder)")
+        runs.append((Path(data_path), Path(out_path)))
+    names = [o.name for _, o in runs]
     if len(set(names)) != len(names):
-        raise _fail(f"--adapters: two OUT folders share a name ({', '.join(names)}); each names its adapter")
-    dev = _guarded(lambda: resolve_device(device))
-    loaded = _guarded(lambda: load_checkpoint(base, device=nf4_device(dev) if method is Method.qlora else dev))
-    identity = base_identity(loaded.model)  # before any adapter or NF4 touches the base
-    chosen = _guarded(lambda: resolve_template(template, loaded.tokenizer))
-
-    def job(data_path: Path, out_dir: Path) -> AdapterJob:
-        used = "docstring" if FAULTS.active("multi_adapter_template_ignored") else chosen  # pragma: no mutate
-        pairs_data = _guarded(
-            lambda: tokenize_pairs(read_examples(data_path), loaded.tokenizer, cfg.seq_len, template=used)
-        )
-        manifest = {
-            **extra_manifest,
-            "kind": "finetune",
-            "method": method.value,
-            "base": str(base),
-            **identity,
-            "template": chosen,
-            "adapter": out_dir.name,
-            **nf4_manifest(NF4Config(double_quant=double_quant), method.value),
-        }
-        return AdapterJob(out_dir.name, pairs_data, out_dir, settings, manifest)
-
-    jobs = [job(d, o) for d, o in pairs]
-    result = _guarded(
-        lambda: train_adapters(
-            loaded.model,
-            jobs,
+        raise cli.fail(f"--adapters: two OUT folders share a name ({', '.join(names)}); each names its adapter")
+    result = cli.guarded(
+        lambda: finetune_adapters(
+            base,
+            runs,
             cfg,
+            method="qlora" if method is Method.qlora else "lora",
+            settings=settings,
             schedule=schedule,  # type: ignore[arg-type]
-            quantize=method is Method.qlora,
             nf4=NF4Config(double_quant=double_quant),
+            device=device,
+            manifest=extra_manifest,
+            template=template,
         )
     )
     _print_summary(
@@ -426,18 +391,18 @@ def distill(
     from engine.distill import distill as run_distill
 
     if (student_preset is None) == (student_init is None):
-        raise _fail("give exactly one of --student-preset or --student-init")
+        raise cli.fail("give exactly one of --student-preset or --student-init")
     cfg = _train_config(steps, batch_size, seq_len, lr, warmup, eval_every, save_every, seed, grad_clip)
     student_config = None
     if student_preset:
         from engine.checkpoint import config_from_metadata, read_header
         from engine.distill import student_of_shape
 
-        teacher_config = _guarded(lambda: config_from_metadata(read_header(teacher)[1]))
+        teacher_config = cli.guarded(lambda: config_from_metadata(read_header(teacher)[1]))
         student_config = student_of_shape(_preset(student_preset), teacher_config)
     recipe = recipe_manifest(ctx)
     with _training_progress(steps, "distill") as on_record:
-        result = _guarded(
+        result = cli.guarded(
             lambda: run_distill(
                 teacher,
                 out,
@@ -497,14 +462,14 @@ def bench(
     if FAULTS.active("bench_unknown_bricks_skipped"):  # the defect: a misspelt brick is dropped unsaid
         names, unknown = [n for n in names if n in BRICKS], []  # pragma: no mutate
     if unknown:
-        raise _fail(f"unknown brick(s) {', '.join(unknown)}; known: {', '.join(BRICKS)}, all")
+        raise cli.fail(f"unknown brick(s) {', '.join(unknown)}; known: {', '.join(BRICKS)}, all")
     _preset(preset_name)
     config = None
     if checkpoint is not None:
         from engine.checkpoint import config_from_metadata, read_header
 
-        config = _guarded(lambda: config_from_metadata(read_header(checkpoint)[1]))
-    dev = _guarded(lambda: resolve_device(device))
+        config = cli.guarded(lambda: config_from_metadata(read_header(checkpoint)[1]))
+    dev = cli.guarded(lambda: resolve_device(device))
     settings = BrickSettings(
         preset=preset_name,
         batch_size=batch_size,
@@ -519,8 +484,8 @@ def bench(
         config=config,
         max_memory_gib=max_memory_gib,
     )
-    results = _guarded(lambda: run_bricks(names, settings))
+    results = cli.guarded(lambda: run_bricks(names, settings))
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(results_json(results) + "\n")
-    _out.print(results_table(results))
+    cli.out.print(results_table(results))

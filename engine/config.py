@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from engine.architectures import ARCHITECTURES, names
 from engine.faults import FAULTS
 
-Architecture = Literal["llama", "qwen2"]
 # The linear layers a LoRA adapter may wrap (here, not in engine.lora, so the CLI's help names them
 # without importing torch).
 ATTENTION_PROJECTIONS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -31,7 +31,7 @@ class ModelConfig:
     rms_norm_eps: float = 1e-6
     attention_bias: bool = False  # Qwen2 puts a bias on q/k/v
     tie_word_embeddings: bool = False
-    architecture: Architecture = "llama"
+    architecture: str = "llama"  # a name of engine.architectures.ARCHITECTURES
     bos_token_id: int | None = None
     # one id, or several (Llama 3 / Qwen2 instruct checkpoints end a turn on any of a few tokens)
     eos_token_id: int | tuple[int, ...] | None = None
@@ -47,8 +47,9 @@ class ModelConfig:
                 f"num_attention_heads {self.num_attention_heads} is not a multiple of "
                 f"num_key_value_heads {self.num_key_value_heads}"
             )
-        if self.architecture not in ("llama", "qwen2"):
-            raise ValueError(f"unknown architecture {self.architecture!r}; expected 'llama' or 'qwen2'")
+        if self.architecture not in ARCHITECTURES:
+            expected = " or ".join(repr(n) for n in names())
+            raise ValueError(f"unknown architecture {self.architecture!r}; expected {expected}")
         if FAULTS.active("config_odd_head_dim_accepted"):  # pragma: no mutate
             return  # pragma: no mutate -- the defect: rotary embeddings would pair a dimension with none
         if self.head_dim % 2:
@@ -98,12 +99,6 @@ ARCHITECTURE_KEYS: tuple[str, ...] = (
     *(f.name for f in dataclasses.fields(ModelConfig) if f.name not in (*SPECIAL_ID_KEYS, "architecture")),
 )
 INT_KEYS, FLOAT_KEYS, BOOL_KEYS = _keys_of(int), _keys_of(float), _keys_of(bool)
-
-
-def default_context(architecture: str) -> int:
-    """transformers' default ``max_position_embeddings`` of the family (LlamaConfig's, Qwen2Config's):
-    the context of a config.json or GGUF file that does not state one."""
-    return 32768 if architecture == "qwen2" else 2048
 
 
 PRESETS: dict[str, ModelConfig] = {

@@ -30,7 +30,9 @@ import torch
 from safetensors.torch import load_file
 
 from engine.atomic import write_atomic
+from engine.chat import check_messages
 from engine.corpus import CorpusFile, as_corpus_files, default_corpus_files, read_corpus
+from engine.errors import TokenizerError
 from engine.faults import FAULTS
 from engine.safetensors_io import save_tensors
 from engine.tokenizer import EngineTokenizer
@@ -314,8 +316,6 @@ class ChatExample:
 def read_examples(path: str | os.PathLike[str], *, chats: bool = True) -> list[InstructionPair | ChatExample]:
     """Instruction pairs (``prompt``/``response``) and, with ``chats``, chat conversations
     (``messages``), in file order; a malformed row is a ValueError naming its line."""
-    from engine.chat import check_messages
-    from engine.errors import TokenizerError
 
     out: list[InstructionPair | ChatExample] = []
     lines = Path(path).read_text(encoding="utf-8").splitlines()

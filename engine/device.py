@@ -9,12 +9,15 @@ kernels for CUDA and CPU only, so NF4 work asked for on MPS or XPU runs on the C
 Probing never raises: a machine without NVML or without a GPU gets a ``none`` answer with the
 reason.  The decision itself is the pure function :func:`classify_memory_class`, so it can be
 checked on any machine.
+
+Imports inside functions: pynvml (nvidia-ml-py) is optional and probed only on a CUDA machine.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -104,7 +107,6 @@ def nf4_device(device: torch.device) -> torch.device:
     are, MPS and XPU fall back to the CPU (bitsandbytes has no NF4 kernels there), with a warning."""
     if device.type in ("cuda", "cpu", "meta"):
         return device
-    import warnings
 
     warnings.warn(
         f"bitsandbytes has no NF4 kernels for {device.type}: the NF4 part of this run uses the CPU",

@@ -21,11 +21,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.checkpoint import load_checkpoint
+from engine.config import ModelConfig
+from engine.data import TokenData, tokenize_corpus
+from engine.device import nf4_device, resolve_device
 from engine.errors import EngineError
 from engine.faults import FAULTS
-from engine.model import DecoderLM
+from engine.model import DecoderLM, build_model
 from engine.quant import NF4Config, dequantize_model, quantize_model
-from engine.train import TrainConfig, TrainResult, mean_loss, run_training
+from engine.train import TrainConfig, TrainResult, WholeModelTask, run_training
 
 
 class DistillationRefused(EngineError, ValueError):
@@ -104,7 +108,7 @@ def distillation_loss(
     return alpha * kl + (1.0 - alpha) * ce, kl.detach(), ce.detach()
 
 
-class DistillTask:
+class DistillTask(WholeModelTask):
     """Plugs distillation into :func:`engine.train.run_training`."""
 
     def __init__(
@@ -146,32 +150,11 @@ class DistillTask:
         self.last_kl, self.last_ce = float(kl), float(ce)
         return loss, int((labels[:, 1:] != -100).sum())
 
-    def val_loss(self) -> float:
-        if hasattr(self.data, "labels"):
-            batches = self.data.val_batches(self.cfg.batch_size, self.cfg.eval_batches)
-        else:
-            batches = [
-                (b, b) for b in self.data.val_batches(self.cfg.batch_size, self.cfg.seq_len, self.cfg.eval_batches)
-            ]
-        return mean_loss(self.model, batches, self.device)
-
-    def save(self, folder: Path, manifest: dict[str, Any]) -> None:
-        from engine.checkpoint import save_checkpoint
-
-        save_checkpoint(
-            folder / "model.safetensors",
-            self.model,  # type: ignore[arg-type]
-            self.tokenizer,
-            {**manifest, "data_digest": self.data.digest, "temperature": self.temperature, "alpha": self.alpha},
-        )
-
-    def load(self, folder: Path) -> None:
-        from engine.checkpoint import load_step_weights
-
-        load_step_weights(self.model, folder / "model.safetensors")  # type: ignore[arg-type]
+    def run_manifest(self) -> dict[str, Any]:
+        return {**super().run_manifest(), "temperature": self.temperature, "alpha": self.alpha}
 
 
-def student_of_shape(shape: Any, teacher: Any) -> Any:
+def student_of_shape(shape: ModelConfig, teacher: ModelConfig) -> ModelConfig:
     """A student config of ``shape``'s layers and widths with ``teacher``'s vocabulary, special ids
     and context length: the student is saved with the teacher's tokenizer and learns its
     distribution over the same tokens, so only the shape is the student's own."""
@@ -208,24 +191,20 @@ def distill(
     out_dir: str | os.PathLike[str],
     cfg: TrainConfig,
     *,
-    student_config: Any | None = None,
+    student_config: ModelConfig | None = None,
     student_init: str | os.PathLike[str] | None = None,
     temperature: float = 2.0,
     alpha: float = 0.5,
     quantize_teacher: bool = False,
     nf4: NF4Config | None = None,
     allow_same: bool = False,
-    data: Any | None = None,
+    data: TokenData | None = None,
     resume: bool = False,
     device: str | torch.device | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     manifest: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Distill the checkpoint at ``teacher_path`` into a new (``student_config``) or loaded student."""
-    from engine.checkpoint import load_checkpoint
-    from engine.data import tokenize_corpus
-    from engine.device import nf4_device, resolve_device
-    from engine.model import build_model
 
     # Before anything is loaded or written: the loss would refuse them only at the first step,
     # after the run folder and its log exist.

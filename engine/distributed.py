@@ -21,6 +21,8 @@ The pieces the training loop uses:
   checkpoints keep the bare module's parameter names.
 - Only rank 0 writes (:attr:`DistContext.is_main`); :meth:`DistContext.barrier` makes the others
   wait for a checkpoint to exist before they go on.
+
+Imports inside functions: torch.nn.parallel only where a model is wrapped for a data-parallel run.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ import gguf
 import numpy as np
 import torch
 
+from engine.architectures import by_gguf_name, exported_as
 from engine.atomic import atomic_file
 from engine.checkpoint import expected_tensors, load_checkpoint
 from engine.config import ModelConfig
@@ -79,7 +80,7 @@ _GLOBAL_MAP = {
 
 
 def gguf_arch(config: ModelConfig) -> str:
-    return "qwen2" if config.attention_bias else "llama"
+    return exported_as(config).gguf_name
 
 
 def gguf_tensor_name(hf_name: str) -> str:
@@ -108,7 +109,7 @@ def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
 def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.ndarray]:
     """The model's tensors under llama.cpp names, permuted for the ``llama`` rope layout."""
     cfg = model.config
-    arch = gguf_arch(cfg)
+    permutes = exported_as(cfg).gguf_permutes_qk
     out: dict[str, np.ndarray] = {}
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
@@ -118,9 +119,9 @@ def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.nda
             array = tensor.detach().to("cpu").numpy()  # pragma: no mutate
         else:
             array = tensor.detach().to("cpu", torch.float32).numpy()
-        if arch == "llama" and name.endswith("q_proj.weight"):
+        if permutes and name.endswith("q_proj.weight"):
             array = permute_qk(array, cfg.num_attention_heads)
-        elif arch == "llama" and name.endswith("k_proj.weight"):
+        elif permutes and name.endswith("k_proj.weight"):
             array = permute_qk(array, cfg.num_key_value_heads)
         # Norms and biases (1-D) must stay F32 for llama.cpp.
         if dtype == "f16" and array.ndim == 2:
@@ -319,11 +320,13 @@ def _tensor_values(t: Any) -> np.ndarray:
 def engine_state_from_gguf(contents: GgufContents, config: ModelConfig) -> dict[str, torch.Tensor]:
     """Undo the export's renaming and permutation: the engine state dict a GGUF file encodes."""
     out: dict[str, torch.Tensor] = {}
+    family = by_gguf_name(contents.arch)
+    permutes = family is not None and family.gguf_permutes_qk
     for hf_name in expected_tensors(config):
         array = contents.tensors[gguf_tensor_name(hf_name)].astype(np.float32)
-        if contents.arch == "llama" and hf_name.endswith("q_proj.weight"):
+        if permutes and hf_name.endswith("q_proj.weight"):
             array = unpermute_qk(array, config.num_attention_heads)
-        elif contents.arch == "llama" and hf_name.endswith("k_proj.weight"):
+        elif permutes and hf_name.endswith("k_proj.weight"):
             array = unpermute_qk(array, config.num_key_value_heads)
         out[hf_name] = torch.from_numpy(np.ascontiguousarray(array))
     return out

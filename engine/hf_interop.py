@@ -23,6 +23,7 @@ import torch
 from safetensors import safe_open
 from tokenizers import Tokenizer, processors
 
+from engine.architectures import ARCHITECTURES, Architecture, by_hf_model_type, exported_as
 from engine.atomic import atomic_file, write_atomic
 from engine.checkpoint import (
     EMBEDDING,
@@ -36,7 +37,7 @@ from engine.checkpoint import (
     read_header,
     with_special_ids,
 )
-from engine.config import ModelConfig, default_context
+from engine.config import ModelConfig
 from engine.errors import ExportError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM
@@ -55,7 +56,8 @@ HF_FILES = (
 
 def hf_architecture(config: ModelConfig) -> tuple[str, str]:
     """(``architectures`` class, ``model_type``) for ``config``."""
-    return ("Qwen2ForCausalLM", "qwen2") if config.attention_bias else ("LlamaForCausalLM", "llama")
+    family = exported_as(config)
+    return family.hf_class, family.hf_model_type
 
 
 def to_hf_config(config: ModelConfig, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
@@ -87,10 +89,7 @@ def to_hf_config(config: ModelConfig, dtype: torch.dtype = torch.float32) -> dic
     }
     if FAULTS.active("hf_config_rope_theta_v5_only"):  # the defect: transformers 4.x reads theta 10000
         del out["rope_theta"]  # pragma: no mutate
-    if model_type == "llama":
-        out.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
-    else:
-        out.update(use_sliding_window=False, sliding_window=None, max_window_layers=config.num_hidden_layers)
+    out.update(exported_as(config).hf_config_extras(config.num_hidden_layers))
     return out
 
 
@@ -107,32 +106,34 @@ def _rope_theta(hf: Mapping[str, Any]) -> float:
     return float(hf.get("rope_theta", 10000.0))
 
 
-def _default_context(model_type: str) -> int:
+def _default_context(family: Architecture) -> int:
     """transformers' default ``max_position_embeddings`` of the family, for a config.json without it."""
     if FAULTS.active("hf_import_qwen2_context_default_2048"):  # the defect: Llama's default for every family
         return 2048  # pragma: no mutate
-    return default_context(model_type)
+    return family.default_context
 
 
 def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
     """A :class:`ModelConfig` from a Llama/Qwen2 ``config.json`` dict; unsupported features are errors."""
     model_type = hf.get("model_type")
-    if model_type not in ("llama", "qwen2"):
-        raise ExportError(f"unknown architecture `{model_type}`; supported model_type: llama, qwen2")
+    family = by_hf_model_type(model_type)
+    if family is None:
+        supported = ", ".join(a.hf_model_type for a in ARCHITECTURES.values())
+        raise ExportError(f"unknown architecture `{model_type}`; supported model_type: {supported}")
     try:
         hidden, heads = int(hf["hidden_size"]), int(hf["num_attention_heads"])
         values: dict[str, Any] = {
-            "architecture": model_type,
+            "architecture": family.name,
             "vocab_size": int(hf["vocab_size"]),
             "hidden_size": hidden,
             "num_hidden_layers": int(hf["num_hidden_layers"]),
             "num_attention_heads": heads,
             "num_key_value_heads": int(hf.get("num_key_value_heads") or heads),
             "intermediate_size": int(hf["intermediate_size"]),
-            "max_position_embeddings": int(hf.get("max_position_embeddings", _default_context(model_type))),
+            "max_position_embeddings": int(hf.get("max_position_embeddings", _default_context(family))),
             "rope_theta": _rope_theta(hf),
             "rms_norm_eps": float(hf.get("rms_norm_eps", 1e-6)),
-            "attention_bias": model_type == "qwen2",
+            "attention_bias": family.attention_bias,
             "tie_word_embeddings": bool(hf.get("tie_word_embeddings", False)),
         }
     except KeyError as exc:
@@ -143,13 +144,9 @@ def from_hf_config(hf: Mapping[str, Any]) -> ModelConfig:
         raise ExportError(f"config.json has a malformed value: {exc}") from None
     if hf.get("hidden_act", "silu") != "silu":
         raise ExportError(f"hidden_act {hf.get('hidden_act')!r} is not supported (SwiGLU with silu only)")
-    if model_type == "llama" and (hf.get("attention_bias") or hf.get("mlp_bias")):
-        raise ExportError("Llama attention_bias/mlp_bias (bias on o_proj or the MLP) is not supported by the engine")
-    sliding = bool(hf.get("use_sliding_window"))
-    if FAULTS.active("hf_import_sliding_window_accepted"):  # the defect: imported as full attention
-        sliding = False  # pragma: no mutate
-    if model_type == "qwen2" and sliding:
-        raise ExportError("Qwen2 sliding-window attention is not supported by the engine")
+    refusal = family.hf_config_refusal(hf)
+    if refusal is not None:
+        raise ExportError(refusal)
     head_dim = hf.get("head_dim")
     if head_dim is not None and int(head_dim) != hidden // heads:
         raise ExportError(f"head_dim {head_dim} != hidden_size / num_attention_heads = {hidden // heads}")

@@ -6,6 +6,9 @@ picks its bnb-aware LoRA layer) and then wraps.  In both, the LoRA matrices are 
 are the only trainable parameters.  Adapters are saved in PEFT's own format
 (``adapter_model.safetensors`` + ``adapter_config.json``) so ``PeftModel.from_pretrained`` reads
 them too.
+
+Imports inside functions: peft loads only when an adapter is applied, loaded or saved (seconds;
+pretraining never needs it).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import psutil
 import torch
@@ -33,6 +33,9 @@ from engine.faults import FAULTS
 from engine.lora import LoraSettings, apply_lora, prepare_qlora
 from engine.model import build_model
 from engine.quant import NF4_BLOCKSIZE
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 Method = Literal["full", "lora", "qlora"]
 
@@ -108,13 +111,11 @@ def lora_param_count_square(config: ModelConfig, settings: LoraSettings) -> int:
     return config.num_hidden_layers * len(settings.targets) * settings.r * config.hidden_size * 2
 
 
-@dataclass(frozen=True)
-class MemoryEstimate:
-    label: str
-    method: Method
-    base_storage: str
+class TrainingBytes:
+    """A method's training memory in four parts and their sum, as an estimate and a measurement
+    (:class:`engine.checkpoint_memory.CheckpointMemory`) both report it."""
+
     base_weight_bytes: int
-    trainable_params: int
     trainable_weight_bytes: int
     gradient_bytes: int
     optimizer_bytes: int
@@ -124,7 +125,19 @@ class MemoryEstimate:
         return self.base_weight_bytes + self.trainable_weight_bytes + self.gradient_bytes + self.optimizer_bytes
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total_bytes": self.total_bytes}
+        return {**asdict(cast("DataclassInstance", self)), "total_bytes": self.total_bytes}
+
+
+@dataclass(frozen=True)
+class MemoryEstimate(TrainingBytes):
+    label: str
+    method: Method
+    base_storage: str
+    base_weight_bytes: int
+    trainable_params: int
+    trainable_weight_bytes: int
+    gradient_bytes: int
+    optimizer_bytes: int
 
 
 def estimate(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +27,9 @@ from peft import PeftModel
 from torch import nn
 
 from engine.atomic import atomic_dir
+from engine.checkpoint import base_identity, load_checkpoint
+from engine.data import read_examples, resolve_template, tokenize_pairs
+from engine.device import nf4_device, resolve_device
 from engine.faults import FAULTS
 from engine.lora import LoraSettings, apply_lora, prepare_qlora, save_adapter
 from engine.quant import NF4Config
@@ -43,6 +46,7 @@ from engine.train import (
     lr_factor,
     make_optimizer,
     mean_loss,
+    nf4_manifest,
     state_to_files,
     write_json_atomic,
 )
@@ -304,3 +308,47 @@ def train_adapters(
         for st in states.values():
             st.log.close()
     return MultiAdapterResult(model, order, states)
+
+
+def finetune_adapters(
+    base: str | Path,
+    runs: Sequence[tuple[Path, Path]],
+    cfg: TrainConfig,
+    *,
+    method: Literal["lora", "qlora"] = "lora",
+    settings: LoraSettings | None = None,
+    schedule: Schedule = "round_robin",
+    nf4: NF4Config | None = None,
+    device: str | None = None,
+    manifest: Mapping[str, Any] | None = None,
+    template: str = "auto",
+) -> MultiAdapterResult:
+    """One adapter per ``(instruction JSONL, adapter folder)`` in ``runs``, all on the checkpoint
+    ``base`` loaded once (and for ``qlora`` quantized once): each adapter's data is tokenized with the
+    base's tokenizer in the chat ``template`` resolved for it, and its folder's manifest records the
+    base's identity (its weights before any adapter or NF4 touched them) and the adapter's name."""
+    if method not in ("lora", "qlora"):
+        raise ValueError(f"adapters train with lora or qlora, not {method!r}")
+    nf4 = nf4 or NF4Config()
+    dev = resolve_device(device)
+    loaded = load_checkpoint(Path(base), device=nf4_device(dev) if method == "qlora" else dev)
+    identity = base_identity(loaded.model)  # before any adapter or NF4 touches the base
+    chosen = resolve_template(template, loaded.tokenizer)
+
+    def job(data_path: Path, out_dir: Path) -> AdapterJob:
+        used = "docstring" if FAULTS.active("multi_adapter_template_ignored") else chosen  # pragma: no mutate
+        pairs = tokenize_pairs(read_examples(data_path), loaded.tokenizer, cfg.seq_len, template=used)
+        record = {
+            **(manifest or {}),
+            "kind": "finetune",
+            "method": method,
+            "base": str(base),
+            **identity,
+            "template": chosen,
+            "adapter": out_dir.name,
+            **nf4_manifest(nf4, method),
+        }
+        return AdapterJob(out_dir.name, pairs, out_dir, settings or LoraSettings(), record)
+
+    jobs = [job(d, o) for d, o in runs]
+    return train_adapters(loaded.model, jobs, cfg, schedule=schedule, quantize=method == "qlora", nf4=nf4)

@@ -23,6 +23,9 @@ Six gates, each with a measured value and, where the caller gives one, a bound:
 A gate without a bound reports its value and ``skipped``; a gate after a failed ``loads`` is
 ``skipped`` too.  The report is plain data (``to_json``) for the CLI table, ``--json`` and the
 contract family ``checkpoint-qa-v1``.
+
+Imports inside functions: pv (the harness's noise intervals) only where the throughput gate judges a
+rate.
 """
 
 from __future__ import annotations

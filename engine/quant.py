@@ -16,6 +16,9 @@ Three traps live here, each checked on this machine with bitsandbytes 0.50:
   in full precision on CPU and are listed in ``model.nf4_kept_full_precision`` (a warning says so).
 * PEFT only picks its 4-bit-aware LoRA layer when the model says ``is_loaded_in_4bit``;
   :func:`quantize_model` sets that flag (and ``quantization_method``) on the model.
+
+Imports inside functions: bitsandbytes loads only when a model is quantized (it probes the CPU and
+GPU on import).
 """
 
 from __future__ import annotations

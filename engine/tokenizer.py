@@ -21,6 +21,7 @@ from typing import Any
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from engine.atomic import write_atomic
+from engine.chat import render_chat
 from engine.corpus import CorpusFile, as_corpus_files, corpus_digest, read_corpus
 from engine.corpus import default_corpus_files as default_corpus_files
 from engine.errors import TokenizerError
@@ -110,7 +111,6 @@ class EngineTokenizer:
     ) -> list[int]:
         """Token ids of ``messages`` rendered through the tokenizer's chat template (as transformers'
         ``apply_chat_template(tokenize=True)``: the template writes any BOS itself)."""
-        from engine.chat import render_chat
 
         if self.chat_template is None:
             raise TokenizerError("this tokenizer has no chat template; give a plain prompt instead")

@@ -1,14 +1,19 @@
 """The training tasks: pretraining a decoder from scratch or from an ``--init`` checkpoint, and
 fine-tuning one (full, LoRA or QLoRA on an NF4 base) on instruction pairs.  Each is a
 :class:`engine.train.loop.TrainingTask`; :func:`pretrain` and :func:`finetune` build one and hand
-it to :func:`engine.train.loop.run_training`."""
+it to :func:`engine.train.loop.run_training`.
+
+Imports inside functions: each task imports the engine modules it uses when it runs, so importing
+engine.train (every command and contract fixture does) does not load engine.lora and peft (seconds)
+or engine.quant and bitsandbytes, which only fine-tuning needs.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import load_file
@@ -19,6 +24,13 @@ from engine.errors import EngineError
 from engine.faults import FAULTS
 from engine.train.loop import TrainConfig, TrainResult, mean_loss, run_training
 from engine.train.state import write_json_atomic
+
+if TYPE_CHECKING:
+    from engine.config import ModelConfig
+    from engine.data import InstructionData, TokenData
+    from engine.lora import LoraSettings
+    from engine.quant import NF4Config
+    from engine.tokenizer import EngineTokenizer
 
 
 def architecture_differences(a: Any, b: Any) -> list[str]:
@@ -33,19 +45,28 @@ class IncompatibleInitError(EngineError, ValueError):
     """An ``--init`` checkpoint whose architecture does not match the requested model."""
 
 
-class PretrainTask:
-    """Next-token prediction on token windows of :class:`engine.data.TokenData`."""
+class WholeModelTask:
+    """What a task that trains a whole model (not an adapter) shares: validation on ``data``'s
+    held-out split, and each checkpoint a self-contained file (weights, tokenizer, manifest)
+    recording the digest of the data it trained on.  Pretraining and distillation are such tasks."""
 
-    def __init__(self, model: nn.Module, tokenizer: Any, data: Any, cfg: TrainConfig) -> None:
-        self.model, self.tokenizer, self.data, self.cfg = model, tokenizer, data, cfg
-        self.device = next(model.parameters()).device
+    model: nn.Module
+    tokenizer: EngineTokenizer
+    data: Any  # TokenData, or InstructionData for a distillation on instruction pairs
+    cfg: TrainConfig
+    device: torch.device
 
-    def loss(self, step: int) -> tuple[torch.Tensor, int]:
-        ids = self.data.batch(step, self.cfg.batch_size, self.cfg.seq_len, self.cfg.seed).to(self.device)
-        return self.model(ids, labels=ids).loss, int(ids.numel())
+    def run_manifest(self) -> dict[str, Any]:
+        """What this task adds to each checkpoint's manifest."""
+        return {"data_digest": self.data.digest}
 
     def val_loss(self) -> float:
-        batches = [(b, b) for b in self.data.val_batches(self.cfg.batch_size, self.cfg.seq_len, self.cfg.eval_batches)]
+        if hasattr(self.data, "labels"):  # instruction pairs: prompt and padding are masked in the labels
+            batches = self.data.val_batches(self.cfg.batch_size, self.cfg.eval_batches)
+        else:  # a token stream is its own label
+            batches = [
+                (b, b) for b in self.data.val_batches(self.cfg.batch_size, self.cfg.seq_len, self.cfg.eval_batches)
+            ]
         return mean_loss(self.model, batches, self.device)
 
     def save(self, folder: Path, manifest: dict[str, Any]) -> None:
@@ -55,7 +76,7 @@ class PretrainTask:
             folder / "model.safetensors",
             self.model,  # type: ignore[arg-type]
             self.tokenizer,
-            {**manifest, "data_digest": self.data.digest},
+            {**manifest, **self.run_manifest()},
         )
 
     def load(self, folder: Path) -> None:
@@ -64,13 +85,25 @@ class PretrainTask:
         load_step_weights(self.model, folder / "model.safetensors")  # type: ignore[arg-type]
 
 
+class PretrainTask(WholeModelTask):
+    """Next-token prediction on token windows of :class:`engine.data.TokenData`."""
+
+    def __init__(self, model: nn.Module, tokenizer: EngineTokenizer, data: TokenData, cfg: TrainConfig) -> None:
+        self.model, self.tokenizer, self.data, self.cfg = model, tokenizer, data, cfg
+        self.device = next(model.parameters()).device
+
+    def loss(self, step: int) -> tuple[torch.Tensor, int]:
+        ids = self.data.batch(step, self.cfg.batch_size, self.cfg.seq_len, self.cfg.seed).to(self.device)
+        return self.model(ids, labels=ids).loss, int(ids.numel())
+
+
 def pretrain(
     out_dir: str | os.PathLike[str],
     cfg: TrainConfig,
     *,
-    config: Any | None = None,
-    tokenizer: Any | None = None,
-    data: Any | None = None,
+    config: ModelConfig | None = None,
+    tokenizer: EngineTokenizer | None = None,
+    data: TokenData | None = None,
     init: str | os.PathLike[str] | None = None,
     resume: bool = False,
     device: str | torch.device | None = None,
@@ -176,7 +209,7 @@ class FinetuneTask:
             set_peft_model_state_dict(self.model, weights)
 
 
-def nf4_manifest(nf4: Any | None, method: str) -> dict[str, Any]:
+def nf4_manifest(nf4: NF4Config | None, method: str) -> dict[str, Any]:
     """How a QLoRA run quantized its base, so the adapter is later applied to the same NF4 base."""
     if method != "qlora":
         return {}
@@ -192,9 +225,9 @@ def finetune(
     cfg: TrainConfig,
     *,
     method: str = "lora",
-    lora: Any | None = None,
-    nf4: Any | None = None,
-    data: Any | None = None,
+    lora: LoraSettings | None = None,
+    nf4: NF4Config | None = None,
+    data: InstructionData | None = None,
     resume: bool = False,
     device: str | torch.device | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,

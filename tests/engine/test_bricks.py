@@ -234,7 +234,7 @@ def test_reference_workload_is_the_same_work_in_every_process() -> None:
 
 
 def test_ttft_times_one_token_per_call() -> None:
-    from falsifiers.brick_work import watching
+    from falsifiers.bench_report.brick_work import watching
 
     s = BrickSettings(batch_size=2, seq_len=8, warmup=1, reps=2, min_rep_s=0.0, max_memory_gib=64.0)
     with watching() as w:

@@ -175,7 +175,7 @@ def test_malformed_metadata_is_named(small_gguf: Path, tmp_path: Path, drop: set
 
 
 def test_rope_scaling_is_refused_by_its_type(small_gguf: Path, tmp_path: Path) -> None:
-    from falsifiers.gguf_reading import rewrite_gguf
+    from falsifiers.engine_files.gguf_reading import rewrite_gguf
 
     yarn = {"llama.rope.scaling.type": ("yarn", gguf.GGUFValueType.STRING)}
     bad = rewrite_gguf(small_gguf, tmp_path / "yarn.gguf", typed=yarn)
