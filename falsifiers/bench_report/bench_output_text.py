@@ -17,13 +17,13 @@ import json
 import math
 from typing import Any
 
+from engine.bricks import BrickResult, results_json, results_table
 from pv.checkers import checker
 
 HEAD = ["brick", "calls/rep", "min ms", "median ms", "cv %", "cpu cv %", "rate"]
 
 
 def _results() -> list[Any]:
-    from engine.bricks import BrickResult
 
     nan = math.nan
     return [
@@ -62,7 +62,6 @@ def expected_json() -> str:
 @checker(observes=["table_as_written", "json_as_written", "table", "json_lines"], ids=["FALSIFY-BREP-005"])
 def bench_text_as_written() -> dict[str, Any]:
     """results_table and results_json on the three results above."""
-    from engine.bricks import results_json, results_table
 
     table, text = results_table(_results()), results_json(_results())
     return {

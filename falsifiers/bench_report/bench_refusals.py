@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import command_refusals_differing
+from falsifiers.shared.refusals import command_refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 KNOWN = "known: lora_forward, optimizer, loss, train_step, ttft, throughput, batch, all"

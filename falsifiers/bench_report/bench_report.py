@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from engine.checkpoint import save_checkpoint
 from engine.config import ModelConfig, preset
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.export import variant_config
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.parameter_counts import lora_count, parameter_count, table_cells
+from falsifiers.shared.realistic_models import variant_config
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 GIB = 2**30
@@ -44,38 +45,6 @@ COMMON = (
 def bench_config(cfg: ModelConfig) -> ModelConfig:
     """The bricks round the MLP width up to a multiple of 64 (NF4 blocks on CPU)."""
     return cfg.replace(intermediate_size=-(-cfg.intermediate_size // 64) * 64)
-
-
-def layer_linears(cfg: ModelConfig) -> list[tuple[int, int]]:
-    """(in, out) of each linear of one decoder layer: q, k, v, o, gate, up, down."""
-    h, hd = cfg.hidden_size, cfg.hidden_size // cfg.num_attention_heads
-    q, kv, inter = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd, cfg.intermediate_size
-    return [(h, q), (h, kv), (h, kv), (q, h), (h, inter), (h, inter), (inter, h)]
-
-
-def attention_biases(cfg: ModelConfig) -> int:
-    """Qwen2's q/k/v biases per layer (none for llama)."""
-    hd = cfg.hidden_size // cfg.num_attention_heads
-    return (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * hd if cfg.attention_bias else 0
-
-
-def embedding_parameters(cfg: ModelConfig) -> int:
-    """The token embedding, and the head unless it is tied to it."""
-    return cfg.vocab_size * cfg.hidden_size * (1 if cfg.tie_word_embeddings else 2)
-
-
-def parameter_count(cfg: ModelConfig) -> int:
-    """A llama/qwen2 decoder's parameters, from its shape: embeddings, per layer q/k/v/o (qwen2: q/k/v
-    biases), gate/up/down and two norms, the final norm, and an untied head."""
-    layer = sum(i * o for i, o in layer_linears(cfg)) + attention_biases(cfg) + 2 * cfg.hidden_size
-    return embedding_parameters(cfg) + cfg.num_hidden_layers * layer + cfg.hidden_size
-
-
-def lora_count(cfg: ModelConfig, r: int) -> int:
-    """LoRA on the default targets (q_proj, v_proj): r x (in + out) per wrapped projection."""
-    h, hd = cfg.hidden_size, cfg.hidden_size // cfg.num_attention_heads
-    q, kv = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd
-    return cfg.num_hidden_layers * r * ((h + q) + (h + kv))
 
 
 def expected_memory(name: str, cfg: ModelConfig, batch: int, seq: int, new: int, r: int = 8) -> dict[str, float]:
@@ -107,11 +76,6 @@ def expected_memory(name: str, cfg: ModelConfig, batch: int, seq: int, new: int,
 
 def _close(a: Any, b: float, rel: float = 1e-9) -> bool:
     return isinstance(a, int | float) and math.isclose(float(a), b, rel_tol=rel, abs_tol=1e-15)
-
-
-def table_cells(line: str) -> list[str]:
-    """One row of a plain-text table the engine prints: its cells, split on runs of two or more spaces."""
-    return re.split(r"\s{2,}", line.strip())
 
 
 def _rows(stdout: str) -> dict[str, list[str]]:
@@ -254,7 +218,6 @@ def bench_plans_memory(
     """``bench --brick all --max-memory-gib 0``, sized by the tiny preset and by a tied qwen2
     checkpoint: nothing is timed, and every brick reports its planned memory part by part, its
     parameters and FLOPs per token, the limit and the reason, as the formulas here give them."""
-    from engine.checkpoint import save_checkpoint
 
     out = fresh_dir(tmp_path, "bench-plan-")
     qwen2 = variant_config("qwen2", intermediate_size=100)

@@ -18,6 +18,7 @@ from unittest import mock
 
 import torch
 
+from engine.bricks import available_memory_gib, time_call
 from pv.checkers import checker
 
 GIB = 2**30
@@ -47,7 +48,6 @@ def _batches(events: list[str]) -> tuple[list[list[Any]], int]:
 def gpu_timer_synchronises() -> dict[str, Any]:
     """time_call on cuda:1 and on the CPU (1 warm-up, 2 repetitions, a reference workload, a
     counting clock); available_memory_gib on cuda:1 beside a stand-in GPU with 3.5 GiB free."""
-    from engine.bricks import available_memory_gib, time_call
 
     events: list[str] = []
     devices: list[str] = []

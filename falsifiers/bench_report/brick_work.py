@@ -23,8 +23,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from falsifiers.bench_report import lora_count
+from engine.bricks import BRICKS, BrickSettings, run_brick
+from engine.config import preset
+from falsifiers.bench_report.bench_report import bench_config
+from falsifiers.shared.parameter_counts import lora_count
 from pv.checkers import checker
 
 
@@ -54,9 +58,9 @@ class _LossWatch(torch.overrides.TorchFunctionMode):
 @contextmanager
 def watching() -> Iterator[Watched]:
     """Record every model forward, adapter and 4-bit layer call, optimizer step and loss in the block."""
+    # references (bitsandbytes, PEFT): they load only in the checkers that use them
     from bitsandbytes.nn import Linear4bit
     from peft.tuners.lora import LoraLayer
-    from torch.optim.optimizer import register_optimizer_step_pre_hook
 
     watched = Watched()
 
@@ -100,9 +104,6 @@ def bricks_do_the_work_they_report(
     batch_size: int, seq_len: int, new_tokens: int, batch_sizes: list[int], rank: int
 ) -> dict[str, Any]:
     """Each brick of the tiny preset, LoRA bricks also with a 4-bit base, watched while measured."""
-    from engine.bricks import BRICKS, BrickSettings, run_brick
-    from engine.config import preset
-    from falsifiers.bench_report import bench_config
 
     cfg = bench_config(preset("tiny"))
     lora = lora_count(cfg, rank)

@@ -21,8 +21,10 @@ import statistics
 from typing import Any
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
-from falsifiers.bench import _ScriptedClock
+from engine.bricks import REFERENCE_SIZE, reference_workload, summarize_timing, time_call
+from falsifiers.shared.clocks import _ScriptedClock
 from pv.checkers import checker
 
 MATMULS = 4  # the documented chain
@@ -62,9 +64,6 @@ def reference_series_is_the_fixed_work(
 ) -> dict[str, Any]:
     """The reference workload's FLOPs and value, then ``time_call`` with a reference on a scripted
     clock: brick calls cost ``call_s`` and reference calls ``reference_s``, each ± ``jitter``."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from engine.bricks import REFERENCE_SIZE, reference_workload, summarize_timing, time_call
 
     cpu = torch.device("cpu")
     work = reference_workload(cpu)

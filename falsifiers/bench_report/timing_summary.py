@@ -15,6 +15,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+import psutil
+import torch
+
+from engine.bricks import Timing, available_memory_gib, summarize_timing
 from pv.checkers import checker
 
 GIB = 2**30
@@ -52,10 +56,6 @@ def _expected(name: str, t: Any, warmup: int, items: float | None, unit: str | N
 )
 def summaries_by_formula() -> dict[str, Any]:
     """summarize_timing on three Timings; available_memory_gib on the CPU between two psutil readings."""
-    import psutil
-    import torch
-
-    from engine.bricks import Timing, available_memory_gib, summarize_timing
 
     timings = [
         ("with-reference", Timing([0.004, 0.005, 0.0045, 0.006], [0.016, 0.02, 0.018, 0.024], 4, [0.01], 3,

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from engine.bricks import BrickSettings, run_brick, summarize_timing, time_call
+from falsifiers.shared.clocks import _ScriptedClock
 from pv.checkers import checker
 from pv.noise import dispersion, worst
 
@@ -77,16 +78,6 @@ def brick_cv(
         "calls_per_rep": result.calls_per_rep,
         "shortest_rep_s": result.extra["shortest_rep_s"],
     }
-
-
-class _ScriptedClock:
-    """A clock that moves only when the instrumented callable says a call took its cost."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _busy_wait(seconds: float) -> None:

@@ -26,9 +26,16 @@ from dataclasses import replace
 from typing import Any
 from unittest import mock
 
+import psutil
 import torch
 
-from falsifiers.refusals import refusals_differing
+import engine.generate
+from engine.bricks import BRICKS, BrickSettings, Timing, cv_of, reference_workload, run_brick, run_bricks, summarize
+from engine.config import preset
+from engine.lora import LoraSettings
+from engine.memory import estimate
+from engine.model import build_model
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 
 KNOWN = "lora_forward, optimizer, loss, train_step, ttft, throughput, batch"  # the documented bricks, in order
@@ -57,7 +64,6 @@ class Recorder:
         self.depth = 0
 
     def time_call(self, fn: Callable[[], object], **kw: Any) -> Any:
-        from engine.bricks import Timing
 
         k = len(self.timed) + 1  # every timed call gets other times, so a report shows whose they are
         self.timed.append(kw)
@@ -88,7 +94,6 @@ class Recorder:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        import engine.generate
 
         real = engine.generate.generate
 
@@ -145,7 +150,6 @@ def _same(a: Any, b: Any) -> bool:
 
 def _timed_run(name: str, s: Any, differing: list[str]) -> dict[str, int]:
     """One brick under the recorder; what it ran against what its documentation says."""
-    from engine.bricks import reference_workload, run_brick
 
     rec = Recorder()
     with rec.installed():
@@ -204,11 +208,6 @@ def _timed_run(name: str, s: Any, differing: list[str]) -> dict[str, int]:
 
 def _not_run(name: str, s: Any, differing: list[str]) -> float:
     """A brick over its limit: computed on meta, its figures written out here; returns its total."""
-    from engine.bricks import run_brick
-    from engine.config import preset
-    from engine.lora import LoraSettings
-    from engine.memory import estimate
-    from engine.model import build_model
 
     result = run_brick(name, s)
     cfg = s.config if s.config is not None else preset(s.preset)
@@ -242,7 +241,6 @@ def _not_run(name: str, s: Any, differing: list[str]) -> float:
 
 def _helpers_differing() -> list[str]:
     """cv_of and summarize at their edges; reference_workload without a device."""
-    from engine.bricks import cv_of, reference_workload, summarize
 
     differing = []
     for times, want in (
@@ -286,10 +284,6 @@ def _helpers_differing() -> list[str]:
 def bricks_run_what_they_name() -> dict[str, Any]:
     """Every brick under the recording timer, with two settings; every brick over a limit of 0 and
     by the default limit; a brick at exactly its limit; run_bricks' default; two refusals."""
-    import psutil
-
-    from engine.bricks import BRICKS, BrickSettings, run_brick, run_bricks
-    from engine.config import preset
 
     differing: list[str] = []
     base = BrickSettings(

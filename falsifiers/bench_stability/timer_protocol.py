@@ -25,7 +25,8 @@ from typing import Any
 
 import torch
 
-from falsifiers.refusals import refusals_differing
+from engine.bricks import time_call
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 from pv.noise import cpu_seconds
 
@@ -145,7 +146,6 @@ def _cases() -> list[tuple[str, Callable[[int], float], int, int, float, Callabl
 def timer_follows_its_protocol() -> dict[str, Any]:
     """time_call on each scripted case above against the protocol written out here; then three
     requests it must refuse."""
-    from engine.bricks import time_call
 
     cpu = torch.device("cpu")
     differing: list[str] = []

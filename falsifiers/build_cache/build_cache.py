@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.child_env import child_env
+import engine
+from falsifiers.shared.child_env import child_env
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 # A process that asks for one artefact; its build sleeps (so that a second process arrives while it
@@ -84,7 +85,6 @@ def built_once_rebuilds_what_changed(tmp_path: Path) -> dict[str, Any]:
     """Two processes ask for one artefact at once, a third after them, a fourth for another key; a
     failing build, then the same key again; the key from a copy of the engine, the copy with one
     source file changed, and with a fault switched on."""
-    import engine
 
     work = fresh_dir(tmp_path, "build-cache-")
     here = Path(engine.__file__).resolve().parent.parent  # the engine this process runs

@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
+from engine.build_cache import DONE, built_once
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -37,7 +38,6 @@ def built_once_in_process(tmp_path: Path) -> dict[str, Any]:
 
 
 def _builds(tmp_path: Path, here: Path) -> dict[str, Any]:
-    from engine.build_cache import DONE, built_once
 
     root = fresh_dir(tmp_path, "cache-") / "not" / "yet"
     calls: list[Path] = []

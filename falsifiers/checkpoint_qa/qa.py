@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.qa import QAOptions, run_qa
+from engine.qa import ROUNDTRIP_TEXTS, QAOptions, run_qa
 from pv.checkers import checker
 from pv.noise import Measured
 
@@ -83,7 +83,6 @@ def perplexity(
 @checker(observes=[*IDENTITY, "roundtrip_failures", "texts_checked"], ids=["FALSIFY-QA-004"])
 def tokenizer_roundtrip(qa_checkpoint: Path, checkpoint: str | None = None) -> dict[str, Any]:
     """decode(encode(text)) == text for code, prose, unicode, whitespace and the empty string."""
-    from engine.qa import ROUNDTRIP_TEXTS
 
     identity, gates = _gates(qa_checkpoint, QAOptions(gates=("tokenizer_roundtrip",)))
     failures = gates["tokenizer_roundtrip"].value if "tokenizer_roundtrip" in gates else len(ROUNDTRIP_TEXTS)

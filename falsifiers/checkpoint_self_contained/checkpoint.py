@@ -7,20 +7,25 @@ a directory that holds nothing else.
 
 from __future__ import annotations
 
+import io
 import json
+import pickle
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 
 from engine.checkpoint import load_checkpoint, make_manifest, read_header, save_checkpoint
-from engine.config import ARCHITECTURE_KEYS
+from engine.config import ARCHITECTURE_KEYS, preset
 from engine.errors import CheckpointError
 from engine.generate import generate, pad_prompts
 from engine.model import DecoderLM
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PROMPTS = ("def main(args):\n    return", "import os\n")
@@ -147,7 +152,6 @@ def config_round_trip(
     config field is what was saved, the special ids are the embedded tokenizer's, a tied head is
     the embedding again (one storage), ``dtype=bfloat16`` loads every float tensor as bf16, and the
     loaded model computes the saved one's logits exactly."""
-    from engine.config import preset
 
     compared = mismatches = from_tokenizer = tied = dtype_ok = manifests = 0
     worst = 0.0
@@ -188,8 +192,6 @@ def config_round_trip(
 
 def _rewrite(src: Path, dest: Path, edit: Any) -> Path:
     """A copy of checkpoint ``src`` whose safetensors metadata ``edit(meta)`` changed in place."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file, save_file
 
     with safe_open(str(src), framework="pt") as fh:
         meta = dict(fh.metadata())
@@ -204,11 +206,6 @@ def malformed_refused(
 ) -> dict[str, Any]:
     """Hand ``load_checkpoint`` files that are not a checkpoint, or one with a defect, and require a
     CheckpointError whose message names what is wrong (a word written here for each case)."""
-    import io
-    import pickle
-    import zipfile
-
-    from engine.errors import CheckpointError
 
     model = tiny_model_factory(seed)
     vocab = model.config.vocab_size  # the first id outside the vocabulary: the bound itself

@@ -18,7 +18,7 @@ import functools
 from typing import Any
 
 from engine.config import PRESETS, ModelConfig, preset
-from falsifiers.refusals import Refusal, refusals_differing
+from falsifiers.shared.refusals import Refusal, refusals_differing
 from pv.checkers import checker
 
 # overrides of the tiny preset (hidden 64, 4 heads, 2 key/value heads) and the refusal each must get

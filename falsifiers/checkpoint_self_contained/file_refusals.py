@@ -24,10 +24,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from safetensors import safe_open
+
+from engine.checkpoint import load_checkpoint, read_header, save_checkpoint
 from engine.errors import CheckpointError
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 MAX_HEADER = 100_000_000  # safetensors' limit on the JSON header, in bytes
@@ -44,7 +47,6 @@ def _safetensors(header: object, data: bytes = b"", declared: int | None = None)
 
 def _safetensors_refusal(path: Path) -> str:
     """What safetensors' own reader says of ``path``'s tensors."""
-    from safetensors import safe_open
 
     try:
         with safe_open(str(path), framework="pt") as fh:
@@ -73,7 +75,6 @@ def file_refusals_named(engine_tokenizer: EngineTokenizer, tiny_model_factory: A
     checkpoint is cut one byte short of its header's end.  ``table_*``: read_header of the whole
     checkpoint gives each tensor's dtype, shape and data offsets, and the metadata, as its bytes
     say (the names of what differs)."""
-    from engine.checkpoint import load_checkpoint, read_header, save_checkpoint
 
     work = fresh_dir(tmp_path, "file-refusals-")
     good = save_checkpoint(work / "good.safetensors", tiny_model_factory(0), engine_tokenizer).read_bytes()

@@ -16,10 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from safetensors.torch import save_file
+
+from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.errors import CheckpointError
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.checkpoint_self_contained.load_refusals import _saved
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 BELOW = "must be a token id below vocab_size"
@@ -47,10 +51,6 @@ def header_token_ids_read_as_written(
     refusals that differ from the text written there) and with each eos text of ``ACCEPTED``: the
     loaded config's and model's ``eos_token_id`` must be the value listed, of its very type (an int
     is not a tuple of one), and ``eos_ids`` the tuple of them (the tokenizer's id for null)."""
-    from safetensors.torch import save_file
-
-    from engine.checkpoint import load_checkpoint, save_checkpoint
-    from falsifiers.load_refusals import _saved
 
     work = fresh_dir(tmp_path, "header-ids-")
     good = save_checkpoint(work / "good.safetensors", tiny_model_factory(0), engine_tokenizer)

@@ -26,12 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 
+from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.config import ARCHITECTURE_KEYS, ModelConfig
 from engine.errors import CheckpointError, TokenizerError
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 UNUSABLE = ["{not json", '{"format": "something else"}']
@@ -72,8 +75,6 @@ def _config_refusal(meta: dict[str, str]) -> str:
 
 def _saved(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """A saved checkpoint's tensors and header, as safetensors reads them (the edits start from these)."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
 
     with safe_open(str(path), framework="pt") as f:
         return load_file(str(path)), dict(f.metadata() or {})
@@ -102,9 +103,6 @@ def load_refusals_named(
     norm at half its width, as int64, holding a NaN, and as float16 among float32 tensors.
     ``loaded_*``: the untouched file loads, giving back its header as safetensors reads it and the
     path it was given, as a Path."""
-    from safetensors.torch import save_file
-
-    from engine.checkpoint import load_checkpoint, save_checkpoint
 
     work = fresh_dir(tmp_path, "load-refusals-")
     model = tiny_model_factory(0)

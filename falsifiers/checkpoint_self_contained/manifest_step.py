@@ -17,9 +17,12 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from safetensors import safe_open
+
+from engine.checkpoint import save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 BAD_STEPS: list[Any] = [True, -1, 2.5, "3", None]
@@ -44,9 +47,6 @@ def manifest_step_checked(
     engine_tokenizer: EngineTokenizer, tiny_model_factory: Callable[..., Any], tmp_path: Path
 ) -> dict[str, Any]:
     """save_checkpoint of the tiny preset with each bad step, then with each accepted manifest."""
-    from safetensors import safe_open
-
-    from engine.checkpoint import save_checkpoint
 
     work = fresh_dir(tmp_path, "manifest-step-")
     model = tiny_model_factory(0)

@@ -19,9 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file
 
+import engine.checkpoint
+from engine.checkpoint import load_checkpoint, load_state, save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 from pv.outcomes import skip
 
@@ -53,7 +57,6 @@ def _safetensors_before_0_8() -> Iterator[None]:
     """``safe_open`` where engine.checkpoint looks it up, as safetensors before 0.8 has it: no
     ``backend`` keyword (a TypeError for any keyword it does not know), every tensor a view into
     the file's mapping."""
-    import engine.checkpoint
 
     real = engine.checkpoint.safe_open
 
@@ -85,10 +88,6 @@ def tensors_own_their_memory(
     the engine's and not a blind reading."""
     if not MAPS.is_file():
         skip("the process's mappings are read from /proc/self/maps, which this system lacks")
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    from engine.checkpoint import load_checkpoint, load_state, save_checkpoint
 
     work = fresh_dir(tmp_path, "owned-tensors-")
     path = save_checkpoint(work / "model.safetensors", tiny_model_factory(0), engine_tokenizer)

@@ -7,13 +7,16 @@ metadata names it (``importlib.metadata``, ``platform``), not the modules' own `
 
 from __future__ import annotations
 
+import json
 import platform
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from safetensors import safe_open
+
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PACKAGES = ("torch", "safetensors", "tokenizers")
@@ -24,9 +27,6 @@ def checkpoints_name_their_runtime(tmp_path: Path) -> dict[str, Any]:
     """``pretrain`` (tiny preset, 2 steps), a full ``finetune`` of its checkpoint (2 steps), and an
     ``import`` of its Hugging Face export, all through ``python -m engine``: each checkpoint's
     manifest names the runtime running them."""
-    import json
-
-    from safetensors import safe_open
 
     work = fresh_dir(tmp_path, "provenance-")
     cli = cli_runner()

@@ -17,10 +17,11 @@ from typing import Any
 
 import torch
 
+from engine.checkpoint import save_checkpoint
 from engine.errors import CheckpointError
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -40,7 +41,6 @@ def save_refusals_named(
 ) -> dict[str, Any]:
     """save_checkpoint of the tiny preset with one token fewer than the tokenizer, and of the tiny
     preset with two and with three dtypes mixed, each into its own path of an empty folder."""
-    from engine.checkpoint import save_checkpoint
 
     work = fresh_dir(tmp_path, "save-refusals-")
     vocab = engine_tokenizer.vocab_size

@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 
+from engine.checkpoint import model_from_state
 from engine.errors import CheckpointError
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 
 NORM, HEAD, EMBEDDING = "model.norm.weight", "lm_head.weight", "model.embed_tokens.weight"
@@ -42,7 +43,6 @@ def state_fit_or_refused(tiny_model_factory: Callable[..., Any], tmp_path: Path)
     fresh model of the config); then of the untied state, the tied state without its head, and the
     tied one in bfloat16: what differs from eval mode, equal tensors, a head that is the embedding
     and the dtype asked for."""
-    from engine.checkpoint import model_from_state
 
     model = tiny_model_factory(0)
     config = model.config

@@ -19,9 +19,10 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
+from engine.checkpoint import load_checkpoint, save_checkpoint, weights_digest
 from engine.data import InstructionData
-from falsifiers._workdir import fresh_dir
-from falsifiers.merge_cli import trained_adapter
+from falsifiers.shared.training import trained_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -44,7 +45,6 @@ def digest_from_the_file(
     """Three tiny checkpoints (untied fp32, tied fp32, tied bf16; weights from seed 3): the file's
     digest against weights_digest of the loaded model and against the base digest a 2-step LoRA
     fine-tune on each records in its step manifest."""
-    from engine.checkpoint import load_checkpoint, save_checkpoint, weights_digest
 
     work = fresh_dir(tmp_path, "digest-")
     models = {

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
+from engine.checkpoint import load_state
+from engine.config import preset
+from engine.data import InstructionData
+from engine.distributed import rank_info
+from engine.model import build_model
+from engine.tokenizer import cached_tokenizer
+from engine.train import FinetuneTask, TrainConfig, run_training
 from pv.checkers import checker
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
@@ -25,7 +33,6 @@ TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
 def masked_rows(rows: int = 16, seq: int = 24, seed: int = 0) -> Any:
     """Instruction rows of random ids whose first 1 + (7 i mod (seq - 2)) labels are masked."""
-    from engine.data import InstructionData
 
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(3, 500, (rows, seq), generator=gen)
@@ -36,10 +43,6 @@ def masked_rows(rows: int = 16, seq: int = 24, seed: int = 0) -> Any:
 
 
 def _train(out: Path, steps: int, batch_size: int, seq_len: int) -> None:
-    from engine.config import preset
-    from engine.model import build_model
-    from engine.tokenizer import cached_tokenizer
-    from engine.train import FinetuneTask, TrainConfig, run_training
 
     torch.manual_seed(0)
     model = build_model(preset("tiny"), device="cpu")
@@ -80,10 +83,6 @@ def data_parallel_matches_one_process(
     pv_artifacts: Path, steps: int = 6, batch_size: int = 4, seq_len: int = 24
 ) -> dict[str, Any]:
     """A full fine-tune on 2 gloo ranks against the same run in one process (see the module)."""
-    import torch.distributed as dist
-
-    from engine.checkpoint import load_state
-    from engine.distributed import rank_info
 
     info = rank_info()
     torch.set_num_threads(1)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
+from engine.distributed import DistributedError, backend_for, setup
 from pv.checkers import checker
 
 DEVICES = ("cpu", "cuda", "cuda:1")
@@ -24,9 +26,6 @@ TORCHRUN_ENV = {
 @checker(observes=["devices", "backends_differing", "nccl_available", "nccl_missing_refused"], ids=["FALSIFY-DDP-002"])
 def backend_is_torch_default() -> dict[str, Any]:
     """backend_for on each device against torch's table; setup on CUDA where NCCL is missing."""
-    import torch.distributed as dist
-
-    from engine.distributed import DistributedError, backend_for, setup
 
     table = dist.Backend.default_device_backend_map
     out: dict[str, Any] = {"devices": len(DEVICES), "backends_differing": 0}

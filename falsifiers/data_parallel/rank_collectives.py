@@ -14,7 +14,9 @@ from typing import Any
 from unittest import mock
 
 import torch
+import torch.distributed as dist
 
+from engine.distributed import DistContext, DistributedError, RankInfo, shard_task, unshard_task
 from pv.checkers import checker
 
 OTHER_RANK = (1.234567891, 613)  # the second rank's mean loss and token count
@@ -25,9 +27,6 @@ def rank_collectives() -> dict[str, Any]:
     """barrier on cuda:1, cuda and cpu; close with and without owning the group, twice; global_loss
     of a rank whose 777 tokens have mean loss 2.3456789, beside the second rank's share; wrap on
     cuda:1, cuda and cpu; shard_task and unshard_task."""
-    import torch.distributed as dist
-
-    from engine.distributed import DistContext, DistributedError, RankInfo, shard_task, unshard_task
 
     job = RankInfo(1, 2, 1)
     calls: list[Any] = []

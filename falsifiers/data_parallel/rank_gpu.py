@@ -15,6 +15,7 @@ from unittest import mock
 
 import torch
 
+from engine.distributed import DistributedError, RankInfo, rank_device
 from pv.checkers import checker
 
 VISIBLE = 2
@@ -27,7 +28,6 @@ def each_rank_its_gpu() -> dict[str, Any]:
     """rank_device on bare, indexed and CPU devices, with and without a torchrun job, given the job
     or reading it from the environment (a second node's ranks, LOCAL_RANK or RANK left out, a rank
     past the world), and for a local rank past the visible GPUs."""
-    from engine.distributed import DistributedError, RankInfo, rank_device
 
     job = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}
     # (case, device, rank info or None to read the environment, environment, device, set_device calls)

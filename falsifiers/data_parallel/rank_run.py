@@ -18,10 +18,15 @@ from typing import Any
 from unittest import mock
 
 import torch
+import torch.distributed as dist
+import torch.nn.parallel
 
+from engine.checkpoint import load_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.pretrain_api import own_streams
+from engine.train import TrainConfig, run_training
+from engine.train.tasks import PretrainTask
+from falsifiers.shared.training import own_streams
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -60,13 +65,6 @@ OBSERVED = ["written", "records", "checkpoints", "data_back", "barriers", "destr
 def each_rank_its_part(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[str, Any]:
     """A 2-step pretraining of the session's init, a checkpoint after each step, as rank 0 and as
     rank 1 of 2 of a torchrun job stood in for in this process."""
-    import torch.distributed as dist
-    import torch.nn.parallel
-
-    from engine.checkpoint import load_checkpoint
-    from engine.train import TrainConfig, run_training
-    from engine.train.tasks import PretrainTask
-
     work = fresh_dir(tmp_path, "rank-run-")
     data = own_streams(engine_tokenizer, work)
     cfg = TrainConfig(steps=2, batch_size=4, seq_len=16, eval_every=0, save_every=1, eval_batches=1, seed=0)

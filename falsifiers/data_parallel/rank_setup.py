@@ -15,7 +15,9 @@ from typing import Any
 from unittest import mock
 
 import torch
+import torch.distributed as dist
 
+from engine.distributed import DistributedError, setup
 from pv.checkers import checker
 
 TORCHRUN = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
@@ -36,9 +38,6 @@ class _Dist:
 
     def setup(self, device: str, environ: dict[str, str]) -> Any:
         """engine.distributed.setup with this stand-in in torch.distributed's place."""
-        import torch.distributed as dist
-
-        from engine.distributed import setup
 
         patches = {
             "is_available": lambda: self.available,
@@ -62,7 +61,6 @@ def _init_call(kwargs: dict[str, Any]) -> list[list[Any]]:
 def rank_joins_group() -> dict[str, Any]:
     """setup on cpu, cuda:1 and cuda with rank 1 of 2's torchrun variables, outside torchrun and
     with WORLD_SIZE=1, and beside a group already made; the four setups it must refuse."""
-    from engine.distributed import DistributedError
 
     cases: list[tuple[str, str, dict[str, str], _Dist]] = [
         ("outside torchrun", "cpu", {}, _Dist()),

@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from falsifiers.refusals import refusals_differing
+from engine.distributed import DistributedError, ShardedData, shard_rows
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 
 STEPS = (0, 5)
@@ -32,7 +33,6 @@ def _rows(batch: Any) -> list[torch.Tensor]:
 def ranks_take_their_rows(pretrain_data: Any, instruction_data: Any) -> dict[str, Any]:
     """ShardedData over token windows (batch(step, 8, seq_len=16, seed=3), keywords passed on)
     and instruction rows (ids and labels), for world sizes 2 and 4 at steps 0 and 5."""
-    from engine.distributed import DistributedError, ShardedData, shard_rows
 
     calls: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {  # data, batch's and val_batches' keywords
         "tokens": (pretrain_data, {"seq_len": 16, "seed": 3}, {"batch_size": 2, "seq_len": 16, "max_batches": 2}),

@@ -21,9 +21,11 @@ from typing import Any
 
 import torch
 
+from engine.checkpoint import make_manifest, save_checkpoint
+from engine.device import DeviceError, nf4_device, resolve_device
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 ENV = "PV_DEVICE"
@@ -92,8 +94,6 @@ def _cases(f: dict[str, Any]) -> list[tuple[str, Any, str | None, Any]]:
 def device_choice(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
     """resolve_device for 19 requests against torch's availability flags, nf4_device for six
     devices, and ``generate --device`` with a CUDA device this machine does not have."""
-    from engine.checkpoint import make_manifest, save_checkpoint
-    from engine.device import DeviceError, nf4_device, resolve_device
 
     flags = _flags()
     cases = _cases(flags)

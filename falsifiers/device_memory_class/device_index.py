@@ -23,7 +23,8 @@ from unittest import mock
 
 import torch
 
-from falsifiers.device import NVML_ERROR_NOT_SUPPORTED, FakeNVMLError
+from engine.device import gpu_memory_class
+from falsifiers.device_memory_class.device import NVML_ERROR_NOT_SUPPORTED, FakeNVMLError
 from pv.checkers import checker
 
 GIB = 2**30
@@ -219,7 +220,6 @@ def _cases() -> list[tuple[str, Nvml | None, Cuda | None, int | None, dict[str, 
 @checker(observes=["cases", "cases_differing", "differing"], ids=["FALSIFY-DEVICE-008"])
 def probe_reads_the_gpu_asked() -> dict[str, Any]:
     """gpu_memory_class on each scripted machine above; every field against the report written out."""
-    from engine.device import gpu_memory_class
 
     differing = []
     cases = _cases()

@@ -18,7 +18,8 @@ from unittest import mock
 
 import torch
 
-from falsifiers.device_choice import _env
+from engine.device import DeviceError, resolve_device
+from falsifiers.device_memory_class.device_choice import _env
 from pv.checkers import checker
 
 NO_CUDA = "but torch sees no CUDA device on this machine"
@@ -62,7 +63,6 @@ CASES: list[tuple[dict[str, Any], str | None, str | None, str]] = [
 @checker(observes=["cases", "differing"], ids=["FALSIFY-DEVICE-009"])
 def resolve_device_on_stood_in_machines() -> dict[str, Any]:
     """resolve_device for 17 requests on five stood-in machines."""
-    from engine.device import DeviceError, resolve_device
 
     differing: list[str] = []
     for machine, request, env, want in CASES:

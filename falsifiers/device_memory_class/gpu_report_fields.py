@@ -4,7 +4,7 @@ FALSIFY-DEVICE-001..003 hold the class ``engine.device.gpu_memory_class`` decide
 user reads also names the device, its memory, which probe decided and why, and whether NVML
 answered at all; when no GPU is found, the reason says what the probe met (no bindings, an NVML
 that does not start, no device, a query that failed).  Each report is compared field for field
-with the one written out here, NVML scripted with the stand-in module of falsifiers/device.py and
+with the one written out here, NVML scripted with the stand-in module of falsifiers/device_memory_class/device.py and
 torch's CUDA answers patched where a scenario has CUDA see the device.
 """
 
@@ -19,7 +19,8 @@ from unittest import mock
 
 import torch
 
-from falsifiers.device import NvmlScenario, fake_pynvml, nvml_answers
+from engine.device import gpu_memory_class
+from falsifiers.device_memory_class.device import NvmlScenario, fake_pynvml, nvml_answers
 from pv.checkers import checker
 
 GIB = 2**30
@@ -90,7 +91,6 @@ def _cases() -> list[tuple[str, Any, int, dict[str, str] | None, tuple[Any, ...]
 @checker(observes=["reports", "reports_differing", "differing"], ids=["FALSIFY-DEVICE-007"])
 def gpu_reports_field_for_field() -> dict[str, Any]:
     """gpu_memory_class on each scripted machine above, every field of the report."""
-    from engine.device import gpu_memory_class
 
     cases = _cases()
     differing = []

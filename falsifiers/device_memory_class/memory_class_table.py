@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.device import classify_memory_class
 from pv.checkers import checker
 
 ENV = "PV_GPU_MEMORY_CLASS"
@@ -60,7 +61,6 @@ def _table(ats: int, hmm: int) -> list[tuple[dict[str, Any], tuple[str, str, str
 @checker(observes=["cases", "decisions_differing", "differing"], ids=["FALSIFY-DEVICE-006"])
 def memory_class_decisions() -> dict[str, Any]:
     """classify_memory_class on each row of the table above: class, source and reason."""
-    from engine.device import classify_memory_class
 
     rows = _table(NVML_ADDRESSING_MODE_ATS, NVML_ADDRESSING_MODE_HMM)
     differing = []

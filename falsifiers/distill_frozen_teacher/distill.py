@@ -11,17 +11,19 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import torch
+import torch.nn.functional as F
 from torch import nn
 
 from engine.checkpoint import load_checkpoint
 from engine.config import preset as engine_preset
 from engine.data import TokenData
-from engine.distill import DistillationRefused, distill
+from engine.distill import DistillationRefused, distill, distillation_loss
 from engine.quant import NF4AlignmentWarning, NF4Config, is_nf4_linear
 from engine.train import NonFiniteLossError, TrainConfig, TrainResult
-from falsifiers._workdir import fresh_dir
-from falsifiers.memory import linear_weight_bytes
-from falsifiers.training import Run, base_state, changed_tensors, write_loss_evidence
+from falsifiers.shared.training import Run, base_state, changed_tensors, write_loss_evidence
+from falsifiers.shared.weight_bytes import linear_weight_bytes
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 BATCH, SEQ_LEN = 8, 64
@@ -161,10 +163,6 @@ def loss_matches_reference(
     ``kl_div``: T² · KL(teacher_T ‖ student_T) averaged over the positions whose label is not
     ignored, mixed with cross entropy as ``alpha · KL + (1 − alpha) · CE``.  A third of the labels
     are -100 (prompt and padding)."""
-    import torch
-    import torch.nn.functional as F
-
-    from engine.distill import distillation_loss
 
     gen = torch.Generator().manual_seed(seed)
     student = torch.randn(2, seq_len, vocab, generator=gen) * 2

@@ -24,8 +24,8 @@ from engine.data import TokenData
 from engine.distill import distill, prepare_teacher, student_of_shape
 from engine.quant import NF4AlignmentWarning, NF4Config, is_nf4_linear
 from engine.train import TrainConfig
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 

@@ -17,8 +17,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+from engine.config import preset
+from engine.distill import DistillationRefused, check_pair, distillation_loss
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 OTHER_VOCAB = 640
@@ -35,9 +38,6 @@ def unusable_pairs_refused(
 ) -> dict[str, Any]:
     """The command with a student of another vocabulary; check_pair and distillation_loss called
     directly; the loss with one and with no labelled position."""
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
-    from engine.config import preset
-    from engine.distill import DistillationRefused, check_pair, distillation_loss
 
     work = fresh_dir(tmp_path, "distill-refusals-")
     teacher = load_checkpoint(pretrained_init)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from falsifiers.refusals import refusals_differing
+from engine.distill import DistillationRefused, check_loss_settings, check_pair
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 
 ACCEPTED = ((1.0, 0.0), (1.0, 1.0), (1e-6, 0.5), (0.5, 0.25), (8.0, 1.0))
@@ -34,7 +35,6 @@ SAME_WEIGHTS = (
 )
 def settings_at_their_edges(tiny_model_factory: Any) -> dict[str, Any]:
     """check_loss_settings on five accepted and four refused settings; check_pair on four pairs."""
-    from engine.distill import DistillationRefused, check_loss_settings, check_pair
 
     differing: list[str] = []
     accepted = 0

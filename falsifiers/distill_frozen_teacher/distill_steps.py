@@ -21,7 +21,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from falsifiers._workdir import fresh_dir
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+from engine.distill import distill
+from engine.train import TrainConfig
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEMPERATURE, ALPHA = 2.0, 0.7
@@ -80,9 +83,6 @@ def distill_learns_from_the_batches(
 ) -> dict[str, Any]:  # fmt: skip
     """Three steps of distillation from the session's init into a fresh tiny student, on the token
     corpus and on the instruction pairs, each run's log against the figures written out here."""
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
-    from engine.distill import distill
-    from engine.train import TrainConfig
 
     steps, batch, seq_len, evals = 3, 4, 48, 2
     cfg = TrainConfig(steps=steps, batch_size=batch, seq_len=seq_len, lr=3e-3, warmup_steps=1, eval_every=steps,

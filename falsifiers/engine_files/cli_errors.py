@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoint import make_manifest, save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -24,7 +25,6 @@ def errors_name_paths_as_spelled(
 ) -> dict[str, Any]:
     """Refusals whose culprit is a path with square brackets in it: each stderr line that reports
     the error must read ``error: `` followed by a message holding the path exactly."""
-    from engine.checkpoint import make_manifest, save_checkpoint
 
     work = fresh_dir(tmp_path, "bracket-errors-")
     runs = work / "runs" / "[v1]"

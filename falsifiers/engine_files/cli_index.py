@@ -19,6 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import engine
+from engine.__main__ import main
+from engine.app import app
 from pv.checkers import checker
 
 CLI_TIMEOUT_S = 300
@@ -30,8 +33,6 @@ def _flat(text: str) -> str:
 
 def expected_commands() -> dict[str, str]:
     """Command name -> the first paragraph of its docstring, for every command module's command."""
-    import engine
-    from engine.app import app
 
     for path in sorted(Path(engine.__file__).parent.glob("cli_*.py")):
         importlib.import_module(f"engine.{path.stem}")
@@ -53,7 +54,6 @@ def _listed(text: str, commands: dict[str, str]) -> int:
 @checker(observes=["commands", "exit_codes_nonzero", "listed_in_process", "listed_fresh"], ids=["FALSIFY-IO-015"])
 def cli_index_lists_every_command() -> dict[str, Any]:
     """engine.__main__.main with --help here, and python -m engine --help in a child."""
-    from engine.__main__ import main
 
     commands = expected_commands()
     buffer, argv = io.StringIO(), sys.argv

@@ -15,9 +15,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoint import make_manifest, save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import command_refusals_differing
+from falsifiers.shared.refusals import command_refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 NOT_UTF8 = b"def f():\n    return '\xff'\n"
@@ -29,7 +30,6 @@ def os_errors_word_for_word(
 ) -> dict[str, Any]:
     """export and qa --write-golden below a regular file, qa --text on a folder and on bytes that
     are not UTF-8, qa --golden on a file that is not there; relative paths, from the work folder."""
-    from engine.checkpoint import make_manifest, save_checkpoint
 
     work = fresh_dir(tmp_path, "os-errors-")
     # relative, as typed, and starting with a letter the reason's separator is not made of

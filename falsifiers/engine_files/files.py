@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,13 +20,20 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
+from tokenizers import Tokenizer
 
 from engine.checkpoint import make_manifest, save_checkpoint
 from engine.gguf_export import export_gguf
+from engine.gguf_import import import_gguf
+from engine.hf_interop import export_hf
+from engine.lora import LoraSettings, apply_lora, save_adapter
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.export import (
+from falsifiers.shared.chat_templates import CHAT_TEMPLATE, render
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.decoding import _greedy
+from falsifiers.shared.inspect_reports import _header, _sha256, adapter_report, fields_differing
+from falsifiers.shared.realistic_models import (
     REALISTIC,
     TOKENIZER_TEXTS,
     VARIANTS,
@@ -33,21 +41,8 @@ from falsifiers.export import (
     realistic_model,
     variant_config,
 )
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
-
-# A ChatML template as instruct models ship it: a GGUF must carry it to the importer unchanged.
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _with_template(tokenizer: EngineTokenizer) -> EngineTokenizer:
@@ -79,9 +74,8 @@ def gguf_import_round_trip(
     field, every tensor bit for bit, the tied head's storage, the token ids of three texts, the special
     tokens, BOS rule and chat template, and the manifest's source digest, file type and tensor types
     against hashlib and gguf-py's reading of the same file."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
-
-    from engine.gguf_import import import_gguf
 
     tokenizer = _with_template(engine_tokenizer)
     out = dict.fromkeys(
@@ -177,9 +171,8 @@ def gguf_quantized_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, tin
     """Export a realistic llama and qwen2 model as Q8_0 and Q4_0 GGUF, import each file, and compare
     every tensor the engine loaded with the file's own bytes: quantized matrices decoded by the block
     formulas above, F32 tensors as stored (llama's q/k rows in llama.cpp's interleaved order)."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
-
-    from engine.gguf_import import import_gguf
 
     out: dict[str, Any] = dict.fromkeys(("files", "quantized_tensors", "quantized_mismatches"), 0)
     out |= {"max_abs_diff": 0.0, "plain_tensors": 0, "plain_mismatches": 0}
@@ -212,16 +205,6 @@ CHECKPOINT_REPORT_KEYS = (
 )  # fmt: skip
 
 
-def _header(path: Path) -> tuple[dict[str, str], dict[str, tuple[int, ...]], set[str]]:
-    from safetensors import safe_open
-
-    with safe_open(str(path), "pt") as f:
-        meta = dict(f.metadata() or {})
-        shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (no __iter__)
-        dtypes = {str(f.get_slice(k).get_dtype()) for k in f.keys()}  # noqa: SIM118
-    return meta, shapes, dtypes
-
-
 @checker(
     observes=["checkpoints", "fields_compared", "field_mismatches", "adapters", "adapter_mismatches"],
     ids=["FALSIFY-IO-003"],
@@ -233,9 +216,6 @@ def inspect_reports_the_file(
     LoRA adapter folder, against what safetensors' own reader, ``os.stat`` and the adapter's
     ``adapter_config.json`` say: every architecture key and special id, the parameter count (the
     tensors stored, each once), tensor count and dtype, file size, manifest and tokenizer."""
-    from tokenizers import Tokenizer
-
-    from engine.lora import LoraSettings, apply_lora, save_adapter
 
     run = cli_runner()
     out: dict[str, Any] = dict.fromkeys(("checkpoints", "fields_compared", "field_mismatches"), 0)
@@ -295,27 +275,6 @@ def inspect_reports_the_file(
     return out
 
 
-def adapter_report(folder: Path, **run: Any) -> dict[str, Any]:
-    """Every field ``inspect --json`` reports for the adapter in ``folder``, written out from its
-    files (adapter_config.json, the weights' header read by safetensors, hashlib's sha256) and
-    ``run``: the facts of the run that trained it (method, base, base_weights_sha256, step, nf4)."""
-    config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
-    _, shapes, _ = _header(folder / "adapter_model.safetensors")
-    return {
-        "path": str(folder),
-        "kind": "adapter",
-        **run,
-        "peft_type": config["peft_type"],
-        "r": config["r"],
-        "lora_alpha": config["lora_alpha"],
-        "lora_dropout": config["lora_dropout"],
-        "target_modules": sorted(config["target_modules"]),
-        "tensors": len(shapes),
-        "parameters": sum(int(np.prod(s)) for s in shapes.values()),
-        "sha256": _sha256(folder / "adapter_model.safetensors"),
-    }
-
-
 @contextmanager
 def _umask(mask: int) -> Iterator[None]:
     old = os.umask(mask)
@@ -332,8 +291,6 @@ def written_file_modes(
     """Under a umask of 027, a checkpoint, an HF export folder, a GGUF file and an adapter folder:
     ``os.stat`` gives every file 0666 & ~umask and every folder 0777 & ~umask, as any other writer's
     files would have (an atomic writer's temporary file starts private)."""
-    from engine.hf_interop import export_hf
-    from engine.lora import apply_lora, save_adapter
 
     model = tiny_model_factory(0)
     out: dict[str, Any] = {"umask": umask, "files_checked": 0, "dirs_checked": 0}
@@ -401,20 +358,6 @@ def cli_refusals(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_f
 GENERATE_PROMPTS = ("def add(a, b):", "The quick brown fox jumps over")
 
 
-def _greedy(model: Any, ids: list[int], steps: int, eos: set[int]) -> list[int]:
-    """Greedy decoding written out: the whole sequence through the model at every step (no cache,
-    no padding, one prompt at a time), up to and including the first EOS."""
-    seq, new = list(ids), []
-    with torch.no_grad():
-        for _ in range(steps):
-            token = int(model(torch.tensor([seq])).logits[0, -1].argmax())
-            new.append(token)
-            seq.append(token)
-            if token in eos:
-                break
-    return new
-
-
 @checker(
     observes=["requests", "rows", "field_mismatches", "stopped_rows", "plain_output_matching"],
     ids=["FALSIFY-IO-006"],
@@ -427,9 +370,6 @@ def generate_prints_the_greedy_continuation(
     tokenizer's BOS rule, ``--bos`` and ``--no-bos``, ``--chat`` with a ``--system`` message, and
     the plain output; one of the checkpoint's EOS ids is the token greedy decoding writes at
     ``stop_step``, so one row stops there."""
-    from tokenizers import Tokenizer
-
-    from falsifiers.data import render
 
     model = realistic_model(tiny_model_factory, 0, "llama").eval()
     tok = _with_template(engine_tokenizer)
@@ -510,9 +450,6 @@ def package_gguf_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_
     """``import package:NAME OUT`` against installed distributions made here: one that ships one
     GGUF (imported as the file itself is, named by its sha256), and ones that ship two, none, or
     are not installed (refused, naming what they ship)."""
-    import sys
-
-    from safetensors.torch import load_file
 
     work = fresh_dir(tmp_path, "package-")
     model = realistic_model(tiny_model_factory, 0, "llama")
@@ -598,11 +535,6 @@ def _published_config(name: str, config: Any, tok: EngineTokenizer) -> dict[str,
     }
 
 
-def fields_differing(got: dict[str, Any], want: dict[str, Any]) -> int:
-    """Fields of ``want`` that ``got`` lacks or holds another value for, plus fields only ``got`` has."""
-    return sum(got.get(k, "<missing>") != v for k, v in want.items()) + len(set(got) - set(want))
-
-
 def _transformers_rope_theta(config: Any) -> Any:
     """The RoPE base as transformers exposes it: rope_parameters (5.x) or rope_theta (4.x)."""
     params = getattr(config, "rope_parameters", None) or {}
@@ -621,9 +553,8 @@ def hf_folder_as_published(
     special_tokens_map.json each hold exactly the fields Hugging Face's own checkpoints lay out,
     with the model's and tokenizer's values, as indented, sorted UTF-8 JSON; transformers'
     AutoConfig, GenerationConfig and AutoTokenizer read the same values back."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import AutoConfig, AutoTokenizer, GenerationConfig
-
-    from engine.hf_interop import export_hf
 
     tok = _with_template(engine_tokenizer)
     tok.chat_template = CHAT_TEMPLATE + TEMPLATE_NOTE

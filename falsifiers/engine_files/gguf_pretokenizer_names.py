@@ -16,8 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Regex, Tokenizer, pre_tokenizers
+
+from engine.errors import ExportError
+from engine.gguf_export import export_gguf
+from engine.gguf_import import import_gguf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEXTS = (
@@ -30,7 +35,7 @@ TEXTS = (
 
 def reference_rules() -> dict[str, Any]:
     """llama.cpp name -> the pre-tokenizer its owners ship, built from their sources."""
-    from tokenizers import Regex, pre_tokenizers
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
     def gpt2() -> Any:
@@ -71,12 +76,8 @@ def pretokenizer_names_round_trip(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
 ) -> dict[str, Any]:
     """Each rule given to the engine's tokenizer, exported, named, imported and compared."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
-    from tokenizers import Tokenizer, pre_tokenizers
-
-    from engine.errors import ExportError
-    from engine.gguf_export import export_gguf
-    from engine.gguf_import import import_gguf
 
     out: dict[str, Any] = {"rules": 0, "names_differing": 0, "texts": 0, "pieces_differing": 0, "ids_differing": 0}
     out["digit_runs_split"], out["exports_refused"] = 0, 0

@@ -22,10 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from engine.errors import ExportError
+from engine.gguf_export import export_gguf, read_gguf
+from engine.gguf_import import import_gguf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.export import TOKENIZER_TEXTS, WEIGHT_STD, realistic_model
-from falsifiers.files import _transformers_rope_theta, _with_template
+from falsifiers.engine_files.files import _transformers_rope_theta, _with_template
+from falsifiers.shared.realistic_models import TOKENIZER_TEXTS, WEIGHT_STD, realistic_model
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 # Keys a converter may leave out, for the model and for its tokenizer.
@@ -59,6 +62,7 @@ def rewrite_gguf(
     """A copy of the float32 GGUF ``src`` with keys dropped, values replaced (same type), values
     written with another GGUF type (``typed``: key -> (value, GGUFValueType)), another architecture
     name, or its tensors (name -> array in gguf-py's order) edited by ``tensors``."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
 
     reader = gguf.GGUFReader(str(src))
@@ -87,7 +91,6 @@ def rewrite_gguf(
 def _exported(
     tmp_path: Path, tokenizer: EngineTokenizer, factory: Any, name: str, mha: bool = False
 ) -> tuple[Any, Path]:
-    from engine.gguf_export import export_gguf
 
     model = realistic_model(factory, 0, name)
     if mha:  # as many KV heads as heads: the one layout a file without head_count_kv can describe
@@ -110,11 +113,9 @@ def gguf_defaults_as_transformers_reads(
     template) exported as f32 GGUF,
     then written again without the optional keys: the config import gives equals transformers'
     reading of the same file field by field, and the tokenizer takes the defaults written out here."""
+    # references (gguf, transformers): they load only in the checkers that use them
     import gguf
     import transformers
-
-    from engine.errors import ExportError
-    from engine.gguf_import import import_gguf
 
     tokenizer = _with_template(engine_tokenizer)
     out = dict.fromkeys(("files", "imports_refused", "config_fields_compared", "transformers_mismatches"), 0)
@@ -165,6 +166,7 @@ def gguf_defaults_as_transformers_reads(
 
 def _refusal_cases(config: Any, tokens: int) -> list[tuple[str, dict[str, Any], str]]:
     """(case, rewrite_gguf arguments, the text the error must hold) for a llama file of ``config``."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
 
     t = gguf.GGUFValueType
@@ -223,9 +225,6 @@ def gguf_files_refused_by_name(
     """The engine's llama export rewritten 31 ways import cannot honour (a short token-type list and
     a merge without its space among them), a file that is not GGUF and one that does not exist:
     each must raise ExportError holding the text written out for its case."""
-    from engine.errors import ExportError
-    from engine.gguf_export import read_gguf
-    from engine.gguf_import import import_gguf
 
     model, good = _exported(tmp_path, _with_template(engine_tokenizer), tiny_model_factory, "llama")
     fields = read_gguf(good).fields

@@ -14,11 +14,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.errors import ExportError
+from engine.gguf_import import gguf_in_distribution, import_gguf
+from engine.pretokenizers import PRE_TOKENIZERS
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import _fake_distribution
-from falsifiers.gguf_reading import _exported, rewrite_gguf
-from falsifiers.refusals import Refusal, refusals_differing
+from falsifiers.engine_files.files import _fake_distribution
+from falsifiers.engine_files.gguf_reading import _exported, rewrite_gguf
+from falsifiers.shared.refusals import Refusal, refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -28,9 +31,6 @@ def gguf_sources_refused_word_for_word(
 ) -> dict[str, Any]:
     """gguf_in_distribution on installed distributions made here that ship two GGUF files and
     none; import_gguf on the engine's llama export rewritten to name the pre-tokenizer `mystery`."""
-    from engine.errors import ExportError
-    from engine.gguf_import import gguf_in_distribution, import_gguf
-    from engine.pretokenizers import PRE_TOKENIZERS
 
     _, good = _exported(tmp_path, engine_tokenizer, tiny_model_factory, "llama")
     work = fresh_dir(tmp_path, "gguf-sources-")

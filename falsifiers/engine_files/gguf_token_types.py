@@ -28,8 +28,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from engine.errors import ExportError
+from engine.gguf_export import export_gguf
+from engine.gguf_import import import_gguf
 from engine.tokenizer import EngineTokenizer
-from falsifiers.gguf_reading import _exported, rewrite_gguf
+from falsifiers.engine_files.gguf_reading import _exported, rewrite_gguf
 from pv.checkers import checker
 
 CONTROL, USER_DEFINED = 3, 4  # gguf.TokenType
@@ -74,10 +79,8 @@ def token_types_as_documented(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
 ) -> dict[str, Any]:
     """The engine's llama GGUF with two tokens retyped USER_DEFINED and one CONTROL, imported."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
-
-    from engine.gguf_export import export_gguf
-    from engine.gguf_import import import_gguf
 
     _, full = _exported(tmp_path, engine_tokenizer, tiny_model_factory, "llama")
     reader = gguf.GGUFReader(str(full))
@@ -127,6 +130,7 @@ def token_types_as_documented(
 
 def _manifest_differing(imported: Any, path: Path, reader: Any) -> int:
     """Fields of import_gguf's result and manifest that are not what the file is, written out."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
 
     want = {
@@ -141,10 +145,6 @@ def _manifest_differing(imported: Any, path: Path, reader: Any) -> int:
 
 def _rope_freqs(full: Path, plain: dict[str, Any], head_dim: int) -> dict[str, Any]:
     """The file with rope_freqs.weight of ones (imports as without) and of Llama 3.1-like factors."""
-    import numpy as np
-
-    from engine.errors import ExportError
-    from engine.gguf_import import import_gguf
 
     out = {"rope_freqs_ones_differing": -1, "rope_freqs_scaled_refused": False}
     half = head_dim // 2

@@ -14,9 +14,12 @@ from typing import Any
 
 import torch
 
+from engine.gguf_export import export_gguf
+from engine.gguf_import import import_gguf
+from engine.hf_interop import export_hf, import_hf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.export import realistic_model
+from falsifiers.shared.realistic_models import realistic_model
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 DTYPES = (torch.float16, torch.bfloat16)
@@ -30,9 +33,6 @@ def imports_in_the_dtype_asked(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
 ) -> dict[str, Any]:
     """GGUF (f32) and HF exports of a llama and a tied qwen2, imported with no dtype, float16 and bfloat16."""
-    from engine.gguf_export import export_gguf
-    from engine.gguf_import import import_gguf
-    from engine.hf_interop import export_hf, import_hf
 
     work = fresh_dir(tmp_path, "import-dtype-")
     out: dict[str, Any] = {"imports": 0, "plain_dtypes": set(), "wrong_dtype": 0, "values_differing": 0}

@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
+from engine.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -33,7 +36,6 @@ def header_dtypes(path: Path) -> list[str]:
 
 def header_special_ids(path: Path) -> dict[str, Any]:
     """The BOS, EOS and PAD ids a checkpoint's header names, its tokenizer's where it names none."""
-    from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as fh:
         meta = fh.metadata()
@@ -58,10 +60,6 @@ def header_special_ids(path: Path) -> dict[str, Any]:
 def inspect_reports_header_dtypes(pretrained_init: Path, tmp_path: Path) -> dict[str, Any]:
     """inspect --json on the float32 init and a bfloat16 copy naming EOS 7 and PAD 5; a mixed model saved
     and a mixed file inspected."""
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-
-    from engine.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
     cli = cli_runner()
     work = fresh_dir(tmp_path, "inspect-dtypes-")

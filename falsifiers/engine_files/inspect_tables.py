@@ -16,9 +16,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoint import make_manifest, save_checkpoint
+from engine.lora import LoraSettings, apply_lora, save_adapter
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 _LAYOUT = re.compile(r"[\s\u2500-\u257f]+")  # whitespace and box-drawing characters
@@ -40,8 +42,6 @@ def inspect_tables_show_the_report(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
 ) -> dict[str, Any]:
     """inspect and inspect --json on a checkpoint and on an adapter folder whose names hold brackets."""
-    from engine.checkpoint import make_manifest, save_checkpoint
-    from engine.lora import LoraSettings, apply_lora, save_adapter
 
     run = cli_runner()
     work = fresh_dir(tmp_path, "inspect-tables-")

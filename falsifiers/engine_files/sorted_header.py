@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
-from falsifiers._workdir import fresh_dir
+from engine.safetensors_io import save_tensors, sort_header
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 META = "__metadata__"
@@ -48,10 +51,6 @@ def headers_sorted_in_place(tmp_path: Path) -> dict[str, Any]:
     differs).  ``sorted_reports``: sort_header returns True on save_file's own file, and again on
     it once sorted, leaving the second's bytes alone.  ``spaced_left_alone``: a header written
     with json.dumps' default separators returns False and keeps every byte."""
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-
-    from engine.safetensors_io import save_tensors, sort_header
 
     work = fresh_dir(tmp_path, "sorted-header-")
     out = {"files": 0, "unsorted": 0, "not_safetensors_own": 0, "sorted_reports": 0, "spaced_left_alone": 0}

@@ -20,8 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import _umask
+from engine.atomic import atomic_dir, current_umask, write_atomic
+from falsifiers.engine_files.files import _umask
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 from pv.outcomes import skip
 
@@ -64,7 +65,6 @@ def _without_status() -> Iterator[None]:
 
 def _write(work: Path) -> list[Path]:
     """A file with write_atomic, and a folder with atomic_dir holding a file and a folder."""
-    from engine.atomic import atomic_dir, write_atomic
 
     write_atomic(work / "file.txt", "text")
     with atomic_dir(work / "folder") as tmp:
@@ -89,7 +89,6 @@ def umask_read_not_set(tmp_path: Path) -> dict[str, Any]:
     ``/proc/self/status`` readable (the ``os.umask`` calls they make, none expected) and without
     it; the value current_umask returns, each mode by os.stat against 0666 or 0777 less the umask,
     and the umask after each set of writes, as they differ from what was set."""
-    from engine.atomic import current_umask
 
     if not any(line.startswith("Umask:") for line in _status_lines()):
         skip(f"the umask is read from {STATUS}, which has no Umask: line on this system")

@@ -19,11 +19,11 @@ import torch
 from torch import nn
 
 from engine.quant import dequantize_weight, import_bnb, quantize_model, set_cpu_repack
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.packed_weights import MESSAGE
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 from pv.outcomes import skip
 
-MESSAGE = "weight is in bitsandbytes' CPU-packed layout; the AVX512-BF16 repack was left on"
 NO_REPACK = (
     "the bitsandbytes library loaded here never repacks a CPU weight (its CUDA build, on a machine "
     "with a GPU, reports no AVX512-BF16): no packed weight to refuse"

@@ -6,33 +6,30 @@ back with the other tool, never with the engine's own reader alone.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from engine.checkpoint import make_manifest, save_checkpoint
-from engine.config import ModelConfig, preset
-from engine.generate import generate
+from engine.checkpoint import load_checkpoint, make_manifest, model_from_state, save_checkpoint
+from engine.config import ModelConfig
+from engine.generate import generate, pad_prompts
 from engine.gguf_export import GgufDtype, engine_state_from_gguf, export_checkpoint_gguf, export_gguf, read_gguf
-from engine.hf_interop import export_hf
-from engine.model import DecoderLayer, RMSNorm
+from engine.hf_interop import export_hf, import_hf
+from engine.model import DecoderLayer
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.realistic_models import (
+    TOKENIZER_TEXTS,
+    VARIANTS,
+    WEIGHT_STD,
+    expected_gguf_content,
+    realistic_model,
+    variant_config,
+)
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
-
-WEIGHT_STD = 0.2
-# Tiny variants of the two architectures the engine exports: Llama (no bias, untied head) and
-# Qwen2 (q/k/v bias, tied embeddings).
-VARIANTS: dict[str, dict[str, Any]] = {
-    "llama": {},
-    "qwen2": {"architecture": "qwen2", "attention_bias": True, "tie_word_embeddings": True},
-}
-
-
-def variant_config(name: str, **overrides: Any) -> ModelConfig:
-    return preset("tiny", **{**VARIANTS[name], **overrides})
 
 
 @checker(observes=["max_abs_logit_diff", "logit_scale", "variants_compared"], ids=["FALSIFY-EXPORT-001"])
@@ -40,6 +37,7 @@ def hf_logits(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, seed: int = 0
 ) -> dict[str, Any]:
     """Export each variant to a Hugging Face folder, load it with ``AutoModelForCausalLM``, compare logits."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
 
     gen = torch.Generator().manual_seed(seed)
@@ -58,22 +56,7 @@ def hf_logits(
     return {"max_abs_logit_diff": worst, "logit_scale": scale, "variants_compared": len(VARIANTS)}
 
 
-# What real checkpoints look like, unlike a fresh init: Qwen2/Llama-3 rope_theta, a non-default
-# eps, norm weights learned away from 1. A wrong theta, an unapplied norm weight or a hard-coded
-# eps all pass on the defaults (theta 10000, weights 1.0) and fail here.
-REALISTIC: dict[str, Any] = {"rope_theta": 1_000_000.0, "rms_norm_eps": 1e-5}
-NORM_WEIGHT_STD = 0.3
 PAD_LEFT = 4
-
-
-def realistic_model(factory: Any, seed: int, name: str) -> Any:
-    model = factory(seed, std=WEIGHT_STD, config=variant_config(name, **REALISTIC))
-    gen = torch.Generator().manual_seed(seed + 1)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, RMSNorm):
-                module.weight.copy_(1.0 + NORM_WEIGHT_STD * torch.randn(module.weight.shape, generator=gen))
-    return model
 
 
 def _positions(mask: torch.Tensor) -> torch.Tensor:
@@ -105,9 +88,8 @@ def realistic_hf_agreement(
     decoding path's per-step logits against transformers' forward over the generated sequence.
     ``fused_layers`` counts the decoder layers that qualify for the fused path, so a fused path
     that silently falls back to the module forward cannot pass as "fused decoding agrees"."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
-
-    from engine.generate import generate
 
     gen = torch.Generator().manual_seed(seed)
     module_diff = decode_diff = scale = 0.0
@@ -149,61 +131,6 @@ def realistic_hf_agreement(
     }
 
 
-# llama.cpp's tensor names for the Hugging Face ones, written out here rather than taken from the
-# engine's exporter, so that a wrong entry there cannot agree with itself.
-GGUF_LAYER_NAMES = {
-    "input_layernorm.weight": "attn_norm.weight",
-    "self_attn.q_proj.weight": "attn_q.weight",
-    "self_attn.k_proj.weight": "attn_k.weight",
-    "self_attn.v_proj.weight": "attn_v.weight",
-    "self_attn.q_proj.bias": "attn_q.bias",
-    "self_attn.k_proj.bias": "attn_k.bias",
-    "self_attn.v_proj.bias": "attn_v.bias",
-    "self_attn.o_proj.weight": "attn_output.weight",
-    "post_attention_layernorm.weight": "ffn_norm.weight",
-    "mlp.gate_proj.weight": "ffn_gate.weight",
-    "mlp.up_proj.weight": "ffn_up.weight",
-    "mlp.down_proj.weight": "ffn_down.weight",
-}
-GGUF_GLOBAL_NAMES = {
-    "model.embed_tokens.weight": "token_embd.weight",
-    "model.norm.weight": "output_norm.weight",
-    "lm_head.weight": "output.weight",
-}
-
-
-def interleave_rope_rows(w: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """llama.cpp's llama layout rotates adjacent pairs; Hugging Face rotates the two halves of a
-    head. Row 2j of a head in the GGUF is the HF head's row j, row 2j+1 its row j + d/2."""
-    d = w.shape[0] // n_heads
-    out = torch.empty_like(w)
-    for h in range(n_heads):
-        for j in range(d // 2):
-            out[h * d + 2 * j] = w[h * d + j]
-            out[h * d + 2 * j + 1] = w[h * d + j + d // 2]
-    return out
-
-
-def expected_gguf_content(model: Any) -> dict[str, torch.Tensor]:
-    cfg = model.config
-    llama = not cfg.attention_bias
-    out: dict[str, torch.Tensor] = {}
-    for name, tensor in model.state_dict().items():
-        if name == "lm_head.weight" and cfg.tie_word_embeddings:
-            continue
-        if name in GGUF_GLOBAL_NAMES:
-            out[GGUF_GLOBAL_NAMES[name]] = tensor.float()
-            continue
-        _, _, layer, rest = name.split(".", 3)
-        w = tensor.float()
-        if llama and rest == "self_attn.q_proj.weight":
-            w = interleave_rope_rows(w, cfg.num_attention_heads)
-        elif llama and rest == "self_attn.k_proj.weight":
-            w = interleave_rope_rows(w, cfg.num_key_value_heads)
-        out[f"blk.{layer}.{GGUF_LAYER_NAMES[rest]}"] = w
-    return out
-
-
 @checker(
     observes=["tensors_expected", "tensors_missing", "tensors_extra", "tensors_mismatched", "max_abs_diff"],
     ids=["FALSIFY-EXPORT-006"],
@@ -213,6 +140,7 @@ def gguf_content(
 ) -> dict[str, Any]:
     """Export llama and qwen2 variants to GGUF (f32), read every tensor back with the ``gguf``
     package's reader and compare it, by name and value, with the model's tensor mapped by hand."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
 
     expected_n = missing = extra = mismatched = 0
@@ -295,6 +223,7 @@ def gguf_metadata(
     file are stored as F16 within half-precision rounding, an f32 file holds the exact values.  The
     f32 files are written from a saved checkpoint (the CLI's path), and the engine's own GGUF reader
     must give back the model's state dict exactly (names and q/k permutation undone)."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
 
     checked = mismatches = f16_tensors = f32_exact = reimported = 0
@@ -370,7 +299,6 @@ def hf_round_trip(
     """Export realistic llama and qwen2 (tied) models to Hugging Face folders and import them back
     with the engine: every config field a checkpoint sets survives, the logits are identical, and a
     tied head is the embedding again (one storage), not a copy."""
-    from engine.hf_interop import import_hf
 
     gen = torch.Generator().manual_seed(seed)
     mismatches = tied = tied_variants = 0
@@ -452,6 +380,7 @@ def llama_cpp_tokens(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any, n_tokens: int, seed: int = 0
 ) -> dict[str, Any]:
     """Greedy tokens from llama.cpp (llama-cpp-python) on the GGUF export against the engine's."""
+    # optional: llama-cpp-python is installed for the real-model contracts only
     from llama_cpp import Llama
 
     model = tiny_model_factory(seed, std=WEIGHT_STD)
@@ -485,11 +414,6 @@ def multi_eos_round_trip(
     (the tokenizer's, and the token greedy decoding emits at ``stop_step``): the import keeps both,
     greedy generation with the model's own EOS stops at ``stop_step``, and both ids survive a save to
     an engine checkpoint and a second export."""
-    import json
-
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
-    from engine.generate import pad_prompts
-    from engine.hf_interop import import_hf
 
     model = tiny_model_factory(seed, std=WEIGHT_STD)
     ids, mask = pad_prompts([engine_tokenizer.encode("def main(args):\n    return", add_bos=True)], 0)
@@ -557,9 +481,8 @@ def gguf_quantized(
     gguf package: the declared file type, which tensors are quantized (every matrix of whole
     32-blocks) and which stay F32 (norms and biases, as llama.cpp needs), every weight within its
     block's quantization step, and the logits of the model the file encodes against the original's."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
-
-    from engine.checkpoint import model_from_state
 
     out: dict[str, Any] = {"files_checked": 0, "file_type_mismatches": 0, "quantized_tensors": 0, "norms_not_f32": 0}
     ratios = {"q8_0": 0.0, "q4_0": 0.0}
@@ -602,9 +525,6 @@ def gguf_quantized(
     return out
 
 
-TOKENIZER_TEXTS = ("hello world", "def f(x):\n    return x  +  1", "naïve café 2024")
-
-
 @checker(
     observes=["gguf_fields_checked", "gguf_field_mismatches", "gguf_add_bos_token"],
     ids=["FALSIFY-EXPORT-011"],
@@ -613,6 +533,7 @@ def gguf_tokenizer_fields(tmp_path: Path, engine_tokenizer: EngineTokenizer, tin
     """Every tokenizer field llama.cpp reads from an exported GGUF, read back with gguf-py, against
     the engine tokenizer's own values written out here: BOS rule, special ids, vocabulary size,
     merges and token types (control tokens marked as such)."""
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
 
     model = realistic_model(tiny_model_factory, 0, "llama")
@@ -650,6 +571,7 @@ def hf_tokenizer_read_back(
     (``AutoTokenizer.from_pretrained``): the ids it gives a prompt (BOS by the tokenizer's own rule,
     as the engine's ``encode_prompt``), its decode (as the engine's, and back to the text without the
     special tokens), and its special tokens and ids."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
 
     model = realistic_model(tiny_model_factory, 0, "llama")

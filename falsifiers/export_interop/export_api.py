@@ -14,8 +14,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+from engine.gguf_export import export_checkpoint_gguf, export_gguf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 # gguf.LlamaFileType of each dtype the engine writes
@@ -23,6 +25,7 @@ FILE_TYPES = {"f32": "ALL_F32", "f16": "MOSTLY_F16", "q8_0": "MOSTLY_Q8_0", "q4_
 
 
 def _file_type(path: Path) -> str | None:
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     import gguf
 
     field = gguf.GGUFReader(str(path)).fields.get("general.file_type")
@@ -38,8 +41,6 @@ def checkpoint_gguf_export(
 ) -> dict[str, Any]:
     """export_checkpoint_gguf with the default type and with each type named, run from an empty
     working directory; each file read back and compared with export_gguf's."""
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
-    from engine.gguf_export import export_checkpoint_gguf, export_gguf
 
     work = fresh_dir(tmp_path, "export-api-")
     ckpt = save_checkpoint(work / "model.safetensors", tiny_model_factory(0), engine_tokenizer, make_manifest(step=0))

@@ -13,11 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+from safetensors import safe_open
+
+from engine.adapters import find_adapter, merged
+from engine.checkpoint import load_checkpoint
 from engine.data import InstructionData
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import _sha256
-from falsifiers.merge_cli import trained_adapter
+from engine.gguf_export import export_gguf
+from engine.hf_interop import export_hf
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.inspect_reports import _sha256
+from falsifiers.shared.training import trained_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 # (format, --dtype, with the adapter): the tensor types each request must write for 2-D weights
@@ -35,12 +42,6 @@ def _digests(target: Path) -> dict[str, str]:
 
 
 def _reference(fmt: str, dtype: str, checkpoint: Path, adapter: Path | None, target: Path) -> Path:
-    import torch
-
-    from engine.adapters import find_adapter, merged
-    from engine.checkpoint import load_checkpoint
-    from engine.gguf_export import export_gguf
-    from engine.hf_interop import export_hf
 
     if adapter is not None:
         model, loaded = merged(checkpoint, find_adapter(adapter), "cpu")
@@ -56,14 +57,13 @@ def _dtype_mismatches(fmt: str, dtype: str, target: Path) -> int:
     """2-D weights whose type, as the file itself declares it, is not the one asked for: for a
     GGUF quantization, matrices whose rows are not whole 32-weight blocks are F16 instead."""
     if fmt == "hf":
-        from safetensors import safe_open
-
         bad = 0
         for path in target.glob("*.safetensors"):
             with safe_open(str(path), framework="pt") as fh:
                 slices = [fh.get_slice(n) for n in fh.keys()]  # noqa: SIM118 (safe_open has no __iter__)
                 bad += sum(len(s.get_shape()) == 2 and s.get_dtype() != HF_DTYPES[dtype] for s in slices)
         return bad
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     from gguf import GGUFReader
 
     quantized = dtype.startswith("q")

@@ -15,8 +15,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import torch
+from tokenizers import Tokenizer
+
+from engine.generate import generate
+from engine.gguf_export import GgufEosWarning, export_gguf
+from engine.gguf_import import import_gguf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.decoding import _greedy
+from falsifiers.shared.realistic_models import realistic_model
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 KEYS = (
@@ -27,6 +35,7 @@ STEPS = 16
 
 
 def _keys(path: Path) -> list[Any]:
+    # the gguf package is a reference reader: it loads only in the checkers that read with it
     from gguf import GGUFReader
 
     fields = GGUFReader(str(path)).fields
@@ -40,14 +49,6 @@ def _keys(path: Path) -> list[Any]:
 def eos_ids_survive_gguf(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
     """A tiny Llama whose EOS ids are the tokenizer's EOS and then the tokens greedy decoding gives
     at steps 12, 8 and 4 (one to four ids), exported to GGUF, read with gguf-py, imported, decoded."""
-    import torch
-    from tokenizers import Tokenizer
-
-    from engine.generate import generate
-    from engine.gguf_export import GgufEosWarning, export_gguf
-    from engine.gguf_import import import_gguf
-    from falsifiers.export import realistic_model
-    from falsifiers.files import _greedy
 
     work = fresh_dir(tmp_path, "gguf-eos-")
     backend = Tokenizer.from_str(engine_tokenizer.hf_json())

@@ -25,8 +25,8 @@ from tokenizers import Tokenizer, pre_tokenizers
 from engine.errors import ExportError
 from engine.gguf_export import GgufEosWarning, export_gguf, gguf_tensor_name, gguf_vocab
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 EXTRA_EOS = 2  # EOS ids beyond the three GGUF keys

@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.hf_interop import export_hf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEXT = "def area(r):\n    return 3.14159 * r * r\n"
@@ -26,9 +27,8 @@ def unadded_bos_exported_by_name(
     tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any
 ) -> dict[str, Any]:
     """The tiny model with the engine tokenizer set not to add its BOS, exported and read back."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import AutoConfig, AutoTokenizer, GenerationConfig
-
-    from engine.hf_interop import export_hf
 
     tok = EngineTokenizer(
         engine_tokenizer.backend,

@@ -14,17 +14,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoint import make_manifest, save_checkpoint
+from engine.hf_interop import export_hf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.chat_templates import TEMPLATE
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PROMPT = "Write a function that adds two numbers."
-# a template that also writes the tokenizer's BOS and EOS, as Llama 2 and Zephyr templates do
-TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}{{ eos_token }}\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 SYSTEMS: tuple[str | None, ...] = (None, "", "You answer in Python only.")
 
 
@@ -34,10 +32,8 @@ def chat_prompt_as_transformers_renders(
 ) -> dict[str, Any]:
     """``generate --chat`` without a system turn, with an empty one and with one, against
     transformers' rendering of the same messages with the exported tokenizer."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
-
-    from engine.checkpoint import make_manifest, save_checkpoint
-    from engine.hf_interop import export_hf
 
     tokenizer = EngineTokenizer.from_json(engine_tokenizer.to_json())
     tokenizer.chat_template = TEMPLATE

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 
 WINDOW = 16

@@ -20,13 +20,14 @@ from typing import Any
 
 import torch
 
+from engine.lora import LoraSettings, apply_lora
+from engine.model import DecoderLayer, fused_layers
 from pv.checkers import checker
 
 FUSED_TOLERANCE = 1e-4  # float32 logits of reordered matmuls, N(0, 0.2) weights: about 1e-6 measured
 
 
 def _fused(model: Any) -> list[bool]:
-    from engine.model import DecoderLayer, fused_layers
 
     layers = [m for m in model.modules() if isinstance(m, DecoderLayer)]
     with fused_layers(model):
@@ -38,8 +39,6 @@ def _fused(model: Any) -> list[bool]:
 def fused_layers_are_the_module(tiny_model_factory: Any, seed: int = 0) -> dict[str, Any]:
     """fused_layers on float32, bf16, fp16, LoRA-wrapped, unequal-eps and MLP-bias models; logits
     with and without it on four float32 models."""
-    from engine.lora import LoraSettings, apply_lora
-    from engine.model import fused_layers
 
     uneven = tiny_model_factory(seed)
     uneven.model.layers[0].post_attention_layernorm.eps = 2e-6

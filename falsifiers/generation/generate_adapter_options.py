@@ -18,11 +18,14 @@ from typing import Any
 
 import torch
 
+from engine.adapters import find_adapter, load_adapted
+from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.data import InstructionData
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
-from falsifiers.generate_cli import left_padded
-from falsifiers.merge_cli import trained_adapter
+from engine.generate import generate
+from falsifiers.generation.generate_cli import left_padded
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.training import trained_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PROMPTS = ("The quick brown", "def f(x):", "Once", "import os")
@@ -33,8 +36,6 @@ BASE_STD = 0.3
 
 def _reference(base: Path, adapter: Path, quantize: bool | None, allow_other_base: bool = False) -> list[list[int]]:
     """The new ids generate draws on load_adapted's model, the batch built as the command builds it."""
-    from engine.adapters import find_adapter, load_adapted
-    from engine.generate import generate
 
     model: Any
     model, loaded = load_adapted(base, find_adapter(adapter), "cpu", quantize, allow_other_base)
@@ -55,7 +56,6 @@ def _differing(a: list[list[int]], b: list[list[int]]) -> int:
 
 
 def _wide_base(factory: Any, tokenizer: Any, out: Path) -> Path:
-    from engine.checkpoint import save_checkpoint
 
     model = factory(5, std=BASE_STD, vocab_size=tokenizer.vocab_size)
     return Path(save_checkpoint(out, model, tokenizer, {}))
@@ -63,7 +63,6 @@ def _wide_base(factory: Any, tokenizer: Any, out: Path) -> Path:
 
 def _other_base(base: Path, out: Path) -> Path:
     """The base with one weight nudged: another checkpoint, another digest."""
-    from engine.checkpoint import load_checkpoint, save_checkpoint
 
     loaded = load_checkpoint(base)
     with torch.no_grad():

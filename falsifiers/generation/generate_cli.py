@@ -18,10 +18,13 @@ from typing import Any
 
 import torch
 
+from engine.adapters import find_adapter, load_adapted
+from engine.checkpoint import load_checkpoint
 from engine.data import InstructionData
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.merge_cli import trained_adapter
+from engine.generate import generate
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.training import trained_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PROMPTS = ("The quick brown", "def f(x):", "Once")
@@ -44,9 +47,6 @@ def left_padded(tok: Any, prompts: Sequence[str]) -> tuple[list[list[int]], torc
 
 
 def _reference(checkpoint: Path, adapter: Path | None, settings: tuple[Any, ...]) -> list[dict[str, Any]]:
-    from engine.adapters import find_adapter, load_adapted
-    from engine.checkpoint import load_checkpoint
-    from engine.generate import generate
 
     temperature, top_k, top_p, seed, _ = settings
     model: Any

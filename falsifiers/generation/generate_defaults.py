@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
-from falsifiers.refusals import refusals_differing
+from engine.generate import GenerationError, generate
+from falsifiers.shared.decoding import _greedy
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 
 CONTEXT = 16
@@ -27,7 +29,6 @@ PAD = 509  # a pad id no greedy token here is: the columns after EOS show where 
 
 def _rows(model: Any) -> tuple[list[list[int]], int, list[list[int]]]:
     """Two prompts, an EOS the first row gives second and the second never, and their greedy tokens."""
-    from falsifiers.files import _greedy
 
     for start in range(3, 200, 3):
         prompts = [[start, start + 1, start + 2], [start + 100, start + 101, start + 102]]
@@ -41,7 +42,6 @@ def _rows(model: Any) -> tuple[list[list[int]], int, list[list[int]]]:
 @checker(observes=["cases", "differing"], ids=["FALSIFY-GEN-017"])
 def generate_defaults_and_refusals(tiny_model_factory: Any) -> dict[str, Any]:
     """Pad and EOS defaults from the config, logits only when asked, and six refusals."""
-    from engine.generate import GenerationError, generate
 
     base = tiny_model_factory(0, std=0.2, max_position_embeddings=CONTEXT, eos_token_id=None, pad_token_id=None)
     prompts, eos, tokens = _rows(base)

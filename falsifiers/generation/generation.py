@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from engine.generate import generate, pad_prompts
+from engine.errors import GenerationError
+from engine.generate import choose_next, generate, pad_prompts
 from engine.tokenizer import EngineTokenizer
 from pv.checkers import checker
 
@@ -210,7 +211,6 @@ def sampling_distribution(
 ) -> dict[str, Any]:
     """Draw ``samples`` tokens with the engine's sampler from one fixed logit vector and compare the
     frequencies with :func:`reference_distribution` (total variation distance, support)."""
-    from engine.generate import choose_next
 
     gen = torch.Generator().manual_seed(seed)
     logits = torch.randn(vocab, generator=gen) * 2.0
@@ -353,7 +353,6 @@ def malformed_requests_refused(
     """Each malformed request must raise ``GenerationError`` naming the argument at fault (and
     nothing else may escape); each request on the boundary of a rule must decode.  Also the two
     refusals of ``pad_prompts`` (no prompts, an empty prompt), word for word."""
-    from engine.errors import GenerationError
 
     model = tiny_model_factory(seed)
     refused_cases, accepted_cases = _requests(model, prompt_len)

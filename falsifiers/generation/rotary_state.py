@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from engine.generate import generate
+from engine.hf_interop import hf_state_dict, to_hf_config
 from pv.checkers import checker
 
 # (sequence length, dtype): grows past 64, shorter again, grows twice, a bf16 move, back to fp32.
@@ -27,9 +29,8 @@ HF_TOLERANCE = 1e-4  # fp32 logits of two implementations (kernel order), as FAL
 
 def _transformers_twin(model: Any) -> Any:
     """transformers' Llama with the engine model's weights, in fp32."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
-
-    from engine.hf_interop import hf_state_dict, to_hf_config
 
     config = transformers.AutoConfig.for_model(**to_hf_config(model.config))
     twin = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
@@ -48,7 +49,6 @@ def rope_tables_follow_each_call(tiny_model_factory: Any, seed: int = 0) -> dict
     """One model called at 10, 200, 150, 300 positions in fp32, 100 in bf16 and 450 in fp32 again,
     each call against a cold copy and (fp32) transformers; then a cached greedy decode from a
     60-token prompt past position 64 against the uncached one."""
-    from engine.generate import generate
 
     model = tiny_model_factory(seed, std=0.2, max_position_embeddings=512, rope_theta=500.0).eval()
     # The same weights through the same dtype moves (a bf16 round trip rounds them), never called:

@@ -17,7 +17,9 @@ import math
 from typing import Any
 
 import torch
+from tokenizers import Tokenizer
 
+from engine.generate import filter_logits, pad_prompts
 from pv.checkers import checker
 
 # (logits, top_p): each puts a cumulative probability exactly on top_p
@@ -41,11 +43,9 @@ PROMPTS = ([5, 6, 7], [9], [3, 4])
 def top_p_at_exactly_p(engine_tokenizer: Any) -> dict[str, Any]:
     """filter_logits(top_k=None, top_p) on the cases above against TopPLogitsWarper; pad_prompts
     on three prompts against a transformers tokenizer's left padding."""
-    from tokenizers import Tokenizer
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import PreTrainedTokenizerFast
     from transformers.generation.logits_process import TopPLogitsWarper
-
-    from engine.generate import filter_logits, pad_prompts
 
     kept, reference_kept, exact = [], [], 0
     for logits, top_p in CASES:

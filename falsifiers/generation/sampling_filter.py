@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from engine.generate import filter_logits
 from pv.checkers import checker
 
 TOP_K: tuple[int | None, ...] = (None, 1, 3, 31, 32)
@@ -41,7 +42,6 @@ def _kept(row: list[float], top_k: int | None, top_p: float | None) -> set[int]:
 @checker(observes=["rows", "rows_differing", "calls_failed"], ids=["FALSIFY-GEN-013"])
 def filter_keeps_the_sets_written_out(seed: int = 0) -> dict[str, Any]:
     """Every (top_k, top_p) pair on random logits of three shapes against the reference sets."""
-    from engine.generate import filter_logits
 
     gen = torch.Generator().manual_seed(seed)
     out = {"rows": 0, "rows_differing": 0, "calls_failed": 0}

@@ -32,7 +32,11 @@ from typing import Any
 
 import torch
 
-from falsifiers.child_env import child_env
+import engine
+from engine.config import ModelConfig
+from engine.hf_interop import to_hf_config
+from engine.model import build_model
+from falsifiers.shared.child_env import child_env
 from pv.checkers import checker
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -63,18 +67,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 F.scaled_dot_product_attention = scaled_dot_product_attention
 import engine.model
-from falsifiers.attention_reference import compare_all
+from falsifiers.hf_import.attention_reference import compare_all
 
 print(json.dumps({"grouped_flag": engine.model._SDPA_GQA, **compare_all(int(sys.argv[1]))}))
 """
 
 
 def _models(settings: dict[str, Any], seed: int) -> tuple[Any, Any]:
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
-
-    from engine.config import ModelConfig
-    from engine.hf_interop import to_hf_config
-    from engine.model import build_model
 
     config = ModelConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, intermediate_size=128, **settings)
     model = build_model(config)
@@ -144,7 +145,6 @@ def compare_all(seed: int) -> dict[str, Any]:
 )
 def logits_match_eager_attention(seed: int) -> dict[str, Any]:
     """The comparisons here, and in a fresh interpreter whose torch lacks enable_gqa."""
-    import engine
 
     out = compare_all(seed)
     engine_parent = Path(engine.__file__).resolve().parents[1]

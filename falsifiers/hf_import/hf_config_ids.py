@@ -7,7 +7,7 @@ and generation stops on them.  A hand-written config may also name only its RoPE
 ``rope_parameters``, with no ``rope_type``: plain RoPE.  Each folder of FALSIFY-HFI-001 is rewritten
 one such way and imported;
 the ids, with every other config field and the tokenizer, are read back against AutoConfig,
-GenerationConfig and AutoTokenizer on the same folder (``falsifiers.hf_import``'s readings).
+GenerationConfig and AutoTokenizer on the same folder (``falsifiers.hf_import.hf_import``'s readings).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.hf_import import _DELETE, COUNTS, _edit_json, import_and_compare, write_folder
+from falsifiers.hf_import.hf_import import _DELETE, COUNTS, _edit_json, import_and_compare, write_folder
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 

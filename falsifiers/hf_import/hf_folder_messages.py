@@ -20,10 +20,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import torch
+from safetensors import safe_open
+
+from engine.errors import ExportError
+from engine.hf_interop import export_hf, import_hf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.hf_import import _edit_json, write_folder
-from falsifiers.refusals import refusals_differing
+from falsifiers.hf_import.hf_import import _edit_json, write_folder
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 EOS_RULE = "eos_token_id must be a token id or a non-empty list of them"
@@ -100,10 +105,8 @@ def hf_folders_read_and_refused(
 ) -> dict[str, Any]:
     """Llama and Qwen2 folders written by transformers, copies broken one way each through
     import_hf, and copies with other tokenizer classes and boolean ids against transformers."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import AutoTokenizer
-
-    from engine.errors import ExportError
-    from engine.hf_interop import import_hf
 
     work = fresh_dir(tmp_path, "hf-messages-")
     llama = write_folder(work / "llama", engine_tokenizer, "llama", seed)
@@ -147,11 +150,7 @@ def hf_folders_read_and_refused(
         gen.config.eos_ids != import_hf(qwen2).config.eos_ids
     )
     # the dtype config.json names is the weights' own, as transformers reads it, for each export dtype
-    import torch
-    from safetensors import safe_open
     from transformers import AutoConfig
-
-    from engine.hf_interop import export_hf
 
     dtype_labels = []
     model = tiny_model_factory(seed, vocab_size=engine_tokenizer.vocab_size)

@@ -9,16 +9,24 @@ one setting changed that the engine cannot represent.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from tokenizers import Regex, Tokenizer, pre_tokenizers
+from tokenizers.processors import TemplateProcessing
 
+from engine.checkpoint import load_checkpoint
+from engine.errors import ExportError
+from engine.hf_interop import import_hf
 from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEXTS = ("The quick brown fox", "def f(x):\n    return x  # 42", "naïve café, 1234 ünïcode")
@@ -42,8 +50,7 @@ SHARD = "40KB"  # small enough that every folder is sharded, with an index, as b
 
 def _hf_tokenizer(engine_tokenizer: EngineTokenizer, family: str) -> Any:
     """A fast tokenizer as a Llama (BOS by the post-processor) or a Qwen2 (no BOS, ChatML) ships it."""
-    from tokenizers import Tokenizer
-    from tokenizers.processors import TemplateProcessing
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer.from_str(engine_tokenizer.hf_json())
@@ -57,7 +64,6 @@ def _hf_tokenizer(engine_tokenizer: EngineTokenizer, family: str) -> Any:
         )
         tok.chat_template = BOS_TEMPLATE
         return tok
-    from tokenizers import Regex, pre_tokenizers
 
     # Qwen2's own split (its tokenizer.json; transformers' Qwen2Tokenizer applies it whatever the file says)
     backend.pre_tokenizer = pre_tokenizers.Sequence(
@@ -79,6 +85,7 @@ def _rope(theta: float) -> dict[str, Any]:
 def write_folder(folder: Path, engine_tokenizer: EngineTokenizer, family: str, seed: int) -> Path:
     """A Hugging Face folder of ``family`` written by transformers, every weight random (biases and
     norms too, so that none can be mistaken for its default)."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
 
     tok = _hf_tokenizer(engine_tokenizer, family)
@@ -122,7 +129,6 @@ def _reference_theta(cfg: Any) -> float:
 def _folder_sha256(folder: Path) -> str:
     """The digest the import records of its source, as documented: sha256 over every file's
     path relative to the folder, a NUL byte and its bytes, in path order."""
-    import hashlib
 
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -135,6 +141,7 @@ def _reference_ids(folder: Path, ref_cfg: Any, ref_tok: Any) -> dict[str, tuple[
     generation_config.json (what transformers' generate stops on), else config.json; any id neither
     file sets comes from the tokenizer's special tokens (a missing BOS stands in as the EOS), not from
     transformers' config defaults (Llama's 1 and 2 are other tokens here)."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
 
     raw = json.loads((folder / "config.json").read_text())
@@ -156,6 +163,7 @@ def _reference_ids(folder: Path, ref_cfg: Any, ref_tok: Any) -> dict[str, tuple[
 
 def _config_mismatches(folder: Path, cfg: Any, ref_tok: Any) -> tuple[int, int]:
     """(fields compared, fields differing) between an imported config and transformers' reading."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
 
     ref_cfg = transformers.AutoConfig.from_pretrained(folder)
@@ -194,6 +202,7 @@ def _token_mismatches(tok: EngineTokenizer, ref_tok: Any) -> int:
 
 def _compare(folder: Path, imported: Any) -> dict[str, int]:
     """Every field, tensor, token and id of ``imported`` against transformers' reading of ``folder``."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
 
     ref_tok = transformers.AutoTokenizer.from_pretrained(folder)
@@ -225,10 +234,8 @@ COUNTS = ("folders", "refused", "config_fields", "config_mismatches", "token_mis
 def import_and_compare(folder: Path, what: str, out: dict[str, Any], log: list[str]) -> Any | None:
     """``import_hf(folder)`` counted into ``out`` (the ``COUNTS``) against transformers' reading of
     the folder, a line of ``log`` saying what differs; the import, or None when it was refused."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
-
-    from engine.errors import ExportError
-    from engine.hf_interop import import_hf
 
     out["folders"] += 1
     try:
@@ -259,7 +266,6 @@ def transformers_folders_import(tmp_path: Path, engine_tokenizer: EngineTokenize
     """A Llama folder (BOS by the tokenizer's post-processor, two EOS ids in generation_config.json,
     rope_theta 5e5) and a tied Qwen2 folder (q/k/v biases, no BOS, ChatML), both sharded, imported
     with ``python -m engine import`` and compared with what transformers reads from them."""
-    from engine.checkpoint import load_checkpoint
 
     work = fresh_dir(tmp_path, "hf-import-")
     cli = cli_runner()
@@ -306,8 +312,8 @@ def _reexport_mismatches(source: Path, again: Path) -> int:
     than from the folder it was imported from: config fields, generation ids, special tokens, ids
     of TEXTS and the chat rendering, the weights file's metadata, and the special token ids gguf-py
     finds in each folder."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     import transformers
-    from safetensors import safe_open
 
     configs = [transformers.AutoConfig.from_pretrained(f) for f in (source, again)]
     # config.json's eos_token_id is left out: the engine keeps one list of EOS ids, the one
@@ -370,7 +376,6 @@ def _refusals(llama: Path, qwen2: Path) -> list[tuple[str, Path, Any, str]]:
 
     def edit_weights(f: Path, edit: Any) -> None:
         """Rewrite the shard holding the first layer's q_proj with ``edit(tensors)`` applied."""
-        from safetensors.torch import load_file, save_file
 
         index_path = f / "model.safetensors.index.json"
         index = json.loads(index_path.read_text())

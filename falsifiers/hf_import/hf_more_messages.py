@@ -24,10 +24,12 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from engine.checkpoint import read_header
 from engine.errors import CheckpointError, ExportError
+from engine.hf_interop import export_hf, import_hf
 from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.hf_import import _edit_json, write_folder
+from falsifiers.hf_import.hf_import import _edit_json, write_folder
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 NOT_IN_VOCAB = "<|not-in-vocab|>"
@@ -60,7 +62,6 @@ def _weights_are_json(folder: Path) -> None:
 
 
 def _header_message(path: Path) -> str:
-    from engine.checkpoint import read_header
 
     try:
         read_header(path)
@@ -141,7 +142,6 @@ CASES: list[tuple[str, str, Callable[[Path], None], Callable[[Path], str], bool]
 def hf_more_refusals(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny_model_factory: Any) -> dict[str, Any]:
     """Llama and Qwen2 folders written by transformers, copies broken one way each through
     import_hf, a file given for a folder, a copy without special-token files, and two exports."""
-    from engine.hf_interop import export_hf, import_hf
 
     work = fresh_dir(tmp_path, "hf-more-")
     sources = {family: write_folder(work / family, engine_tokenizer, family, 0) for family in ("llama", "qwen2")}

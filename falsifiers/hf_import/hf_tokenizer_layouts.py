@@ -8,7 +8,7 @@ EOS id as a list of one; config.json may name other special ids than its tokeniz
 weights may be stored in bfloat16, alone or beside float32 norms; older folders hold the rotary
 ``inv_freq`` buffers.  Each copy is imported and its config fields, token ids, decodings, chat
 rendering and special tokens compared with what AutoConfig, GenerationConfig and AutoTokenizer
-read (``falsifiers.hf_import``'s readings); each imported weight must be the stored tensor, in its
+read (``falsifiers.hf_import.hf_import``'s readings); each imported weight must be the stored tensor, in its
 own dtype when the folder uses one and as float32 when it mixes them; import_hf's result names the
 folder it read; the import's checkpoint is exported again and transformers must read the same from
 both folders.
@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file, save_file
 
+from engine.hf_interop import export_hf
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.hf_import import COUNTS, _edit_json, _reexport_mismatches, import_and_compare, write_folder
+from falsifiers.hf_import.hf_import import COUNTS, _edit_json, _reexport_mismatches, import_and_compare, write_folder
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
@@ -68,7 +70,6 @@ def _shards(folder: Path) -> list[Path]:
 
 def _retyped(folder: Path, matrices_only: bool) -> None:
     """Every weight (or every matrix, the norms kept float32) stored as bfloat16."""
-    from safetensors.torch import load_file, save_file
 
     for shard in _shards(folder):
         state = {k: v.to(torch.bfloat16) if v.ndim > 1 or not matrices_only else v for k, v in load_file(shard).items()}
@@ -79,7 +80,6 @@ def _retyped(folder: Path, matrices_only: bool) -> None:
 
 def _with_inv_freq(folder: Path) -> None:
     """The rotary inv_freq buffers older transformers versions saved beside the weights."""
-    from safetensors.torch import save_file
 
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     head = config["hidden_size"] // config["num_attention_heads"]
@@ -92,7 +92,6 @@ def _with_inv_freq(folder: Path) -> None:
 
 
 def _stored(folder: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
 
     out: dict[str, torch.Tensor] = {}
     for shard in _shards(folder):
@@ -123,8 +122,6 @@ def _generation_eos_of_one(folder: Path) -> None:
 def tokenizer_layouts_import(tmp_path: Path, engine_tokenizer: EngineTokenizer, seed: int = 0) -> dict[str, Any]:
     """The Llama and Qwen2 folders rewritten as other checkpoints lay out BOS and EOS, imported,
     compared with transformers' reading, and exported again."""
-
-    from engine.hf_interop import export_hf
 
     work = fresh_dir(tmp_path, "hf-tokenizer-layouts-")
     llama = write_folder(work / "llama", engine_tokenizer, "llama", seed)

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from engine.model import RMSNorm
 from pv.checkers import checker
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -53,10 +54,9 @@ def _difference(got: torch.Tensor, want: torch.Tensor) -> str | None:
 @checker(observes=["cases", "differing"], ids=["FALSIFY-HFI-008"])
 def norm_matches_transformers(seed: int) -> dict[str, Any]:
     """Every pairing, epsilon and input against LlamaRMSNorm and Qwen2RMSNorm."""
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
     from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
-
-    from engine.model import RMSNorm
 
     weight = torch.rand(HIDDEN, generator=torch.Generator().manual_seed(seed + 1)) + 0.5
     cases = 0

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from engine.model import RotaryEmbedding
 from pv.checkers import checker
 
 CALLS: tuple[tuple[int, torch.dtype], ...] = (
@@ -36,6 +37,7 @@ HEAD_DIMS = (16, 64)
 
 
 def _reference(head_dim: int, theta: float, length: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
@@ -48,7 +50,6 @@ def _reference(head_dim: int, theta: float, length: int, dtype: torch.dtype) -> 
 @checker(observes=["settings", "differing", "rows", "reused"], ids=["FALSIFY-HFI-009"])
 def tables_match_transformers() -> dict[str, Any]:
     """Each setting's calls; ``rows`` and ``reused`` list each distinct sequence the settings gave."""
-    from engine.model import RotaryEmbedding
 
     differing: list[str] = []
     rows: list[list[int]] = []

@@ -19,9 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file, save_file
 
+from engine.adapters import AdapterError, find_adapter, load_adapted, merged
+from engine.checkpoint import load_checkpoint, save_checkpoint, weights_digest
+from engine.config import preset as engine_preset
 from engine.data import InstructionData
-from falsifiers._workdir import fresh_dir
+from engine.model import DecoderLM
+from engine.quant import NF4Config
+from engine.train import TrainConfig
+from engine.train.tasks import finetune
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -74,15 +82,6 @@ def adapter_folders_as_written(
     """A LoRA run (finetune's default method) and a QLoRA run (block 128, no double quantization),
     their folders found three ways,
     six changed copies, six broken folders, and the adapter applied to its own base and others."""
-    from safetensors.torch import load_file, save_file
-
-    from engine.adapters import AdapterError, find_adapter, load_adapted, merged
-    from engine.checkpoint import load_checkpoint, save_checkpoint, weights_digest
-    from engine.config import preset as engine_preset
-    from engine.model import DecoderLM
-    from engine.quant import NF4Config
-    from engine.train import TrainConfig
-    from engine.train.tasks import finetune
 
     work = fresh_dir(tmp_path, "adapter-folders-")
     cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)

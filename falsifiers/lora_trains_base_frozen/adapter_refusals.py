@@ -15,8 +15,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from safetensors.torch import load_file
+
+from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoraSettings, apply_lora, load_adapter, save_adapter
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 DEPTH = 4  # layers of the model the stray adapter was trained on; the model it is loaded into has 2
@@ -27,10 +30,8 @@ def adapter_refusals_word_for_word(tiny_model_factory: Any, tmp_path: Path, seed
     """An adapter saved from a tiny model; copies of its folder without its weights, without its
     config, declaring PREFIX_TUNING; an adapter of a 4-layer model loaded into a 2-layer one; and
     save_adapter asked for an adapter the model does not hold."""
+    # PEFT is a reference: it loads only in the checkers that compare with it
     from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
-    from safetensors.torch import load_file
-
-    from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoraSettings, apply_lora, load_adapter, save_adapter
 
     work = fresh_dir(tmp_path, "adapter-refusals-")
     settings = LoraSettings(r=4, alpha=8)

@@ -15,6 +15,9 @@ from typing import Any
 
 import torch
 
+from engine.config import preset
+from engine.lora import LoraSettings, apply_lora, prepare_qlora
+from engine.model import build_model
 from pv.checkers import checker
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -26,9 +29,6 @@ def lora_leaves_base_dtype(seed: int = 0) -> dict[str, Any]:
     """apply_lora and prepare_qlora over the tiny preset built in fp32, bf16 and fp16: the base
     parameters still in the wrapped model that changed dtype or value, and the LoRA matrices that
     are not fp32, each named with its wrapping."""
-    from engine.config import preset
-    from engine.lora import LoraSettings, apply_lora, prepare_qlora
-    from engine.model import build_model
 
     settings = LoraSettings(r=4, alpha=8, targets=TARGETS)
     base_kept = 0

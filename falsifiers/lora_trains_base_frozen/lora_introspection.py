@@ -17,11 +17,24 @@ from typing import Any
 import torch
 from torch import nn
 
+from engine.config import preset
+from engine.lora import (
+    LoraSettings,
+    apply_lora,
+    base_parameters,
+    lora_parameter_names,
+    lora_weights_dtypes,
+    prepare_qlora,
+    trainable_parameter_names,
+)
+from engine.model import build_model
+from engine.quant import nf4_layers, quant_type_of
 from pv.checkers import checker
 
 
 def _lora_modules(model: nn.Module) -> dict[str, dict[str, nn.Module]]:
     """``{parameter prefix: module}`` for every adapter's ``lora_A`` / ``lora_B`` matrix, by PEFT's classes."""
+    # PEFT is a reference: it loads only in the checkers that compare with it
     from peft.tuners.lora import LoraLayer
 
     found: dict[str, dict[str, nn.Module]] = {}
@@ -55,20 +68,8 @@ def _with_gradient(model: nn.Module, vocab: int) -> list[str]:
 def introspection_as_the_model_holds_it(seed: int = 0) -> dict[str, Any]:
     """LoRA on fp32 and bf16 bases (a second adapter added, the first active) and QLoRA, each read
     through the helpers and directly."""
+    # bitsandbytes loads only in the checkers that quantize (it probes the CPU and GPU on import)
     import bitsandbytes as bnb
-
-    from engine.config import preset
-    from engine.lora import (
-        LoraSettings,
-        apply_lora,
-        base_parameters,
-        lora_parameter_names,
-        lora_weights_dtypes,
-        prepare_qlora,
-        trainable_parameter_names,
-    )
-    from engine.model import build_model
-    from engine.quant import nf4_layers, quant_type_of
 
     config = preset("tiny")
     settings = LoraSettings(r=4, alpha=8, targets=("q_proj", "v_proj", "down_proj"))

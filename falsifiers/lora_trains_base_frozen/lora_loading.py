@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file, save_file
 
-from falsifiers._workdir import fresh_dir
+from engine.lora import ADAPTER_WEIGHTS, LoraSettings, apply_lora, load_adapter, save_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -29,9 +31,6 @@ from pv.checkers import checker
 def load_adapter_flags_and_refusals(tiny_model_factory: Any, tmp_path: Path, seed: int = 0) -> dict[str, Any]:
     """Two adapters saved from a tiny model, loaded onto fresh copies: for inference, for training,
     and for training beside one loaded for inference; two broken folders."""
-    from safetensors.torch import load_file, save_file
-
-    from engine.lora import ADAPTER_WEIGHTS, LoraSettings, apply_lora, load_adapter, save_adapter
 
     work = fresh_dir(tmp_path, "lora-loading-")
     folders = {}

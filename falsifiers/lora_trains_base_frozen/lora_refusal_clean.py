@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file, save_file
 
-from falsifiers._workdir import fresh_dir
+from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoraSettings, apply_lora, load_adapter, save_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 STRAY = "base_model.model.model.layers.9.self_attn.q_proj.lora_A.weight"
@@ -55,9 +57,6 @@ def _differs(a: dict[str, Any], b: dict[str, Any]) -> bool:
 )  # fmt: skip
 def refused_adapter_leaves_model(tiny_model_factory: Any, tmp_path: Path, seed: int = 0) -> dict[str, Any]:
     """Four broken adapter folders, each refused by a bare model and by one holding an adapter."""
-    from safetensors.torch import load_file, save_file
-
-    from engine.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoraSettings, apply_lora, load_adapter, save_adapter
 
     work = fresh_dir(tmp_path, "lora-refusal-")
 

@@ -16,8 +16,9 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import Refusal, command_refusals_differing, refusals_differing
+from engine.lora import LoraSettings
+from falsifiers.shared.refusals import Refusal, command_refusals_differing, refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -66,7 +67,6 @@ def lora_settings_kept_or_refused(tmp_path: Path) -> dict[str, Any]:
     base a file never read: the settings are refused first), as they differ from the refusal
     written; LoraSettings of each of ``ACCEPTED`` and its peft_config, as they differ from what was
     given (targets as a set for PEFT, which keeps them as one)."""
-    from engine.lora import LoraSettings
 
     work = fresh_dir(tmp_path, "lora-settings-")
     base = work / "base.safetensors"

@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from engine.lora import LoraSettings, apply_lora, merge_adapter, swap_adapter
+from engine.quant import NF4Config, is_nf4_linear, quantize_model
 from pv.checkers import checker
 
 FIRST = ("q_proj", "v_proj")
@@ -42,8 +44,6 @@ def _state_differences(got: nn.Module, want: nn.Module) -> int:
 def merge_adapter_is_peft_merge(tiny_model_factory: Any, seed: int = 0) -> dict[str, Any]:
     """Two adapters on a biased qwen2 tiny model (fp32, bf16, NF4), each merge done twice: by the
     engine and by PEFT on an identical copy."""
-    from engine.lora import LoraSettings, apply_lora, merge_adapter, swap_adapter
-    from engine.quant import NF4Config, is_nf4_linear, quantize_model
 
     def wrapped(kind: str) -> Any:
         base = tiny_model_factory(seed, std=0.1, architecture="qwen2", attention_bias=True)

@@ -15,28 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 
 from engine.data import InstructionData
-from engine.train import TrainConfig
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import _sha256
-from falsifiers.train_cli import _tensors
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.inspect_reports import _sha256, _tensors
+from falsifiers.shared.training import trained_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 MERGE_TOLERANCE = 1e-6  # W + B·A·scale in fp32, summed in another order than PEFT's kernels may
 PEFT_PREFIX = "base_model.model."
-
-
-def trained_adapter(
-    pretrained_init: Path, data: InstructionData, out: Path, method: str = "lora", seed: int = 0
-) -> Path:
-    """The run folder of an adapter fine-tuned for 2 steps on the session's init (the engine's
-    ``finetune``): something other than a fresh, all-zero B for the commands that read adapters."""
-    from engine.train.tasks import finetune
-
-    cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)
-    return Path(finetune(pretrained_init, out, cfg, method=method, data=data).out_dir)
 
 
 def _deltas(adapter: Path) -> dict[str, torch.Tensor]:
@@ -55,6 +44,7 @@ def _deltas(adapter: Path) -> dict[str, torch.Tensor]:
 
 
 def _nf4_round_trip(weight: torch.Tensor, nf4: dict[str, Any]) -> torch.Tensor:
+    # bitsandbytes loads only in the checkers that quantize (it probes the CPU and GPU on import)
     import bitsandbytes.functional as bnbf
 
     packed, state = bnbf.quantize_4bit(
@@ -93,7 +83,6 @@ def compare_merged(base: Path, adapter: Path, merged: Path, nf4: dict[str, Any] 
 
 def _merge_observations(base: Path, step: Path, merged: Path, method: str) -> dict[str, Any]:
     """Tensors of ``merged`` against the reference, and its manifest against what it must name."""
-    from safetensors import safe_open
 
     adapter = step / "adapter"
     step_manifest = json.loads((step / "manifest.json").read_text())

@@ -19,18 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 
+from engine.adapters import AdapterError, find_adapter, merge_to_checkpoint
+from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.data import InstructionData
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
-from falsifiers.merge_cli import compare_merged, trained_adapter
+from falsifiers.lora_trains_base_frozen.merge_cli import compare_merged
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.training import trained_adapter
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 NF4_DEFAULTS = {"blocksize": 64, "double_quant": True}  # engine.quant.NF4Config's documented defaults
 
 
 def _manifest(path: Path) -> dict[str, Any]:
-    from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as fh:
         manifest: dict[str, Any] = json.loads(fh.metadata()["manifest"])
@@ -49,8 +52,6 @@ def merge_options_as_asked(
 ) -> dict[str, Any]:
     """--nf4 on a LoRA adapter, --no-nf4 on a QLoRA adapter, and the base check, through the
     command and merge_to_checkpoint."""
-    from engine.adapters import AdapterError, find_adapter, merge_to_checkpoint
-    from engine.checkpoint import load_checkpoint, save_checkpoint
 
     cli = cli_runner()
     out: dict[str, Any] = {"merges": 0, "exit_codes_nonzero": 0, "adapted_tensors": 0, "adapted_max_abs_diff": 0.0}

@@ -18,8 +18,8 @@ from engine.data import InstructionData
 from engine.lora import LoraSettings, load_adapter, swap_adapter
 from engine.multi_adapter import AdapterJob, build_multi_adapter_model, train_adapters
 from engine.train import TrainConfig, make_optimizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.training import changed_tensors, module_tensors, unique_bytes
+from falsifiers.shared.training import changed_tensors, module_tensors, unique_bytes
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 SEQ_LEN = 64

@@ -17,9 +17,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.multi_runs import _log, _rows
+from falsifiers.multi_adapter.multi_runs import _log
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.training import _rows
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 SETTINGS = (

@@ -32,9 +32,9 @@ from engine.errors import NonFiniteLossError
 from engine.lora import ADAPTER_WEIGHTS, LoraSettings
 from engine.multi_adapter import AdapterJob, train_adapters
 from engine.train import STATE_TENSORS, TrainConfig
-from falsifiers._workdir import fresh_dir
-from falsifiers.gradient_stop import _log
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.training import _log
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 NAMES = ("a", "b")

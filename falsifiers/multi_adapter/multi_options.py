@@ -4,7 +4,7 @@ docstring template every other default gives), QLoRA with the default double qua
 seed other than the default 0.
 
 Each adapter's run folder is compared with the one-adapter run of its data and the same options,
-file by file, as FALSIFY-MULTI-005 compares them (``falsifiers.multi_runs._differences``), and the
+file by file, as FALSIFY-MULTI-005 compares them (``falsifiers.multi_adapter.multi_runs._differences``), and the
 step manifests must name the template and double quantization the options resolve to.
 """
 
@@ -14,11 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.chat_prompt import TEMPLATE
-from falsifiers.multi_runs import _differences, _rows
+from falsifiers.multi_adapter.multi_runs import _differences
+from falsifiers.shared.chat_templates import TEMPLATE
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.training import _rows
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 SETTINGS = (
@@ -34,7 +36,6 @@ SETTINGS = (
 def adapters_with_chat_template_and_double_quant(pretrained_init: Path, tmp_path: Path) -> dict[str, Any]:
     """The session's init saved again with a chat template; two QLoRA adapters trained together and
     each alone with every option at its default."""
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
 
     work = fresh_dir(tmp_path, "multi-options-")
     loaded = load_checkpoint(pretrained_init)

@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.train_cli import _tensors
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.inspect_reports import _tensors
+from falsifiers.shared.training import _rows
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 STEPS, EVAL_EVERY = 4, 2
@@ -28,18 +29,9 @@ SETTINGS = (
     "--steps", str(STEPS), "--save-every", "2", "--eval-every", str(EVAL_EVERY), "--lr", "1e-2", "--rank", "4",
     "--batch-size", "2", "--seq-len", "32", "--warmup", "1", "--grad-clip", "0",
 )  # fmt: skip
-WORDS = ("yes", "no", "maybe", "later", "now", "never", "soon", "again", "twice", "often")
 # only the multi-adapter run's files carry the adapter's name; timing is the run's own
 ONLY_MULTI = {"adapter"}
 NOT_COMPARED = {"elapsed_s"}
-
-
-def _rows(shift: int) -> list[dict[str, str]]:
-    """120 instruction pairs (12 validation rows: more batches than eval_batches' 4)."""
-    return [
-        {"prompt": f"say {WORDS[(i + shift) % len(WORDS)]} {i}", "response": f"return '{WORDS[i % len(WORDS)]}'"}
-        for i in range(120)
-    ]
 
 
 def _log(folder: Path) -> list[dict[str, Any]]:

@@ -27,8 +27,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.child_env import child_env
+import engine
+from falsifiers.shared.child_env import child_env
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
@@ -99,7 +100,6 @@ def _run(engine_parent: Path, first: Path | None, broken: bool) -> dict[str, Any
 )
 def import_hides_one_warning(tmp_path: Path) -> dict[str, Any]:
     """The three cases, each in a fresh interpreter."""
-    import engine
 
     engine_parent = Path(engine.__file__).resolve().parents[1]
     work = fresh_dir(tmp_path, "bnb-import-")

@@ -12,9 +12,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from engine.config import preset
+from engine.model import build_model
 from engine.quant import (
     NF4AlignmentWarning,
     NF4Config,
+    dequantize_model,
     dequantize_weight,
     import_bnb,
     nf4_layers,
@@ -148,9 +151,6 @@ def biased_base_frozen(blocksize: int, seed: int = 0) -> dict[str, Any]:
     """Quantize a bf16 qwen2-style model (q/k/v biases) at a non-default blocksize: every NF4 layer
     uses that blocksize, holds nothing trainable, keeps its bias in fp32; the linears
     ``dequantize_model`` gives back are frozen too."""
-    from engine.config import preset
-    from engine.model import build_model
-    from engine.quant import dequantize_model
 
     torch.manual_seed(seed)
     config = preset("tiny", architecture="qwen2", attention_bias=True, tie_word_embeddings=True)

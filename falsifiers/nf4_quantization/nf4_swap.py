@@ -16,6 +16,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from engine.config import preset
+from engine.model import build_model
+from engine.quant import NF4Config, quantize_model
 from pv.checkers import checker
 
 META_REFUSAL = (
@@ -70,12 +73,9 @@ def _aligned() -> nn.Module:
 def swaps_what_it_can(seed: int = 0) -> dict[str, Any]:
     """quantize_model on the model above (default settings, then compute_dtype bf16 on a copy of the
     aligned model), and on the meta device three ways."""
+    # references (bitsandbytes, transformers): they load only in the checkers that use them
     from bitsandbytes.nn import Linear4bit
     from transformers.utils.quantization_config import QuantizationMethod
-
-    from engine.config import preset
-    from engine.model import build_model
-    from engine.quant import NF4Config, quantize_model
 
     torch.manual_seed(seed)
     model = _Model()

@@ -22,8 +22,8 @@ from torch import nn
 
 from engine.lora import LoraSettings, merge_adapter, prepare_qlora
 from engine.quant import NF4Config, dequantize_model, dequantize_weight, import_bnb, nf4_layers, quantize_model
-from falsifiers.packed_weight import MESSAGE
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.packed_weights import MESSAGE
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 from pv.outcomes import skip
 

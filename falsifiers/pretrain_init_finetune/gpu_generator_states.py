@@ -21,10 +21,14 @@ from typing import Any
 from unittest import mock
 
 import torch
+from safetensors.torch import load_file
 
+from engine.config import preset
 from engine.data import TokenData
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from engine.train import LATEST_NAME, TrainConfig, pretrain
+from engine.train.state import STATE_TENSORS
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 SAVED_ON = 12
@@ -58,11 +62,6 @@ def gpu_generator_states_follow_their_gpu(
 ) -> dict[str, Any]:
     """Pretrain 2 steps (a checkpoint after each) on 12 stood-in GPUs; read the step-1 folder's
     GPU states; resume from it on 12, 3 and 0 GPUs."""
-    from safetensors.torch import load_file
-
-    from engine.config import preset
-    from engine.train import LATEST_NAME, TrainConfig, pretrain
-    from engine.train.state import STATE_TENSORS
 
     cfg = TrainConfig(steps=2, batch_size=2, seq_len=16, lr=1e-3, warmup_steps=0, save_every=1, seed=0)
     config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)

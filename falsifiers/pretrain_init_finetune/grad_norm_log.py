@@ -23,10 +23,11 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from engine.checkpoint import load_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.pretrain_api import own_streams
-from falsifiers.training import run_log
+from engine.train import TrainConfig, clip_grad_norm, pretrain
+from falsifiers.shared.training import own_streams, run_log
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 CLIPS = (1.0, 1e-3, 0.0)
@@ -41,8 +42,6 @@ def grad_norm_before_clipping(
     """One pretraining step from the session's init on streams of the falsifier's own text, with
     grad_clip 1.0, 1e-3 and 0 (no clipping); the train record's grad_norm against the reference,
     and the first moment in the step's train_state.safetensors against the clipped gradient."""
-    from engine.checkpoint import load_checkpoint
-    from engine.train import TrainConfig, clip_grad_norm, pretrain
 
     work = fresh_dir(tmp_path, "grad-norm-")
     data = own_streams(engine_tokenizer, work)

@@ -11,7 +11,6 @@ refusals of a resume that cannot continue, word for word.
 
 from __future__ import annotations
 
-import json
 import math
 from functools import partial
 from pathlib import Path
@@ -20,12 +19,18 @@ from typing import Any, cast
 import torch
 from safetensors.torch import load_file
 
+from engine.config import preset
 from engine.data import TokenData
-from engine.model import DecoderLM
+from engine.errors import NonFiniteLossError
+from engine.model import DecoderLM, build_model
 from engine.tokenizer import EngineTokenizer
+from engine.train import TrainConfig
+from engine.train.loop import run_training
+from engine.train.state import ResumeError
 from engine.train.tasks import PretrainTask
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.training import _log
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 BLOW_UP_AT = 2
@@ -45,10 +50,6 @@ class GradientBlowUp(PretrainTask):
     def loss(self, step: int) -> tuple[torch.Tensor, int]:
         self.step = step
         return super().loss(step)
-
-
-def _log(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 @checker(
@@ -72,12 +73,6 @@ def gradient_blow_up_stops_cleanly(
     """Tiny-preset pretraining for 4 steps saving every step, the embedding's gradient +inf at
     step 2; the same saving nothing; a resume of the first without the blow-up; a finished run;
     two resumes that cannot continue."""
-    from engine.config import preset
-    from engine.errors import NonFiniteLossError
-    from engine.model import build_model
-    from engine.train import TrainConfig
-    from engine.train.loop import run_training
-    from engine.train.state import ResumeError
 
     cfg = TrainConfig(steps=4, batch_size=2, seq_len=16, lr=1e-3, warmup_steps=0, save_every=1, seed=0)
     config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)

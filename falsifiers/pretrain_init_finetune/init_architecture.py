@@ -14,14 +14,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
+from safetensors import safe_open
+
+from engine.config import preset
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
 def header_config(path: Path) -> dict[str, Any]:
     """The architecture a checkpoint's header records, each value as JSON reads it."""
-    from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as fh:
         meta = fh.metadata()
@@ -38,7 +40,6 @@ def header_config(path: Path) -> dict[str, Any]:
 
 def _manifest(run: Path) -> dict[str, Any]:
     """The manifest in the header of the checkpoint latest.json names."""
-    from safetensors import safe_open
 
     folder = json.loads((run / "latest.json").read_text(encoding="utf-8"))["folder"]
     with safe_open(str(run / folder / "model.safetensors"), framework="pt") as fh:
@@ -59,7 +60,6 @@ def _manifest(run: Path) -> dict[str, Any]:
 )
 def init_architecture_checked(pretrained_init: Path, tmp_path: Path, other_preset: str = "small") -> dict[str, Any]:
     """--init on the tiny init with --preset other_preset (refused) and with --preset tiny (trains)."""
-    from engine.config import preset
 
     cli = cli_runner()
     init = header_config(Path(pretrained_init))

@@ -17,10 +17,17 @@ from typing import Any
 
 import torch
 
+from engine.adapters import AdapterError, find_adapter
+from engine.config import preset
 from engine.data import TokenData
+from engine.model import build_model
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import Refusal, refusals_differing
+from engine.train import TrainConfig
+from engine.train.loop import run_training
+from engine.train.state import ResumeError, latest_checkpoint
+from engine.train.tasks import PretrainTask
+from falsifiers.shared.refusals import Refusal, refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 STEP = "step-000002"
@@ -45,13 +52,6 @@ def latest_pointer_followed_to_complete_folders(
 ) -> dict[str, Any]:
     """latest_checkpoint on four run folders; --resume into the three it finds nothing in;
     find_adapter on the one whose pointer names a missing folder."""
-    from engine.adapters import AdapterError, find_adapter
-    from engine.config import preset
-    from engine.model import build_model
-    from engine.train import TrainConfig
-    from engine.train.loop import run_training
-    from engine.train.state import ResumeError, latest_checkpoint
-    from engine.train.tasks import PretrainTask
 
     root = fresh_dir(tmp_path, "latest-pointer-")
     folders = {

@@ -18,10 +18,15 @@ from typing import Any
 
 import torch
 
+from engine.config import preset
 from engine.data import TokenData
+from engine.errors import NonFiniteLossError
+from engine.model import build_model
 from engine.tokenizer import EngineTokenizer
+from engine.train import TrainConfig
+from engine.train.loop import run_training
 from engine.train.tasks import PretrainTask
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -50,11 +55,6 @@ def loss_stop_and_token_count(
 ) -> dict[str, Any]:
     """Tiny-preset pretraining, 2 x 16 tokens a step: 4 steps saving nothing with a NaN loss at
     step 2; 4 steps to the end; 4 steps saving at step 2 with a NaN loss at step 3, then resumed."""
-    from engine.config import preset
-    from engine.errors import NonFiniteLossError
-    from engine.model import build_model
-    from engine.train import TrainConfig
-    from engine.train.loop import run_training
 
     batch, window, steps = 2, 16, 4
     cfg = TrainConfig(steps=steps, batch_size=batch, seq_len=window, lr=1e-3, warmup_steps=0, save_every=0, seed=0)

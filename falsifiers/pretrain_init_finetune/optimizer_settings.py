@@ -18,10 +18,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from engine.config import preset
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.pretrain_api import own_streams
-from falsifiers.refusals import refusals_differing
+from engine.train import TrainConfig, make_optimizer, pretrain
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.training import own_streams
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 SETTINGS = {"lr": 3e-3, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6, "weight_decay": 0.05, "min_lr_ratio": 0.25}
@@ -37,8 +39,6 @@ def optimizer_as_configured(engine_tokenizer: EngineTokenizer, tmp_path: Path) -
     """Two pretraining steps of the tiny preset with every optimizer setting away from its default,
     a checkpoint after each; every param group of both train_state.json files against the config,
     and ``make_optimizer`` of no parameters."""
-    from engine.config import preset
-    from engine.train import TrainConfig, make_optimizer, pretrain
 
     work = fresh_dir(tmp_path, "optimizer-")
     data = own_streams(engine_tokenizer, work)

@@ -8,9 +8,11 @@ CLI or ``engine.train.pretrain``) from it inside its own call.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,14 +20,33 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import torch
+from torch import nn
+from typer.testing import CliRunner
+
+import engine.cli_train  # noqa: F401  (registers the training commands)
+from engine.app import app
 from engine.checkpoint import CheckpointError, load_checkpoint, read_header
-from engine.config import ARCHITECTURE_KEYS, ModelConfig
+from engine.config import ARCHITECTURE_KEYS, ModelConfig, preset
 from engine.data import TokenData
 from engine.tokenizer import EngineTokenizer
-from engine.train import LOG_NAME, TrainConfig, TrainResult, lr_factor, pretrain, read_log
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
-from falsifiers.training import Run, plot_losses
+from engine.train import (
+    LATEST_NAME,
+    LOG_NAME,
+    NonFiniteLossError,
+    ResumeError,
+    TrainConfig,
+    TrainResult,
+    finetune,
+    lr_factor,
+    pretrain,
+    read_log,
+    state_from_files,
+    state_to_files,
+)
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.training import Run, plot_losses
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 BATCH, SEQ_LEN, EVAL_BATCHES = 8, 64, 4
@@ -109,12 +130,6 @@ def recipe_run(tmp_path: Path, pv_artifacts: Path, recipe: str, steps: int) -> d
     """Run ``python -m engine pretrain --config RECIPE`` in this process with the run folder and the
     step count overridden by flags, and read the recipe's path and digest back from the summary and
     the checkpoint."""
-    import hashlib
-
-    from typer.testing import CliRunner
-
-    import engine.cli_train  # noqa: F401  (registers the training commands)
-    from engine.app import app
 
     path = Path(recipe)
     if not path.is_absolute() and not path.exists():  # a pytest started elsewhere: this repository's recipe
@@ -238,9 +253,6 @@ def same_seed_same_run(
     """Pretrain the tiny preset from scratch twice with one seed (the global RNG moved in between,
     as any other code in the process may move it) and once with ``seed + 1``: the same seed must
     give the same step-0 loss and bit-identical weights, another seed other weights."""
-    import torch
-
-    from engine.config import preset
 
     config = preset("tiny", vocab_size=engine_tokenizer.vocab_size)
 
@@ -281,9 +293,6 @@ def full_finetune(
 ) -> dict[str, Any]:
     """A full fine-tune from the init moves every tensor, writes a checkpoint that loads on its own,
     and refuses to resume that run under a changed config, naming the field that changed."""
-    import torch
-
-    from engine.train import ResumeError, finetune
 
     cfg = TrainConfig(steps=steps, batch_size=4, seq_len=64, lr=1e-3, warmup_steps=1, seed=seed)
     out = fresh_dir(tmp_path, "full-")
@@ -352,8 +361,6 @@ def divergence_stops_cleanly(
     stops at the first non-finite loss with an error that names the last checkpoint written before
     it, that checkpoint loads, nothing is written after the stop, and the run's log records the
     stop (its step, value and last checkpoint) and the checkpoint it names."""
-    from engine.config import preset
-    from engine.train import NonFiniteLossError
 
     cfg = TrainConfig(
         steps=steps, batch_size=4, seq_len=32, lr=lr, warmup_steps=0, grad_clip=0.0, save_every=1, seed=seed
@@ -436,12 +443,6 @@ def resume_equals_uninterrupted(
     checkpoint, resume the same config: the resumed run's final weights and its losses after the
     halfway point are those of the uninterrupted run, bit for bit, and both final checkpoints record
     the digest of the data they were trained on."""
-    import shutil
-
-    import torch
-
-    from engine.config import preset
-    from engine.train import LATEST_NAME
 
     half = steps // 2
     cfg = TrainConfig(steps=steps, batch_size=4, seq_len=32, lr=1e-3, warmup_steps=1, save_every=half, seed=seed)
@@ -520,7 +521,6 @@ def lr_schedule(
     and ``lr_factor`` itself, read up to four steps past the last update (where the scheduler stands
     once a run is over, and where a run continued past its schedule would be), for this schedule
     and for ones whose decay lasts no step or one step."""
-    from engine.config import preset
 
     cfg = TrainConfig(
         steps=steps, batch_size=4, seq_len=32, lr=lr, warmup_steps=warmup_steps, min_lr_ratio=min_lr_ratio, seed=seed
@@ -601,10 +601,6 @@ def resume_refuses_other_parameters() -> dict[str, Any]:
     """The optimizer state of one parameter list, loaded into a run training another (other names,
     or the same in another order): a ResumeError that names up to three sorted names only the
     checkpoint has and only the run has; the same list resumes with every state tensor equal."""
-    import torch
-    from torch import nn
-
-    from engine.train.state import ResumeError, state_from_files, state_to_files
 
     def optimizer(names: tuple[str, ...]) -> tuple[torch.optim.Optimizer, Any]:
         params = [nn.Parameter(torch.full((2,), float(i + 1))) for i in range(len(names))]

@@ -14,21 +14,14 @@ from typing import Any
 
 import torch
 
+from engine.checkpoint import load_checkpoint
+from engine.config import ARCHITECTURE_KEYS, preset
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.init_architecture import header_config
-from falsifiers.training import run_log
+from engine.train import TrainConfig, pretrain
+from falsifiers.pretrain_init_finetune.init_architecture import header_config
+from falsifiers.shared.training import own_streams, run_log
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
-
-TEXT = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nprint(mean([1, 2, 3]))\n" * 40
-
-
-def own_streams(engine_tokenizer: EngineTokenizer, work: Path) -> Any:
-    """``TEXT`` written into ``work`` and tokenized as a pretraining corpus (a quarter validation)."""
-    from engine.data import tokenize_corpus
-
-    (work / "text.py").write_text(TEXT, encoding="utf-8")
-    return tokenize_corpus(engine_tokenizer, [work / "text.py"], val_fraction=0.25)
 
 
 @checker(
@@ -39,9 +32,6 @@ def pretrain_api(pretrained_init: Path, engine_tokenizer: EngineTokenizer, tmp_p
     """One step of the tiny preset on streams of its own (the tokenizer's 512 tokens fill the
     vocabulary exactly), one from the session's init, then pretrain with neither config nor init,
     with a 300-token vocabulary, and from the tiny init with the small preset's architecture."""
-    from engine.checkpoint import load_checkpoint
-    from engine.config import ARCHITECTURE_KEYS, preset
-    from engine.train import TrainConfig, pretrain
 
     work = fresh_dir(tmp_path, "pretrain-api-")
     data = own_streams(engine_tokenizer, work)

@@ -19,9 +19,14 @@ from typing import Any
 import torch
 from safetensors import safe_open
 
+from engine.config import preset
 from engine.data import TokenData
+from engine.model import build_model
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from engine.train import TrainConfig
+from engine.train.loop import TrainResult, run_training
+from engine.train.tasks import PretrainTask
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 STEPS, SAVE_EVERY, BATCH = 3, 2, 2
@@ -46,11 +51,6 @@ def run_bookkeeping_as_documented(
     engine_tokenizer: EngineTokenizer, pretrain_data: TokenData, tmp_path: Path
 ) -> dict[str, Any]:
     """Tiny-preset pretraining for 3 steps at batch 2, saving at step 2 and at the end."""
-    from engine.config import preset
-    from engine.model import build_model
-    from engine.train import TrainConfig
-    from engine.train.loop import TrainResult, run_training
-    from engine.train.tasks import PretrainTask
 
     cfg = TrainConfig(steps=STEPS, batch_size=BATCH, seq_len=16, lr=1e-3, warmup_steps=0, save_every=SAVE_EVERY, seed=0)
     torch.manual_seed(0)

@@ -14,8 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.config import preset
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from engine.train import JsonlLog, TrainConfig, pretrain
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -28,8 +30,6 @@ def run_files_in_canonical_form(
 ) -> dict[str, Any]:
     """A ``steps``-step tiny pretraining run that saves and evaluates every step; and engine.train's
     JsonlLog used directly, at a path whose folders do not exist yet."""
-    from engine.config import preset
-    from engine.train import JsonlLog, TrainConfig, pretrain
 
     out = fresh_dir(tmp_path, "run-text-")
     cfg = TrainConfig(steps=steps, batch_size=2, seq_len=16, warmup_steps=0, save_every=1, eval_every=1)

@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file
 
-from falsifiers._workdir import fresh_dir
+from engine.checkpoint import load_step_weights, save_checkpoint
+from engine.config import preset
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
 @checker(observes=["models", "values_differing", "heads_untied"], ids=["FALSIFY-PINIT-015"])
 def step_weights_load_whole(engine_tokenizer: Any, tiny_model_factory: Any, tmp_path: Path) -> dict[str, Any]:
     """A tied and an untied model saved, then loaded into fresh models of another seed."""
-    from safetensors.torch import load_file
-
-    from engine.checkpoint import load_step_weights, save_checkpoint
-    from engine.config import preset
 
     work = fresh_dir(tmp_path, "step-weights-")
     configs = {

@@ -16,9 +16,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.checkpoint import load_checkpoint
 from engine.data import InstructionData
-from falsifiers._workdir import fresh_dir
-from falsifiers.training import instruction_subset, run_log
+from engine.train import TrainConfig, mean_loss
+from engine.train.tasks import finetune
+from falsifiers.shared.training import instruction_subset, run_log
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 IGNORE = -100
@@ -63,9 +66,6 @@ def validation_loss_per_learned_token(
     """mean_loss on two batches of hand-made labels; the validation loss a 1-step LoRA fine-tune
     logs, against the formula over its first two validation batches of 2 rows; mean_loss with no
     batches."""
-    from engine.checkpoint import load_checkpoint
-    from engine.train import TrainConfig, mean_loss
-    from engine.train.tasks import finetune
 
     model = load_checkpoint(pretrained_init).model.eval()
     batches = _hand_batches(model.config.vocab_size)

@@ -12,9 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Tokenizer
+
+from engine.checkpoint import make_manifest, save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.decoding import _greedy
+from falsifiers.shared.realistic_models import realistic_model
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PROMPT, TOKENS = "def fibonacci(n):\n", 16
@@ -29,11 +34,6 @@ def golden_file_holds_the_greedy_output(
 ) -> dict[str, Any]:
     """``qa CKPT --write-golden PATH`` on a checkpoint whose EOS ids include the token greedy
     decoding gives at ``stop_step``, then ``qa CKPT --golden PATH --json`` against the file."""
-    from tokenizers import Tokenizer
-
-    from engine.checkpoint import make_manifest, save_checkpoint
-    from falsifiers.export import realistic_model
-    from falsifiers.files import _greedy
 
     work = fresh_dir(tmp_path, "golden-file-")
     model = realistic_model(tiny_model_factory, 0, "llama").eval()

@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.checkpoint import make_manifest, save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 NEEDS = "needs a `prompt` string and a `new_ids` list"
@@ -52,7 +53,6 @@ def malformed_golden_files_refused(
 ) -> dict[str, Any]:
     """Each malformed file through ``qa CHECKPOINT --golden FILE``; then the file ``--write-golden``
     wrote for the same checkpoint."""
-    from engine.checkpoint import make_manifest, save_checkpoint
 
     run = cli_runner()
     work = fresh_dir(tmp_path, "golden-refusals-")

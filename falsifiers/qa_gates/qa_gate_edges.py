@@ -23,8 +23,10 @@ from unittest import mock
 import torch
 import torch.nn.functional as F
 
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+from engine.qa import QAError, QAOptions, perplexity, run_qa
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 CONTEXT = 8  # max_position_embeddings of the model scored here
@@ -61,8 +63,6 @@ def gates_at_their_edges(tmp_path: Path, engine_tokenizer: EngineTokenizer, tiny
     """perplexity on texts of 1, 2, CONTEXT + 1 and 2 x CONTEXT ids; the perplexity gate of a model
     whose logits overflow; the golden gate over a cached decode one token shorter; the forwards the
     throughput gate's decodes make."""
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
-    from engine.qa import QAError, QAOptions, perplexity, run_qa
 
     work = fresh_dir(tmp_path, "qa-edges-")
     model = tiny_model_factory(0, std=0.2, max_position_embeddings=CONTEXT, vocab_size=engine_tokenizer.vocab_size)

@@ -31,8 +31,12 @@ from unittest import mock
 
 import torch
 
-from falsifiers._workdir import fresh_dir
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+from engine.qa import SAMPLE_PROMPTS, QAOptions, cache_logit_tolerance, perplexity, run_qa
+from falsifiers.shared.decoding import _greedy
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
+from pv.noise import Measured
 
 PROMPT = "def fibonacci(n):\n"
 TEXT = "def add(a, b):\n    return a + b\n"
@@ -56,9 +60,6 @@ def _stand_in(cached: tuple[list[int], torch.Tensor], uncached: tuple[list[int],
 @checker(observes=["cases", "differing"], ids=["FALSIFY-QAG-011"])
 def gates_reported_in_full(tmp_path: Path, engine_tokenizer: Any, tiny_model_factory: Any) -> dict[str, Any]:
     """Perplexity at three bounds, finite logits, three golden files and four stood-in decodes."""
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
-    from engine.qa import SAMPLE_PROMPTS, QAOptions, cache_logit_tolerance, perplexity, run_qa
-    from falsifiers.files import _greedy
 
     work = fresh_dir(tmp_path, "qa-reports-")
     model = tiny_model_factory(0, std=0.2, vocab_size=engine_tokenizer.vocab_size).eval()
@@ -201,7 +202,6 @@ def _throughput_reports(gate: Any) -> tuple[int, list[str]]:
     (80..125 tok/s around 100, CPU/wall 0.5), under 3 torch threads: a floor at the low end
     passes, one at the high end is inconclusive, one above it fails, none is skipped; each names
     the decoded tokens and the interval, and the interval was asked for over the 3 threads."""
-    from pv.noise import Measured
 
     asked: list[tuple[float, int]] = []
 

@@ -9,6 +9,8 @@ checkpoint and damages its own copy where a gate must fail.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import math
 import re
@@ -18,10 +20,28 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
+from typer.testing import CliRunner
 
-from engine.checkpoint import LoadedCheckpoint, load_checkpoint, save_checkpoint
-from engine.qa import GATES, HELD_OUT_TEXT, SAMPLE_PROMPTS, QAOptions, golden_gate, golden_record, run_qa
-from falsifiers._workdir import fresh_dir
+from engine.__main__ import COMMAND_MODULES
+from engine.app import app
+from engine.checkpoint import LoadedCheckpoint, load_checkpoint, make_manifest, save_checkpoint
+from engine.qa import (
+    GATES,
+    HELD_OUT_TEXT,
+    ROUNDTRIP_TEXTS,
+    SAMPLE_PROMPTS,
+    THROUGHPUT_REPEATS,
+    QAOptions,
+    golden_gate,
+    golden_record,
+    run_qa,
+)
+from engine.tokenizer import EngineTokenizer
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.decoding import _greedy
+from falsifiers.shared.realistic_models import realistic_model
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 NOT_LOADED = "the checkpoint does not load"
@@ -109,12 +129,6 @@ def golden_reports(pretrained_init: Path, tmp_path: Path, edited_at: int = 5) ->
     token ``edited_at`` changed (fail at exactly that index), a 10-token file (pass, 10), and,
     without a file, a model whose cached logits drift (fail, naming the drift and the dtype); the
     ``qa`` command exits 0 on the first and 1 on the second."""
-    import importlib
-
-    from typer.testing import CliRunner
-
-    from engine.__main__ import COMMAND_MODULES
-    from engine.app import app
 
     loaded = load_checkpoint(pretrained_init)
     loaded.model.eval()
@@ -280,16 +294,6 @@ def gates_report_their_figures(
     the ``tokenizers`` library's own decode(encode(text)); then ``qa --json --min-tok-s`` on the
     lossy copy: the report names the file and hashlib's sha256 of it, fails, lists the six gates in
     order with exactly their six fields, the round-trip and throughput gates as above."""
-    import hashlib
-
-    from tokenizers import Tokenizer
-
-    from engine.checkpoint import make_manifest
-    from engine.qa import ROUNDTRIP_TEXTS, THROUGHPUT_REPEATS
-    from engine.tokenizer import EngineTokenizer
-    from falsifiers._cli import cli_runner
-    from falsifiers.export import realistic_model
-    from falsifiers.files import _greedy
 
     base = fresh_dir(tmp_path, "gate-figures-")
     model = realistic_model(tiny_model_factory, 0, "llama").eval()

@@ -15,17 +15,17 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.qa_gate_reports import _fields
-from falsifiers.refusals import refusals_differing
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+from engine.qa import GATES, QAError, QAOptions, run_qa
+from falsifiers.qa_gates.qa_gate_reports import _fields
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
 @checker(observes=["cases", "differing", "unknown_refusal"], ids=["FALSIFY-QAG-012"])
 def loads_gate_in_full(tmp_path: Path, engine_tokenizer: Any, tiny_model_factory: Any) -> dict[str, Any]:
     """A healthy checkpoint, junk bytes, a missing path, ids that disagree, and unknown gate names."""
-    from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
-    from engine.qa import GATES, QAError, QAOptions, run_qa
 
     work = fresh_dir(tmp_path, "qa-loads-")
     model = tiny_model_factory(0, vocab_size=engine_tokenizer.vocab_size)

@@ -14,8 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from engine.checkpoint import make_manifest, save_checkpoint
+from engine.tokenizer import EngineTokenizer
+from falsifiers.qa_gates.qa_gates import LOSSY_NORMALIZER
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.realistic_models import realistic_model
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 VARYING = {"throughput"}  # its value and detail are a timing, measured afresh by each command
@@ -70,10 +74,6 @@ def table_says_what_report_says(tmp_path: Path, engine_tokenizer: Any, tiny_mode
     """qa with and without --json, at the default 80 columns, on a checkpoint that passes every
     gate, on one whose tokenizer folds case (the round trip fails), and on a missing file at a
     path longer than the table is wide."""
-    from engine.checkpoint import make_manifest, save_checkpoint
-    from engine.tokenizer import EngineTokenizer
-    from falsifiers.export import realistic_model
-    from falsifiers.qa_gates import LOSSY_NORMALIZER
 
     work = fresh_dir(tmp_path, "qa-table-")
     model = realistic_model(tiny_model_factory, 0, "llama").eval()

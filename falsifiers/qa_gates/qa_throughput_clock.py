@@ -19,7 +19,10 @@ from typing import Any
 
 import torch
 
+import engine.qa as qa
+from engine.qa import THROUGHPUT_REPEATS, QAOptions, run_qa
 from pv.checkers import checker
+from pv.noise import rate_interval
 
 # dyadic seconds, so the clock's sums and differences are exact and the gate's series is these
 WALLS = (0.5, 0.375, 0.625, 0.4375, 0.5625)  # seconds per timed decode
@@ -52,7 +55,6 @@ class _Script:
 
 @contextlib.contextmanager
 def _scripted(script: _Script) -> Iterator[None]:
-    import engine.qa as qa
 
     saved = qa.time, qa.cpu_seconds, qa.greedy
     qa.time = types.SimpleNamespace(perf_counter=script.perf_counter)  # type: ignore[assignment]
@@ -66,8 +68,6 @@ def _scripted(script: _Script) -> Iterator[None]:
 @checker(observes=["gates", "timed_decodes", "mismatches", "statuses"], ids=["FALSIFY-QAG-008"])
 def throughput_on_a_scripted_clock(pretrained_init: Path) -> dict[str, Any]:
     """``run_qa`` with only the throughput gate, with no bound and three bounds, on the script."""
-    from engine.qa import THROUGHPUT_REPEATS, QAOptions, run_qa
-    from pv.noise import rate_interval
 
     expected = rate_interval(PRODUCED, WALLS, CPUS, threads=torch.get_num_threads())
     bounds: list[float | None] = [None, expected.low * 0.9, (expected.low + expected.high) / 2, expected.high * 1.1]

@@ -20,12 +20,14 @@ from torch import nn
 from engine.checkpoint import load_checkpoint
 from engine.config import preset as engine_preset
 from engine.data import InstructionData
-from engine.lora import LoraSettings, load_adapter, prepare_qlora
+from engine.lora import LoraSettings, load_adapter, prepare_qlora, swap_adapter
 from engine.model import build_model
+from engine.multi_adapter import AdapterJob, train_adapters
 from engine.quant import NF4AlignmentWarning, NF4Config, is_nf4_linear, nf4_layers, quantize_model
 from engine.train import TrainConfig
-from falsifiers._workdir import fresh_dir
-from falsifiers.training import run_finetune, write_loss_evidence
+from falsifiers.shared.adapter_round_trip import ROUND_TRIP_OBSERVES, adapter_round_trip
+from falsifiers.shared.training import run_finetune, write_loss_evidence
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 SEQ_LEN = 64
@@ -190,8 +192,6 @@ def adapter_swap(
     """Train adapters ``a`` and ``b`` on one NF4 base (``engine.multi_adapter.train_adapters`` with
     ``quantize=True``; ``b`` on the rows in reverse order), then compare the logits with ``a`` active
     and with ``b`` active."""
-    from engine.lora import swap_adapter
-    from engine.multi_adapter import AdapterJob, train_adapters
 
     out = fresh_dir(tmp_path, "swap-")
     settings = LoraSettings(r=rank, alpha=2.0 * rank)
@@ -218,3 +218,10 @@ def adapter_swap(
         "adapters": len(jobs),
         "nf4_layers": len(list(nf4_layers(result.model))),  # the base the adapters share is 4-bit
     }
+
+
+@checker(observes=ROUND_TRIP_OBSERVES, ids=["FALSIFY-QLORA-006"])
+def qlora_round_trip(tmp_path: Path, rank: int, alpha: float, seed: int = 0) -> dict[str, Any]:
+    """The round trip of an adapter on an NF4 base, quantized the same way each time (the
+    measurement is shared with the LoRA contract's)."""
+    return adapter_round_trip(tmp_path, rank, alpha, seed, nf4=True)

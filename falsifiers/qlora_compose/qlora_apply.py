@@ -19,9 +19,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.multi_runs import _rows
+from engine.adapters import find_adapter, load_adapted
+from engine.checkpoint import load_checkpoint
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.training import _rows
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 PROMPT = "def f(x):"
@@ -35,9 +37,8 @@ SETTINGS = (
 
 def _nf4_base(checkpoint: Path) -> Any:
     """The checkpoint's model with every eligible linear layer in bitsandbytes' NF4, no double quantization."""
+    # bitsandbytes loads only in the checkers that quantize (it probes the CPU and GPU on import)
     import bitsandbytes as bnb
-
-    from engine.checkpoint import load_checkpoint
 
     loaded = load_checkpoint(checkpoint)
     model = loaded.model
@@ -82,9 +83,8 @@ def _greedy(model: Any, ids: list[int], eos: tuple[int, ...]) -> tuple[list[int]
 def adapter_applied_on_its_recorded_base(pretrained_init: Path, tmp_path: Path) -> dict[str, Any]:
     """A QLoRA adapter trained without double quantization, applied by the command and by
     load_adapted, against PEFT on a bitsandbytes NF4 base quantized as the run recorded."""
+    # PEFT is a reference: it loads only in the checkers that compare with it
     from peft import PeftModel
-
-    from engine.adapters import find_adapter, load_adapted
 
     work = fresh_dir(tmp_path, "qlora-apply-")
     data = work / "pairs.jsonl"

@@ -25,8 +25,8 @@ from engine.checkpoint_memory import measure, measure_checkpoint
 from engine.faults import FAULTS
 from engine.lora import LoraSettings
 from engine.model import build_model
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 from pv.faults import ENV_VAR
 

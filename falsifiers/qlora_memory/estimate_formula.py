@@ -22,7 +22,11 @@ from typing import Any
 
 import torch
 
-from falsifiers.refusals import refusals_differing
+from engine.config import preset
+from engine.lora import LoraSettings
+from engine.memory import estimate, nf4_bytes
+from engine.model import build_model
+from falsifiers.shared.refusals import refusals_differing
 from pv.checkers import checker
 
 BYTES = {torch.float32: ("fp32", 4), torch.float16: ("fp16", 2), torch.bfloat16: ("bf16", 2)}
@@ -112,10 +116,6 @@ def estimate_is_its_formula() -> dict[str, Any]:
     """Three models (Llama untied, Qwen2 with attention biases and a tied head, Llama tied) x
     three dtypes x three methods, with the defaults and with other settings; a dtype it has no
     size for."""
-    from engine.config import preset
-    from engine.lora import LoraSettings
-    from engine.memory import estimate, nf4_bytes
-    from engine.model import build_model
 
     configs = {
         "llama untied": preset("tiny"),

@@ -18,8 +18,13 @@ from typing import Any
 
 import torch
 
-from falsifiers.memory import nf4_weight_tensors
-from falsifiers.training import module_tensors, unique_bytes
+from engine.config import preset as engine_preset
+from engine.lora import LoraSettings, apply_lora, prepare_qlora
+from engine.memory import tensor_footprint
+from engine.model import build_model
+from engine.quant import NF4Config, is_nf4_linear, nf4_storage_bytes, quantize_model
+from falsifiers.shared.training import module_tensors, unique_bytes
+from falsifiers.shared.weight_bytes import nf4_weight_tensors
 from pv.checkers import checker
 
 TARGETS = ("q_proj", "k_proj", "o_proj")
@@ -27,9 +32,6 @@ TARGETS = ("q_proj", "k_proj", "o_proj")
 
 def recount(config: Any, method: str, lora: Any, base_dtype: torch.dtype, steps: int, seed: int) -> tuple[int, int]:
     """(model bytes, training bytes) of the run, counted from the model and its optimizer."""
-    from engine.lora import apply_lora, prepare_qlora
-    from engine.model import build_model
-    from engine.quant import is_nf4_linear
 
     torch.manual_seed(seed)
     model: Any = build_model(config, dtype=torch.float32)
@@ -73,11 +75,6 @@ def _beside_sparse(measure: Any) -> Any:
 )
 def footprint_is_the_recount(preset: str = "tiny", intermediate_size: int = 192, seed: int = 0) -> dict[str, Any]:
     """Four tensor_footprint calls, each against its recount."""
-    from engine.config import preset as engine_preset
-    from engine.lora import LoraSettings
-    from engine.memory import tensor_footprint
-    from engine.model import build_model
-    from engine.quant import NF4Config, is_nf4_linear, nf4_storage_bytes, quantize_model
 
     config = engine_preset(preset, intermediate_size=intermediate_size)
     lora = LoraSettings(r=6, alpha=3.0, targets=TARGETS)

@@ -22,6 +22,7 @@ from torch import nn
 
 from engine.config import preset as engine_preset
 from engine.lora import LoraSettings
+from engine.memory import measure_method
 from engine.model import build_model
 from pv.checkers import checker
 
@@ -58,7 +59,6 @@ def measurement_follows_the_request(preset: str = "small", rank: int = 64) -> di
     """measure_method in a fresh interpreter: a full fine-tune on an fp16 base for 3 steps, LoRA of
     ``rank`` on all seven projections of an fp32 base, LoRA with no settings given, and in a fresh
     interpreter a request of 1 step, which the child refuses; the same request in this process."""
-    from engine.memory import measure_method
 
     config = engine_preset(preset)
     meta = build_model(config, device="meta")

@@ -21,6 +21,7 @@ from unittest import mock
 import torch
 from torch import nn
 
+from engine.memory import measure_training
 from pv.checkers import checker
 
 MEASURED = 1  # the device measured: not the current one, whose books differ
@@ -100,7 +101,6 @@ class _Model(nn.Module):
 def gpu_measurement_reads_its_device(steps: list[int]) -> dict[str, Any]:
     """measure_training on ``cuda:1`` of the stand-in pair, once for each number of steps: the
     result's fields, the devices torch.cuda was asked about, and the order of the calls."""
-    from engine.memory import measure_training
 
     results, devices, reset_first, synced = [], set[str](), [], []
     for n in steps:

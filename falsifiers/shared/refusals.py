@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from falsifiers.shared.cli import EXIT_BAD_INPUT, cli_runner
+
 Refusal = tuple[Callable[[], object], type[BaseException] | tuple[type[BaseException], ...], str]
 
 
@@ -39,7 +41,6 @@ def command_refusals_differing(requests: Iterable[tuple[tuple[Any, ...], str]], 
     """For each ``(arguments, message)``, ``python -m engine ARGUMENTS`` run in this process from
     ``cwd`` (relative paths as a user types them): anything but exit 2 with stderr reading exactly
     ``error: message``, whitespace joined (rich may wrap a long line), is a difference."""
-    from falsifiers._cli import EXIT_BAD_INPUT, cli_runner
 
     run = cli_runner()
     differing = []

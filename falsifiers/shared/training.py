@@ -18,8 +18,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.data import InstructionData
+from engine.data import InstructionData, tokenize_corpus
 from engine.lora import LoraSettings
+from engine.tokenizer import EngineTokenizer
 from engine.train import LOG_NAME, NonFiniteLossError, TrainConfig, TrainResult, finetune
 
 PEFT_PREFIX = "base_model.model."
@@ -163,9 +164,11 @@ def write_loss_evidence(
 
 
 def plot_losses(path: Path, series: Mapping[str, Sequence[float]], title: str) -> None:
+    # matplotlib loads only where a plot is drawn
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib loads only where a plot is drawn
     from matplotlib import pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=80)
@@ -181,3 +184,37 @@ def plot_losses(path: Path, series: Mapping[str, Sequence[float]], title: str) -
         fig.savefig(path, metadata={"Software": None})  # no version string: stable bytes
     finally:
         plt.close(fig)
+
+
+def trained_adapter(
+    pretrained_init: Path, data: InstructionData, out: Path, method: str = "lora", seed: int = 0
+) -> Path:
+    """The run folder of an adapter fine-tuned for 2 steps on the session's init (the engine's
+    ``finetune``): something other than a fresh, all-zero B for the commands that read adapters."""
+    cfg = TrainConfig(steps=2, batch_size=4, seq_len=64, lr=1e-2, eval_every=0, save_every=2, seed=seed)
+    return Path(finetune(pretrained_init, out, cfg, method=method, data=data).out_dir)
+
+
+WORDS = ("yes", "no", "maybe", "later", "now", "never", "soon", "again", "twice", "often")
+
+
+def _rows(shift: int) -> list[dict[str, str]]:
+    """120 instruction pairs (12 validation rows: more batches than eval_batches' 4)."""
+    return [
+        {"prompt": f"say {WORDS[(i + shift) % len(WORDS)]} {i}", "response": f"return '{WORDS[i % len(WORDS)]}'"}
+        for i in range(120)
+    ]
+
+
+TEXT = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nprint(mean([1, 2, 3]))\n" * 40
+
+
+def own_streams(engine_tokenizer: EngineTokenizer, work: Path) -> Any:
+    """``TEXT`` written into ``work`` and tokenized as a pretraining corpus (a quarter validation)."""
+
+    (work / "text.py").write_text(TEXT, encoding="utf-8")
+    return tokenize_corpus(engine_tokenizer, [work / "text.py"], val_fraction=0.25)
+
+
+def _log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from tokenizers import Tokenizer
+
+from engine.chat import render_chat
+from engine.errors import TokenizerError
 from engine.tokenizer import EngineTokenizer
-from falsifiers.chat_templates import CONVERSATIONS, TEMPLATES
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.tokenizer.chat_templates import CONVERSATIONS, TEMPLATES
 from pv.checkers import checker
 
 WITH_SPECIALS = ("llama2", "llama3", "zephyr", "gemma", "chatml")
@@ -23,7 +28,6 @@ BROKEN = "{{ messages[3]['content'] }}"  # one message given: indexing past it i
 
 def _jinja_error(template: str) -> str:
     """What Jinja2's sandbox (transformers' renderer) says when ``template`` fails on one message."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     try:
         ImmutableSandboxedEnvironment().from_string(template).render(messages=[{"role": "user", "content": "a"}])
@@ -39,11 +43,8 @@ def chat_defaults_and_refusals(engine_tokenizer: EngineTokenizer) -> dict[str, A
     """Five templates (four of them writing bos_token or eos_token) over three conversations with
     render_chat's defaults against transformers on a tokenizer with no BOS or EOS; then two
     templates that refuse a conversation, one that fails in Jinja, and contents that are not text."""
-    from tokenizers import Tokenizer
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import PreTrainedTokenizerFast
-
-    from engine.chat import render_chat
-    from engine.errors import TokenizerError
 
     reference = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(engine_tokenizer.hf_json()))
     differing = []

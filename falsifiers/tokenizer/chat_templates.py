@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tokenizers import Tokenizer
+
+from engine.chat import render_chat
+from engine.errors import TokenizerError
 from engine.tokenizer import EngineTokenizer
 from pv.checkers import checker
 
@@ -103,7 +107,7 @@ MALFORMED: tuple[tuple[Any, str], ...] = (
 
 
 def _transformers_tokenizer(engine_tokenizer: EngineTokenizer) -> Any:
-    from tokenizers import Tokenizer
+    # transformers is a reference: it loads only in the checkers that compare with it (seconds a run)
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer.from_str(engine_tokenizer.hf_json())
@@ -117,8 +121,6 @@ def _transformers_tokenizer(engine_tokenizer: EngineTokenizer) -> Any:
 def chat_templates_render_as_transformers(engine_tokenizer: EngineTokenizer) -> dict[str, Any]:
     """Ten templates, three conversations, with and without the generation prompt, rendered in one
     order and then the other by ``render_chat`` and by transformers; then six malformed conversations."""
-    from engine.chat import render_chat
-    from engine.errors import TokenizerError
 
     reference = _transformers_tokenizer(engine_tokenizer)
     out = dict.fromkeys(("renders", "differing", "refused_by_both", "refused_by_one"), 0)

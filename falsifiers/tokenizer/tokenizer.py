@@ -7,7 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
+from tokenizers import Tokenizer, pre_tokenizers
+
+from engine.tokenizer import CACHE_ENV, EngineTokenizer, cached_tokenizer, train_tokenizer, train_tokenizer_from_texts
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 # A small corpus of the kinds of text a code model sees; repeated so that BPE has pairs to merge.
@@ -43,9 +46,6 @@ def tokenizer_training(tmp_path: Path, vocab_size: int = 300, repeat: int = 20) 
     """Train on the corpus; check the vocabulary, the special ids, that every byte is in the
     alphabet, the exact round trip of unseen texts (also through the ``tokenizers`` backend read
     from the exported JSON), determinism, training from files, and the saved forms."""
-    from tokenizers import Tokenizer, pre_tokenizers
-
-    from engine.tokenizer import EngineTokenizer, train_tokenizer, train_tokenizer_from_texts
 
     texts = [t for t in CORPUS for _ in range(repeat)]
     tok = train_tokenizer_from_texts(texts, vocab_size)
@@ -95,7 +95,6 @@ def tokenizer_cache(tmp_path: Path, sizes: tuple[int, ...] = (280, 300), repeat:
     """``cached_tokenizer`` with the cache in a fresh folder: a first call trains and writes one
     file per (vocabulary size, corpus), a second call reads it, two sizes never share an entry, and
     a damaged entry is retrained and rewritten."""
-    from engine.tokenizer import CACHE_ENV, EngineTokenizer, cached_tokenizer, train_tokenizer_from_texts
 
     work = fresh_dir(tmp_path, "tokenizer-cache-")
     files = []

@@ -13,8 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Tokenizer
+
+from engine.errors import TokenizerError
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
@@ -31,9 +34,6 @@ def _settings(tok: EngineTokenizer) -> tuple[Any, ...]:
 def constructors_keep_settings(tmp_path: Path, engine_tokenizer: EngineTokenizer) -> dict[str, Any]:
     """The session's tokenizer with BOS, EOS and PAD roles moved to other tokens, no BOS on prompts
     and a chat template, rebuilt with with_backend and from_hf_file."""
-    from tokenizers import Tokenizer
-
-    from engine.errors import TokenizerError
 
     work = fresh_dir(tmp_path, "tokenizer-api-")
     vocab = engine_tokenizer.hf_json()

@@ -18,9 +18,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tokenizers import Tokenizer
+
 from engine.errors import TokenizerError
 from engine.tokenizer import EngineTokenizer
-from falsifiers.refusals import Refusal, refusals_differing
+from falsifiers.shared.refusals import Refusal, refusals_differing
 from pv.checkers import checker
 
 TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
@@ -106,7 +108,6 @@ EDITS: list[tuple[str, Edit, str]] = [
 
 def _tokenizers_refusal(doc: Any) -> str:
     """The tokenizers library's own refusal of a document (the text from_json must quote)."""
-    from tokenizers import Tokenizer
 
     try:
         Tokenizer.from_str(json.dumps(doc))

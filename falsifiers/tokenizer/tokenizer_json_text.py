@@ -15,8 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from safetensors import safe_open
+
+from engine.checkpoint import save_checkpoint
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEMPLATE = "{% for m in messages %}«{{ m['role'] }}» {{ m['content'] }}\n{% endfor %}"
@@ -35,9 +38,6 @@ def tokenizer_json_canonical(
 ) -> dict[str, Any]:
     """to_json of the session's tokenizer and of the same tokenizer with a chat template and no BOS
     on prompts, against their canonical spelling; each saved in a checkpoint and read back."""
-    from safetensors import safe_open
-
-    from engine.checkpoint import save_checkpoint
 
     doc = json.loads(engine_tokenizer.to_json())
     doc.update(chat_template=TEMPLATE, add_bos_token=False)

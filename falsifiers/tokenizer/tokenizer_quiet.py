@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
+from engine.tokenizer import CACHE_ENV, cached_tokenizer, train_tokenizer, train_tokenizer_from_texts
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEXTS = ("def add(a, b):\n    return a + b\n", "The quick brown fox jumps over the lazy dog.") * 8
@@ -51,7 +52,6 @@ def training_writes_nothing(tmp_path: Path) -> dict[str, Any]:
     """train_tokenizer_from_texts, train_tokenizer on a file, and cached_tokenizer on an empty
     cache (PV_ENGINE_CACHE pointed at a new folder), each with stdout and stderr at file level
     sent to files."""
-    from engine.tokenizer import CACHE_ENV, cached_tokenizer, train_tokenizer, train_tokenizer_from_texts
 
     work = fresh_dir(tmp_path, "quiet-")
     corpus = work / "corpus.py"

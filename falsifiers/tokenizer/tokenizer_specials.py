@@ -12,8 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Tokenizer, processors
+
 from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, EngineTokenizer
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 TEXTS = ["def add(a, b):\n    return a + b\n", "x", ""]
@@ -24,7 +26,6 @@ def specials_where_asked(tmp_path: Path, engine_tokenizer: EngineTokenizer) -> d
     """The session's tokenizer over a backend whose post-processor wraps each sequence in BOS and
     EOS, built with with_backend and with from_hf_file (BOS on prompts), and with from_hf_file
     with no BOS on prompts; each encoding compared with the plain backend's."""
-    from tokenizers import Tokenizer, processors
 
     plain = Tokenizer.from_str(engine_tokenizer.hf_json())
     found = plain.token_to_id(BOS_TOKEN), plain.token_to_id(EOS_TOKEN)

@@ -30,7 +30,7 @@ from engine.tokenizer import (
     cached_tokenizer,
     train_tokenizer_from_texts,
 )
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 ADDED = "<tool_call>"

@@ -16,7 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from engine.corpus import CorpusFile, default_corpus_files, read_corpus
+from engine.tokenizer import MIN_VOCAB_SIZE, train_tokenizer, train_tokenizer_from_texts
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 SPECIALS = ["<|bos|>", "<|eos|>", "<|pad|>"]
@@ -31,7 +35,6 @@ TEXTS = (
 
 
 def _reference(texts: list[str], vocab_size: int) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -78,10 +81,6 @@ def _differs(a: Any, b: Any) -> bool:
 def training_as_bpe_trainer(tmp_path: Path, sizes: list[int]) -> dict[str, Any]:
     """Train the engine's tokenizer and the reference at each size; then from files in three forms,
     from the default corpus, and compare equality and the batch encoder's default."""
-    from tokenizers import Tokenizer
-
-    from engine.corpus import CorpusFile, default_corpus_files, read_corpus
-    from engine.tokenizer import MIN_VOCAB_SIZE, train_tokenizer, train_tokenizer_from_texts
 
     texts = list(TEXTS)
     out: dict[str, Any] = {"sizes": 0, "pipelines_differing": 0, "threshold_merges": None}

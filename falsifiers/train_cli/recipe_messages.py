@@ -15,10 +15,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import typer
 import yaml
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import refusals_differing
+import engine.cli_train  # noqa: F401  (registers the training commands)
+from engine.app import app
+from engine.recipes import RecipeError, defaults_for, load_recipe
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 
@@ -37,11 +41,6 @@ def _keys(command: Any) -> list[str]:
 def recipe_refusals_word_for_word(tmp_path: Path) -> dict[str, Any]:
     """load_recipe and defaults_for on pretrain and finetune recipes: a key nothing resembles, a
     misspelt key, a file that is not there and a folder."""
-    import typer
-
-    import engine.cli_train  # noqa: F401  (registers the training commands)
-    from engine.app import app
-    from engine.recipes import RecipeError, defaults_for, load_recipe
 
     work = fresh_dir(tmp_path, "recipe-messages-")
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]

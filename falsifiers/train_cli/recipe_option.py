@@ -17,10 +17,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import typer
 import yaml
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.recipe_messages import _keys
+import engine.cli_train  # noqa: F401  (registers the training commands)
+from engine.app import app
+from falsifiers.shared.workdir import fresh_dir
+from falsifiers.train_cli.recipe_messages import _keys
 from pv.checkers import checker
 
 
@@ -31,10 +34,6 @@ from pv.checkers import checker
 def recipe_refusal_names_option(tmp_path: Path) -> dict[str, Any]:
     """``pretrain``, ``finetune`` and ``distill`` with ``--config`` naming a recipe with the key `stp`
     (difflib ratio 0.75 to `steps`), one with `seeds_x` (0.727 to `seed`), and a missing file."""
-    import typer
-
-    import engine.cli_train  # noqa: F401  (registers the training commands)
-    from engine.app import app
 
     work = fresh_dir(tmp_path, "recipe-option-")
     group = typer.main.get_command(app)

@@ -13,10 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import typer
 import yaml
 
-from falsifiers._cli import EXIT_BAD_INPUT, cli_runner
-from falsifiers._workdir import fresh_dir
+import engine.cli_train  # noqa: F401  (registers the training commands)
+from engine.app import app
+from falsifiers.shared.cli import EXIT_BAD_INPUT, cli_runner
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 # A value other than the default for every parameter of the three training commands.  A parameter
@@ -54,10 +57,6 @@ FLAG_VALUES: dict[str, Any] = {
 
 
 def _command(name: str) -> Any:
-    import typer
-
-    import engine.cli_train  # noqa: F401  (registers the training commands)
-    from engine.app import app
 
     return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
 

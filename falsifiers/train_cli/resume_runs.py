@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file
 
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.multi_runs import _rows
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.training import _rows
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 STEPS = 3
@@ -57,7 +58,6 @@ def _cut_back(run: Path, copy: Path) -> None:
 
 
 def _tensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
 
     return load_file(str(path))
 

@@ -18,11 +18,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from safetensors import safe_open
+from safetensors.torch import load_file
+
 from engine.checkpoint import make_manifest, save_checkpoint
+from engine.data import read_examples, tokenize_pairs
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import fields_differing
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.inspect_reports import fields_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 ROWS, STEPS, SEQ_LEN = 12, 4, 48
@@ -90,10 +94,6 @@ def run_folder_tells_the_run(
     """A LoRA and a full-weights ``finetune`` of 4 steps with every row in every batch, each straight
     and resumed after its step-2 checkpoint: every record of the logs, and both step manifests of
     each run (with the LoRA adapter's files)."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    from engine.data import read_examples, tokenize_pairs
 
     run = cli_runner()
     root = fresh_dir(tmp_path, "run-log-")
@@ -155,7 +155,6 @@ def run_folder_tells_the_run(
 
 def _step_manifest(step: Path, method: str) -> dict[str, Any]:
     """A step's manifest: ``manifest.json`` beside an adapter, or the checkpoint's own header."""
-    from safetensors import safe_open
 
     if method == "lora":
         doc: dict[str, Any] = json.loads((step / "manifest.json").read_text(encoding="utf-8"))
@@ -168,6 +167,7 @@ def _step_manifest(step: Path, method: str) -> dict[str, Any]:
 def _peft_adapter_config(root: Path) -> dict[str, Any]:
     """adapter_config.json as PEFT itself writes it for the command's LoRA defaults (r 8, alpha 16,
     no dropout, q_proj and v_proj)."""
+    # PEFT is a reference: it loads only in the checkers that compare with it
     from peft import LoraConfig
 
     LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"]).save_pretrained(str(root))

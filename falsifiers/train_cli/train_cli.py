@@ -16,12 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 
-from engine.checkpoint import make_manifest, save_checkpoint
+from engine.checkpoint import load_checkpoint, make_manifest, save_checkpoint
+from engine.config import preset
+from engine.data import read_examples, tokenize_pairs
+from engine.lora import LoraSettings
+from engine.multi_adapter import AdapterJob, train_adapters
+from engine.quant import NF4Config
 from engine.tokenizer import EngineTokenizer
-from falsifiers._cli import cli_runner, refused_cleanly
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import adapter_report, fields_differing
+from engine.train import TrainConfig
+from falsifiers.shared.cli import cli_runner, refused_cleanly
+from falsifiers.shared.inspect_reports import _tensors, adapter_report, fields_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 # Header keys that are not the architecture (ModelConfig fields are the rest).
@@ -37,17 +44,9 @@ ADAPTER_STEP_FILES = {
 
 
 def _header(path: Path) -> dict[str, str]:
-    from safetensors import safe_open
 
     with safe_open(str(path), "pt") as f:
         return dict(f.metadata() or {})
-
-
-def _tensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors import safe_open
-
-    with safe_open(str(path), "pt") as f:
-        return {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not a mapping)
 
 
 def _architecture(header: dict[str, str]) -> dict[str, Any]:
@@ -159,14 +158,8 @@ def adapters_from_the_command_line(
     folder's files, latest.json, the manifest against the base file, train_state.json, PEFT's
     reading of the config, the tensors against the in-process ``train_adapters`` with the same
     settings; a QLoRA run's manifest records its NF4 settings; eight bad requests are refused."""
+    # PEFT is a reference: it loads only in the checkers that compare with it
     from peft import LoraConfig
-
-    from engine.checkpoint import load_checkpoint
-    from engine.data import read_examples, tokenize_pairs
-    from engine.lora import LoraSettings
-    from engine.multi_adapter import AdapterJob, train_adapters
-    from engine.quant import NF4Config
-    from engine.train import TrainConfig
 
     run = cli_runner()
     root = fresh_dir(tmp_path, "tcli-adapters-")
@@ -327,7 +320,6 @@ def distill_from_the_command_line(
     distillation's settings; a run stopped after its step-2 checkpoint and resumed writes the same
     final weights bit for bit; one step from that student (--student-init) with --nf4-teacher
     records and prints the NF4 teacher; six bad requests are refused before anything is written."""
-    from engine.config import preset
 
     run = cli_runner()
     root = fresh_dir(tmp_path, "tcli-distill-")

@@ -16,8 +16,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
-from falsifiers.refusals import command_refusals_differing
+from engine.config import PRESETS
+from engine.multi_adapter import SCHEDULES
+from falsifiers.shared.refusals import command_refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 from pv.outcomes import skip
 
@@ -29,8 +31,6 @@ def training_errors_word_for_word(tmp_path: Path) -> dict[str, Any]:
     """pretrain into a folder below a file (a path relative to the working folder, as typed) and
     into a folder whose log is on a full device;
     finetune --adapters with an unknown schedule and with two OUT folders of one name."""
-    from engine.config import PRESETS
-    from engine.multi_adapter import SCHEDULES
 
     if not FULL_DEVICE.exists():
         skip(f"no {FULL_DEVICE} on this system: the full-disk request needs it")

@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from falsifiers._cli import cli_runner
-from falsifiers._workdir import fresh_dir
+from falsifiers.shared.cli import cli_runner
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 ARGS = ("--steps", 2, "--batch-size", 2, "--seq-len", 16, "--eval-every", 2, "--save-every", 2, "--warmup", 0)

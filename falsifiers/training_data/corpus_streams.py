@@ -4,7 +4,7 @@
 ``round(n * (1 - val_fraction))`` ids of each for training and the rest for validation, and
 concatenates the fronts and the tails in the order the files were given.  The reference here is
 written out from the ``tokenizers`` backend and that rule; the streams' digest is
-``falsifiers.data.stream_digest``'s formula.  The streams' windows and validation batches are read
+``falsifiers.training_data.data.stream_digest``'s formula.  The streams' windows and validation batches are read
 back against plain tensor slicing.  The streams' lengths are compared with the reference's, never
 with numbers measured once: the engine's tokenizer is trained on the running interpreter's standard
 library, so another Python version tokenizes the same text into other ids.
@@ -17,9 +17,11 @@ from typing import Any
 
 import torch
 
+from engine.corpus import CorpusFile
+from engine.data import tokenize_corpus
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.data import stream_digest
+from falsifiers.shared.workdir import fresh_dir
+from falsifiers.training_data.data import stream_digest
 from pv.checkers import checker
 
 DOCUMENTED_VAL_FRACTION = 0.1  # the default the engine's docs give
@@ -60,8 +62,6 @@ def corpus_streams_as_tokenized(tmp_path: Path, engine_tokenizer: EngineTokenize
     """tokenize_corpus on three files given as a str, a Path and a CorpusFile cut inside a
     character (val_fraction 0.25 and the default), on one file (0.5), on no file, and refusing
     val_fraction 0, 1, 1.5 and -0.2."""
-    from engine.corpus import CorpusFile
-    from engine.data import tokenize_corpus
 
     folder = fresh_dir(tmp_path, "corpus-")
     for name, text in TEXTS.items():

@@ -14,10 +14,25 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
+from engine.data import (
+    IGNORE_INDEX,
+    SHARD_FORMAT,
+    ChatExample,
+    InstructionPair,
+    TokenData,
+    chat_tokens,
+    load_shards,
+    read_examples,
+    read_jsonl,
+    write_jsonl,
+    write_shards,
+)
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import CHAT_TEMPLATE
+from falsifiers.shared.chat_templates import CHAT_TEMPLATE, render
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 END_OF_TURN = "<|im_end|>\n"  # what CHAT_TEMPLATE writes after every turn
@@ -65,10 +80,6 @@ def shards_round_trip(tmp_path: Path, shard_tokens: int = 1000, seed: int = 0) -
     bytes), and change one token of one shard: loading must then refuse.  A folder with no
     manifest and one whose manifest names another format are refused naming the folder and what
     it found."""
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-
-    from engine.data import SHARD_FORMAT, TokenData, load_shards, write_shards
 
     gen = torch.Generator().manual_seed(seed)
     vocab = 50_000
@@ -147,14 +158,6 @@ def shards_round_trip(tmp_path: Path, shard_tokens: int = 1000, seed: int = 0) -
     return out
 
 
-def render(messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
-    """The template as transformers renders it: Jinja2's immutable sandbox, trim and lstrip blocks."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    return env.from_string(CHAT_TEMPLATE).render(messages=messages, add_generation_prompt=add_generation_prompt)
-
-
 # Templates no label split can trust: one that numbers the conversation first (each turn changes
 # the tokens before it) and one that drops the assistant's turns and opens none (a reply is empty).
 UNSPLITTABLE_TEMPLATES = {
@@ -169,7 +172,6 @@ def chat_refuses_what_it_cannot_split(engine_tokenizer: EngineTokenizer) -> dict
     """engine.data.chat_tokens on conversations its template cannot split into turns (see
     UNSPLITTABLE_TEMPLATES) and on one that opens with the assistant: each is a ValueError that
     says why, never labels guessed at."""
-    from engine.data import chat_tokens
 
     def with_template(template: str) -> EngineTokenizer:
         tok = EngineTokenizer.from_json(engine_tokenizer.to_json())
@@ -205,7 +207,6 @@ def chat_learns_the_replies(engine_tokenizer: EngineTokenizer) -> dict[str, Any]
     engine's tokenizer and a ChatML template: the ids are the tokenizer backend's for the
     conversation Jinja2 renders, and the labelled tokens, taken run by run, decode to exactly each
     assistant reply followed by the template's end of turn."""
-    from engine.data import IGNORE_INDEX, chat_tokens
 
     tokenizer = EngineTokenizer.from_json(engine_tokenizer.to_json())
     tokenizer.chat_template = CHAT_TEMPLATE
@@ -264,7 +265,6 @@ def examples_read_as_written(tmp_path: Path) -> dict[str, Any]:
     """write_jsonl's file against the JSON lines written out here, read_jsonl and read_examples
     against what was written (pairs and chats, blank lines between), and each malformed row
     refused with a ValueError naming its file and line."""
-    from engine.data import ChatExample, InstructionPair, read_examples, read_jsonl, write_jsonl
 
     work = fresh_dir(tmp_path, "examples-")
     pairs = [InstructionPair(*p) for p in PAIRS]

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from engine.data import InstructionData, TokenData, clear_caches
 from pv.checkers import checker
 
 SEEDS = (0, 7)
@@ -36,7 +37,6 @@ def batches_follow_the_seed() -> dict[str, Any]:
     """TokenData.batch and InstructionData.batch over 3 epochs for seeds 0 and 7, each read twice
     after clear_caches() with torch's global generator seeded 1 and then 2, against the
     documented permutation."""
-    from engine.data import InstructionData, TokenData, clear_caches
 
     n, seq_len, batch_size = 6, 4, 2
     stream = torch.arange(n * seq_len, dtype=torch.int64)  # window w holds w*4 .. w*4+3

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from engine.corpus import default_corpus_files
 from pv.checkers import checker
 
 DOCUMENTED_MAX_BYTES = 1_000_000
@@ -44,7 +45,6 @@ def _reference(max_bytes: int) -> list[list[Any]]:
 def default_corpus_as_documented(tmp_path: Path) -> dict[str, Any]:
     """default_corpus_files at 1 byte, at the first file's size, one byte past it, at the first two
     files' sizes and at the default; refusing 0, -5 and a library without top-level sources."""
-    from engine.corpus import default_corpus_files
 
     (_, first), (_, second) = _sizes()[:2]
     caps = [1, first, first + 1, first + second, None]

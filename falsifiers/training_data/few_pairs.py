@@ -5,7 +5,7 @@ the rest.
 examples than that there is none, and the last usable example is held out instead.
 FALSIFY-DATA-007 reads that rule on a set with two usable examples, where the first and the last
 held out are the same.  Here every size from 2 to 8 usable examples at the default fraction (0.1)
-is split against the reference rows of ``falsifiers.pair_rows`` (the recipe's tokens written out
+is split against the reference rows of ``falsifiers.training_data.pair_rows`` (the recipe's tokens written out
 from the tokenizers backend).
 """
 
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.data import InstructionPair, tokenize_pairs
 from engine.tokenizer import EngineTokenizer
-from falsifiers.pair_rows import PAIRS, as_rows, docstring_row, fitted, split
+from falsifiers.training_data.pair_rows import PAIRS, as_rows, docstring_row, fitted, split
 from pv.checkers import checker
 
 SEQ_LEN = 40
@@ -23,7 +24,6 @@ SEQ_LEN = 40
 @checker(observes=["sizes", "splits_differing", "held_out_trained"], ids=["FALSIFY-DATA-009"])
 def few_pairs_hold_out_the_last(engine_tokenizer: EngineTokenizer) -> dict[str, Any]:
     """tokenize_pairs on the first 2 to 8 usable docstring pairs at the default val_fraction."""
-    from engine.data import InstructionPair, tokenize_pairs
 
     plain = EngineTokenizer.from_json(engine_tokenizer.to_json())
     plain.chat_template = None

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from engine.data import ChatExample, InstructionPair, read_examples, resolve_template, tokenize_pairs
 from engine.tokenizer import EngineTokenizer
-from falsifiers._workdir import fresh_dir
-from falsifiers.files import CHAT_TEMPLATE
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.chat_templates import CHAT_TEMPLATE
+from falsifiers.shared.refusals import refusals_differing
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 IGNORE = -100  # the label torch's cross_entropy skips
@@ -59,7 +61,6 @@ BARE_TEMPLATE = "{% for m in messages %}{% if m['role'] == 'assistant' %}{{ m['c
 
 def render(template: str, messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
     """A template as transformers renders it: Jinja2's immutable sandbox, trim and lstrip blocks."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(template).render(messages=messages, add_generation_prompt=add_generation_prompt)
@@ -127,7 +128,6 @@ def rows_as_the_recipe_writes_them(engine_tokenizer: EngineTokenizer) -> dict[st
     tokenizer without a chat template, three pairs at the default val_fraction (fewer than ten),
     pairs and a conversation through a ChatML template ("chat", and "auto" of a tokenizer that has
     one, val_fraction 0.5), and the bare template at seq_len 2."""
-    from engine.data import ChatExample, InstructionPair, tokenize_pairs
 
     plain = EngineTokenizer.from_json(engine_tokenizer.to_json())
     plain.chat_template = None
@@ -190,7 +190,6 @@ ROW_HINT = '{"prompt": ..., "response": ...} or {"messages": [{"role": "user", "
 def refusals_say_what_to_do(tmp_path: Path, engine_tokenizer: EngineTokenizer) -> dict[str, Any]:
     """Each example or setting tokenize_pairs, resolve_template or read_examples cannot use is a
     ValueError whose message is exactly the one written out here."""
-    from engine.data import ChatExample, InstructionPair, read_examples, resolve_template, tokenize_pairs
 
     plain = EngineTokenizer.from_json(engine_tokenizer.to_json())
     plain.chat_template = None

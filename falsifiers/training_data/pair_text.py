@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from falsifiers._workdir import fresh_dir
+from engine.data import extract_instruction_pairs
+from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
 
 BOUND = 2000
@@ -57,7 +58,6 @@ EXPECTED = [
 @checker(observes=["pairs", "pairs_differing", "narrow_pairs_differing"], ids=["FALSIFY-DATA-006"])
 def pairs_as_source_text(tmp_path: Path) -> dict[str, Any]:
     """The module above through extract_instruction_pairs, with the default bound and with a bound of 10."""
-    from engine.data import extract_instruction_pairs
 
     path = fresh_dir(tmp_path, "pair-text-") / "edges.py"
     path.write_text(SOURCE.format(at="a" * BOUND, past="b" * (BOUND + 1), narrow="c" * 10), encoding="utf-8")

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine.corpus import CorpusFile, default_corpus_files
+from engine.data import extract_instruction_pairs, extract_pairs_from_source
 from pv.checkers import checker
 
 EDGES = '''
@@ -102,8 +104,6 @@ def _selection(tmp_path: Path) -> int:
     """extract_instruction_pairs against the per-file pairs filtered as documented: files given as
     str, Path and CorpusFile (one with a byte that is not UTF-8 in a comment), the length bound
     met exactly, and a count cut; returns the requests whose pairs differ."""
-    from engine.corpus import CorpusFile, default_corpus_files
-    from engine.data import extract_instruction_pairs, extract_pairs_from_source
 
     folder = tmp_path / "pair-files"
     folder.mkdir(parents=True, exist_ok=True)
@@ -147,8 +147,6 @@ def _selection(tmp_path: Path) -> int:
 )  # fmt: skip
 def pairs_are_docstring_and_body(tmp_path: Path) -> dict[str, Any]:
     """The module written here and every file of the standard-library slice, pair by pair."""
-    from engine.corpus import default_corpus_files
-    from engine.data import extract_pairs_from_source
 
     sources = [("edges", EDGES)] + [
         (f.path.stem, f.path.read_text(encoding="utf-8", errors="replace")) for f in default_corpus_files()

@@ -140,7 +140,7 @@ def checker_view(source: bytes, function: str) -> bytes:
 
 def imported_helpers(root: Path, checker: Path) -> list[tuple[str, bytes]]:
     """The ``falsifiers`` modules under ``root`` that ``checker`` imports, directly or through one
-    another, whole: a helper's edit (``falsifiers.refusals``, a checker module another one reuses)
+    another, whole: a helper's edit (``falsifiers.shared.refusals``, a checker module another one reuses)
     changes what the checker measures.  The ``_`` modules are left out (every digest holds them)
     and so is ``checker`` itself (its digest holds its own view of it).  The closure is
     ``pv.import_closure``'s, the one evidence binds a bundle's code with."""

@@ -22,6 +22,7 @@ Change = list[str]
 def current_changes(names: Iterable[str]) -> dict[str, Change | None]:
     """Each mutant's removed and added lines as mutmut shows them (run from the repository root,
     with ``mutants/`` generated); None for a name mutmut has no mutant for."""
+    # optional: mutmut exists only with the [mutation] extra
     from mutmut.__main__ import setup_source_paths
     from mutmut.mutation.diff_apply import get_diff_for_mutant
 

@@ -44,6 +44,8 @@ import cache  # noqa: E402
 import equivalents  # noqa: E402
 import pv_private_cache  # noqa: E402
 
+from pv.mutation import read_equivalent  # noqa: E402
+
 MUTANTS = ROOT / "mutants"
 CHUNK = MUTANTS / "pv-chunk.json"
 LOG = MUTANTS / "pv-mutation-log.jsonl"
@@ -59,6 +61,7 @@ EQUIVALENT_LOCK = DATA / "equivalent-diffs.json"
 
 def generate() -> None:
     """mutmut's own generation step (what ``mutmut run`` does first), without running anything."""
+    # optional: mutmut exists only with the [mutation] extra
     from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
 
     MUTANTS.mkdir(exist_ok=True)
@@ -250,7 +253,6 @@ def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Recor
 def current_equivalents() -> Path:
     """The reviewed equivalent mutants that still name the mutant reviewed (scripts/mutation/equivalents.py),
     as a file for ``pv mutation report``; the stale ones are listed and left out."""
-    from pv.mutation import read_equivalent
 
     reviewed = read_equivalent(EQUIVALENT)
     bad = equivalents.stale(reviewed, equivalents.read_lock(EQUIVALENT_LOCK), equivalents.current_changes(reviewed))
@@ -265,7 +267,6 @@ def current_equivalents() -> Path:
 
 def lock_equivalents() -> int:
     """Record the change of every reviewed equivalent that has none recorded (a new review)."""
-    from pv.mutation import read_equivalent
 
     reviewed = read_equivalent(EQUIVALENT)
     lock = {n: c for n, c in equivalents.read_lock(EQUIVALENT_LOCK).items() if n in reviewed}
@@ -409,8 +410,6 @@ def main() -> int:
         if name not in records and (not args.module or module in args.module)
     ]
     if args.equivalents_later and EQUIVALENT.is_file():
-        from pv.mutation import read_equivalent
-
         todo, later = cache.equivalents_later(todo, read_equivalent(EQUIVALENT))
         print(f"{len(later)} reviewed equivalents without a current verdict are left for a later chunk")
     if not todo:
@@ -429,6 +428,8 @@ def main() -> int:
     print(f"\nmutmut exit {code}: {collected} verdicts in {elapsed / 60:.1f} min")
     # docs/engine-outputs.md shows, per engine function, what the contracts killed of it
     subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_outputs.py")], cwd=ROOT, check=False)
+    # docs/mutation-results.md: the figures of everything kept
+    subprocess.run([sys.executable, str(HERE / "figures.py")], cwd=ROOT, check=False)
     return report(generated, current(records, generated, suite, reach), args.module)
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine.faults import FAULTS
-from falsifiers.attention_reference import DTYPES, MODELS, compare_all, logits_match_eager_attention
+from falsifiers.hf_import.attention_reference import DTYPES, MODELS, compare_all, logits_match_eager_attention
 
 
 def test_every_length_precision_and_torch_agrees() -> None:

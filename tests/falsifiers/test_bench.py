@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.faults import FAULTS
-from falsifiers.bench import brick_cv, timer_accounting
+from falsifiers.bench_stability.bench import brick_cv, timer_accounting
 from pv.noise import Measured
 
 TIMER = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.faults import FAULTS
-from falsifiers.bnb_import_quiet import import_hides_one_warning
+from falsifiers.nf4_quantization.bnb_import_quiet import import_hides_one_warning
 
 KEPT = ["bitsandbytes.cextension:WARNING", "bitsandbytes.backends.cpu.ops:ERROR"]
 

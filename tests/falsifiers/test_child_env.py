@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.faults import FAULTS
-from falsifiers.child_env import child_env
+from falsifiers.shared.child_env import child_env
 from pv.faults import ENV_VAR
 
 

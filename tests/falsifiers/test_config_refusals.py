@@ -6,7 +6,7 @@ import pytest
 
 from engine.config import ModelConfig
 from engine.faults import FAULTS
-from falsifiers.config_refusals import config_read_or_refused
+from falsifiers.checkpoint_self_contained.config_refusals import config_read_or_refused
 
 
 def test_the_engine_refuses_every_impossible_architecture_and_reads_the_rest() -> None:

@@ -10,7 +10,7 @@ import yaml
 
 from engine.device import ADDRESSING_MODE_ATS, gpu_memory_class
 from engine.faults import FAULTS
-from falsifiers.device import (
+from falsifiers.device_memory_class.device import (
     NvmlScenario,
     classification_total,
     expected_class,

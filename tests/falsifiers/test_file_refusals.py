@@ -11,7 +11,7 @@ from contracts.conftest import make_tiny_model
 from engine.errors import CheckpointError
 from engine.faults import FAULTS
 from engine.tokenizer import cached_tokenizer
-from falsifiers.file_refusals import MAX_HEADER, file_refusals_named
+from falsifiers.checkpoint_self_contained.file_refusals import MAX_HEADER, file_refusals_named
 
 
 def test_every_file_is_refused_word_for_word(tmp_path: Path) -> None:

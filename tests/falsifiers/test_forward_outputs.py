@@ -10,7 +10,7 @@ import torch
 from contracts.conftest import make_tiny_model
 from engine.faults import FAULTS
 from engine.model import DecoderLM
-from falsifiers.forward_outputs import forward_as_documented
+from falsifiers.generation.forward_outputs import forward_as_documented
 
 
 def test_a_direct_call_gives_what_it_documents() -> None:

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from engine.faults import FAULTS
-from falsifiers.generation import reference_distribution, sampling_distribution
+from falsifiers.generation.generation import reference_distribution, sampling_distribution
 
 LOGITS = [0.0, math.log(2), math.log(4)]  # probabilities 1/7, 2/7, 4/7
 

@@ -11,7 +11,7 @@ from contracts.conftest import make_tiny_model
 from engine.config import ModelConfig
 from engine.faults import FAULTS
 from engine.tokenizer import cached_tokenizer
-from falsifiers.header_token_ids import header_token_ids_read_as_written
+from falsifiers.checkpoint_self_contained.header_token_ids import header_token_ids_read_as_written
 
 
 def test_the_engine_reads_every_header_id_as_written(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import engine.lora
+import falsifiers.lora_trains_base_frozen.lora_base_dtype as checker_module
 from engine.faults import FAULTS
-from falsifiers.lora_base_dtype import lora_leaves_base_dtype
+from falsifiers.lora_trains_base_frozen.lora_base_dtype import lora_leaves_base_dtype
 
 
 def test_wrapping_leaves_every_kept_base_tensor_as_it_was() -> None:
@@ -39,7 +40,8 @@ def test_adapters_left_in_the_base_precision_are_named(monkeypatch: pytest.Monke
                 p.data = p.data.to(dtype)
         return wrapped
 
-    monkeypatch.setattr(engine.lora, "apply_lora", half_adapters)
+    monkeypatch.setattr(engine.lora, "apply_lora", half_adapters)  # what prepare_qlora calls
+    monkeypatch.setattr(checker_module, "apply_lora", half_adapters)  # what the checker calls
     out = lora_leaves_base_dtype()
     assert out["base_differing"] == []
     named = {line.split(":")[0] for line in out["lora_not_fp32"]}

@@ -8,7 +8,7 @@ import pytest
 
 import engine.lora
 from engine.faults import FAULTS
-from falsifiers.lora_settings import lora_settings_kept_or_refused
+from falsifiers.lora_trains_base_frozen.lora_settings import lora_settings_kept_or_refused
 
 
 def test_the_engine_refuses_each_bad_setting_and_keeps_the_edges(tmp_path: Path) -> None:

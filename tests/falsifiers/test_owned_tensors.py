@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import falsifiers.owned_tensors
+import falsifiers.checkpoint_self_contained.owned_tensors
 from contracts.conftest import make_tiny_model
 from engine.faults import FAULTS
 from engine.tokenizer import cached_tokenizer
-from falsifiers.owned_tensors import tensors_own_their_memory
+from falsifiers.checkpoint_self_contained.owned_tensors import tensors_own_their_memory
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs Linux's /proc/self/maps")
 
@@ -37,6 +37,6 @@ def test_tensors_kept_as_views_of_the_mapping_are_each_named(tmp_path: Path) -> 
 
 
 def test_a_system_without_proc_maps_is_a_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(falsifiers.owned_tensors, "MAPS", tmp_path / "no-maps")
+    monkeypatch.setattr(falsifiers.checkpoint_self_contained.owned_tensors, "MAPS", tmp_path / "no-maps")
     with pytest.raises(pytest.skip.Exception, match="/proc/self/maps"):
         tensors_own_their_memory(cached_tokenizer(512), make_tiny_model, tmp_path)

@@ -6,7 +6,7 @@ import pytest
 
 from contracts.conftest import make_tiny_model
 from engine.faults import FAULTS
-from falsifiers.packed_layout import packed_layout_refused
+from falsifiers.nf4_quantization.packed_layout import packed_layout_refused
 
 
 def test_a_library_without_the_packed_layout_is_a_skip_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:

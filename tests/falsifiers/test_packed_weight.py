@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from falsifiers.packed_weight import NO_REPACK, packed_weight_refused
+from falsifiers.eval_mode_gradient_safety.packed_weight import NO_REPACK, packed_weight_refused
 
 
 def test_a_library_without_the_repack_is_a_skip_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:

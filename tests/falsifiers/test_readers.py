@@ -4,8 +4,8 @@ from a wrong one, or the claim it serves cannot fail."""
 from __future__ import annotations
 
 from engine.memory import MemoryEstimate, memory_table
-from falsifiers.memory import _misaligned
-from falsifiers.run_log import _records_differing
+from falsifiers.qlora_memory.memory import _misaligned
+from falsifiers.train_cli.run_log import _records_differing
 
 
 def _table() -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from falsifiers.refusals import refusals_differing
+from falsifiers.shared.refusals import refusals_differing
 
 
 def _raise(exc: Exception) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from contracts.conftest import make_tiny_model
 from engine.faults import FAULTS
-from falsifiers.repack_switch import repack_switched_off
+from falsifiers.nf4_quantization.repack_switch import repack_switched_off
 
 
 def test_the_library_answers_for_itself_again_afterwards() -> None:

@@ -7,7 +7,7 @@ import torch
 
 import engine.model
 from engine.faults import FAULTS
-from falsifiers.rmsnorm_reference import norm_matches_transformers
+from falsifiers.hf_import.rmsnorm_reference import norm_matches_transformers
 
 
 def test_every_pairing_matches_both_references() -> None:

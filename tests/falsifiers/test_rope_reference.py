@@ -9,7 +9,7 @@ import torch
 
 import engine.model
 from engine.faults import FAULTS
-from falsifiers.rope_reference import tables_match_transformers
+from falsifiers.hf_import.rope_reference import tables_match_transformers
 
 ROWS = [64, 200, 200, 400, 400, 400, 400, 400]
 REUSED = [False, False, True, False, False, True, False, True]

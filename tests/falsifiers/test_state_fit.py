@@ -8,9 +8,10 @@ import pytest
 import torch
 
 import engine.checkpoint
+import falsifiers.checkpoint_self_contained.state_fit as checker_module
 from contracts.conftest import make_tiny_model
 from engine.faults import FAULTS
-from falsifiers.state_fit import state_fit_or_refused
+from falsifiers.checkpoint_self_contained.state_fit import state_fit_or_refused
 
 
 def test_the_engine_loads_a_fitting_state_whole_and_refuses_the_rest(tmp_path: Path) -> None:
@@ -34,7 +35,8 @@ def test_a_copied_head_and_a_training_model_are_named(tmp_path: Path, monkeypatc
         model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())
         return model.train()
 
-    monkeypatch.setattr(engine.checkpoint, "model_from_state", untied)
+    monkeypatch.setattr(engine.checkpoint, "model_from_state", untied)  # what the loaders call
+    monkeypatch.setattr(checker_module, "model_from_state", untied)  # what the checker calls
     out = state_fit_or_refused(make_tiny_model, tmp_path)
     assert out["loads_differing"] == [
         "untied: in training mode",

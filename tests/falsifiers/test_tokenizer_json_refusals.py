@@ -7,7 +7,7 @@ import pytest
 from engine.errors import TokenizerError
 from engine.faults import FAULTS
 from engine.tokenizer import EngineTokenizer, cached_tokenizer
-from falsifiers.tokenizer_json_refusals import tokenizer_json_read_or_refused
+from falsifiers.tokenizer.tokenizer_json_refusals import tokenizer_json_read_or_refused
 
 
 def test_the_engine_reads_every_field_and_refuses_every_other_document() -> None:

@@ -10,8 +10,7 @@ import torch
 from torch import nn
 
 from engine.data import InstructionData
-from falsifiers._workdir import fresh_dir
-from falsifiers.training import (
+from falsifiers.shared.training import (
     Run,
     base_state,
     changed_tensors,
@@ -21,6 +20,7 @@ from falsifiers.training import (
     window_mean,
     write_loss_evidence,
 )
+from falsifiers.shared.workdir import fresh_dir
 
 
 def test_changed_tensors_compares_bits_not_values() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import engine.atomic
 from engine.faults import FAULTS
-from falsifiers.umask_read import umask_read_not_set
+from falsifiers.engine_files.umask_read import umask_read_not_set
 
 
 def test_the_engine_reads_the_umask_without_setting_it(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_a_fallback_that_leaves_its_own_umask_is_named(tmp_path: Path, monkeypat
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc/self/status")
 def test_the_claim_is_skipped_without_a_umask_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import falsifiers.umask_read as umask_read
+    import falsifiers.engine_files.umask_read as umask_read
 
     monkeypatch.setattr(umask_read, "_status_lines", lambda: ["Name:\tpython"])
     with pytest.raises(pytest.skip.Exception, match="has no Umask: line"):

@@ -26,7 +26,7 @@ def readme_steps() -> tuple[dict[str, str], list[str]]:
     """(files by path, commands) from the README section."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index(SECTION)
-    end = text.find("\n### ", start + len(SECTION))
+    end = min(i for i in (text.find("\n## ", start), text.find("\n### ", start + len(SECTION)), len(text)) if i >= 0)
     files: dict[str, str] = {}
     commands: list[str] = []
     for lang, body in FENCE.findall(text[start:end]):

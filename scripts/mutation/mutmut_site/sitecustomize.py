@@ -16,6 +16,7 @@ FOLDER = os.environ.get("PV_MUTMUT_CHILD_HITS", "")
 
 def _write_hits() -> None:
     try:
+        # loaded by every process of a mutation run: mutmut may not be importable in all of them
         from mutmut.state import state
     except ImportError:
         return
