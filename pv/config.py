@@ -157,7 +157,7 @@ class PvConfig:
             return (
                 "evidence is unauthenticated: no trusted keys are configured, so any bundle written into "
                 f"{self.relpath(self.evidence)}/ (digests recomputed) can back a status; set trusted_keys and "
-                "require_signed (README: Signing and the trust model)"
+                "require_signed (docs/evidence.md: Signing and the trust model)"
             )
         ids = ", ".join(k[:16] for k in sorted(ring.keys))
         required = "; required (require_signed)" if self.require_signed else ""

@@ -75,7 +75,7 @@ def _error(result: FalsifierResult, message: str) -> _Stop:
 
 def default_isolation(setting: str, falsifier: FalsificationTest, gpu: bool, cuda_here: bool) -> str:
     """``auto``: a forked process for ship-blocking falsifiers (a crash or a hang cannot take the
-    session or its evidence down; measured overhead in README), except those that need a GPU and
+    session or its evidence down; measured overhead in docs/configuration.md), except those that need a GPU and
     every falsifier on a machine whose torch sees a CUDA device (``cuda_here``).  A child forked
     after the parent initialised CUDA can neither use CUDA nor run autograd, and on such a machine
     even CPU-only code touches CUDA: the engine's default device is the GPU, and torch's optimizers
