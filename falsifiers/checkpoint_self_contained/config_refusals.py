@@ -17,6 +17,7 @@ import dataclasses
 import functools
 from typing import Any
 
+from engine.architectures import ARCHITECTURES
 from engine.config import PRESETS, ModelConfig, preset
 from falsifiers.shared.refusals import Refusal, refusals_differing
 from pv.checkers import checker
@@ -25,7 +26,8 @@ from pv.checkers import checker
 REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"num_attention_heads": 3, "num_key_value_heads": 3}, "hidden_size 64 is not divisible by num_attention_heads 3"),
     ({"num_key_value_heads": 3}, "num_attention_heads 4 is not a multiple of num_key_value_heads 3"),
-    ({"architecture": "gpt2"}, "unknown architecture 'gpt2'; expected 'llama' or 'qwen2'"),
+    # the families are the engine's table's; the message around them is the claim
+    ({"architecture": "gpt2"}, f"unknown architecture 'gpt2'; expected {' or '.join(map(repr, ARCHITECTURES))}"),
     ({"hidden_size": 12}, "head_dim 3 must be even for rotary embeddings"),
     (
         {"hidden_size": 36, "num_attention_heads": 4, "num_key_value_heads": 4},

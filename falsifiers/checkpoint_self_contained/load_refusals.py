@@ -29,6 +29,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from engine.architectures import ARCHITECTURES
 from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.config import ARCHITECTURE_KEYS, ModelConfig
 from engine.errors import CheckpointError, TokenizerError
@@ -49,7 +50,7 @@ HEADER_EDITS: list[tuple[dict[str, str | None], str]] = [
     ({"format_version": "2"}, "unsupported checkpoint format_version '2'; this engine reads '1'"),
     ({"hidden_size": None}, "missing metadata key `hidden_size`"),
     ({"hidden_size": "[" * 70}, f"metadata key `hidden_size` is not valid JSON: {'[' * 60!r}"),
-    ({"architecture": '"gpt2"'}, "unknown architecture `gpt2`; supported: llama, qwen2"),
+    ({"architecture": '"gpt2"'}, f"unknown architecture `gpt2`; supported: {', '.join(ARCHITECTURES)}"),
     ({"hidden_size": "0"}, "metadata key `hidden_size` must be a positive integer, got 0"),
     ({"num_hidden_layers": "true"}, "metadata key `num_hidden_layers` must be a positive integer, got true"),
     ({"rms_norm_eps": "0"}, "metadata key `rms_norm_eps` must be a positive number, got 0"),
