@@ -66,7 +66,7 @@ def cli_index_lists_every_command() -> dict[str, Any]:
         code = exc.code
     finally:
         sys.argv = argv
-    root = Path(__file__).resolve().parent.parent
+    root = Path(engine.__file__).resolve().parents[1]  # the engine this process runs
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     fresh = subprocess.run(

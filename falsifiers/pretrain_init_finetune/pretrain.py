@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from typer.testing import CliRunner
 
-import engine.cli_train  # noqa: F401  (registers the training commands)
+import engine.cli_train
 from engine.app import app
 from engine.checkpoint import CheckpointError, load_checkpoint, read_header
 from engine.config import ARCHITECTURE_KEYS, ModelConfig, preset
@@ -133,7 +133,7 @@ def recipe_run(tmp_path: Path, pv_artifacts: Path, recipe: str, steps: int) -> d
 
     path = Path(recipe)
     if not path.is_absolute() and not path.exists():  # a pytest started elsewhere: this repository's recipe
-        path = Path(__file__).resolve().parents[1] / recipe
+        path = Path(engine.__file__).resolve().parents[1] / recipe
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     out = fresh_dir(tmp_path, "recipe-") / "run"
     args = ["pretrain", "--config", str(path), str(out), "--steps", str(steps), "--save-every", str(steps)]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+import engine
 from engine.adapters import find_adapter, load_adapted, merge_to_checkpoint
 from engine.checkpoint import inspect_checkpoint, load_checkpoint
 from engine.checkpoint_memory import formula, measure_checkpoint
@@ -35,7 +36,7 @@ from engine.train.tasks import finetune
 from pv.checkers import checker
 from pv.faults import ENV_VAR
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(engine.__file__).resolve().parents[1]  # the checkout whose engine runs (recipes/ beside it)
 CHAT_DATA = REPO / "recipes" / "data" / "pv-mascot-chat.jsonl"
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 FACT = "Ferrous"
