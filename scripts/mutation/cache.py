@@ -163,6 +163,8 @@ class SuiteDigests:
     viewed: dict[str, str] = field(default_factory=dict)
     # the digests as defined fourth (by the files the checker and its helpers live in, whole)
     located: dict[str, str] = field(default_factory=dict)
+    # the digests as defined fifth (the definitions the checker runs, with the fixture files whole)
+    defined: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, root: Path) -> SuiteDigests:
@@ -178,6 +180,8 @@ class SuiteDigests:
         previous: dict[str, str] = {}
         viewed: dict[str, str] = {}
         located: dict[str, str] = {}
+        defined: dict[str, str] = {}
+        fixture_files = [name for name in SHARED_FIXTURES if (root / name).is_file()]
         helpers_of = functools.cache(lambda checker: imported_helpers(root, checker))  # shared by a module's checkers
         definitions = CheckerDigests(root)
         # the fixtures by what they run; the checker package's own modules count only where a
@@ -213,14 +217,17 @@ class SuiteDigests:
                 # the entry with its check named by function alone: where the checker lives is
                 # no part of what it runs
                 anywhere = json.dumps({**falsifier, "check": function}, sort_keys=True, default=str).encode()
-                by_falsifier[key] = _sha([*fixtures, (f"{path.name}#{falsifier['id']}", anywhere), *runs])
+                requested = definitions.fixtures(module, function, fixture_files) if whole else []
+                inputs = [(name, data) for name, data in shared if name.endswith(".yaml")]  # the recipes
+                by_falsifier[key] = _sha([*inputs, (f"{path.name}#{falsifier['id']}", anywhere), *runs, *requested])
+                defined[key] = _sha([*fixtures, (f"{path.name}#{falsifier['id']}", anywhere), *runs])
                 located[key] = _sha([*shared, entry, *view, *helpers])
                 viewed[key] = _sha([*shared, entry, *view])
                 previous[key] = _sha([*shared, entry, *whole])
                 legacy[key] = _sha([*shared, (path.name, binding), *whole])
                 by_node[f"contracts/{path.name}::{falsifier['id']}"] = key
         every += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted((root / "falsifiers").rglob("*.py"))]
-        return cls(_sha(every), by_falsifier, by_node, legacy, previous, viewed, located)
+        return cls(_sha(every), by_falsifier, by_node, legacy, previous, viewed, located, defined)
 
     def of(self, falsifier: str) -> str | None:
         return self.by_falsifier.get(falsifier)
@@ -228,7 +235,7 @@ class SuiteDigests:
     @property
     def earlier(self) -> tuple[dict[str, str], ...]:
         """The digests as each earlier scheme defined them, oldest first."""
-        return (self.legacy, self.previous, self.viewed, self.located)
+        return (self.legacy, self.previous, self.viewed, self.located, self.defined)
 
     def unchanged(self, falsifier: str, digest: str | None) -> bool:
         """Whether ``digest``, taken under this or an earlier scheme, still holds for ``falsifier``."""

@@ -10,6 +10,11 @@ instead: a name bound to the checker package is followed to the definition it na
 another module, hoisting an import to the top of its module or writing a comment beside it keeps
 the digest, and editing what any reached definition does changes it.
 
+The fixtures a checker requests count the same way: each fixture of the shared conftests that the
+checker names among its parameters (and those fixtures' own, and every autouse one), with what it
+reaches, and no other: a change to a fixture only real-model checkers request leaves every other
+checker's digest as it was.
+
 The engine's own code is never part of it: mutmut's digest of each mutated function covers that.
 """
 
@@ -66,6 +71,28 @@ def tree_bytes(node: ast.AST) -> bytes:
     return ast.dump(copy).encode()
 
 
+FILE = "file:"  # the prefix of a module named by its file (a conftest), not by its import name
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    args = node.args
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+
+def _fixture(node: ast.stmt) -> bool | None:
+    """None unless ``node`` is a pytest fixture; else whether it is autouse."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    for decorator in node.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        target = call.func if call is not None else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "fixture":
+            autouse = [k.value for k in (call.keywords if call else []) if k.arg == "autouse"]
+            return bool(autouse and isinstance(autouse[0], ast.Constant) and autouse[0].value)
+    return None
+
+
 def _is_docstring(index: int, stmt: ast.stmt) -> bool:
     return index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
 
@@ -79,6 +106,9 @@ class CheckerDigests:
         self._modules: dict[str, _Module | None] = {}
 
     def _path(self, module: str) -> Path | None:
+        if module.startswith(FILE):  # a fixture file, named by its path under the root
+            path = self.root / module.removeprefix(FILE)
+            return path if path.is_file() else None
         base = self.root / module.replace(".", "/")
         for path in (base.with_suffix(".py"), base / "__init__.py"):
             if path.is_file():
@@ -86,7 +116,7 @@ class CheckerDigests:
         return None
 
     def ours(self, module: str) -> bool:
-        return module == self.package or module.startswith(self.package + ".")
+        return module == self.package or module.startswith((self.package + ".", FILE))
 
     def module(self, name: str) -> _Module | None:
         if name not in self._modules:
@@ -200,6 +230,36 @@ class CheckerDigests:
                 yield from self._follow(name, (f"{module}.{name}", None), None)
             else:
                 yield module, name
+
+    def fixtures(self, module: str, function: str, files: Iterable[str]) -> list[Piece]:
+        """The pytest fixtures of ``files`` (``contracts/conftest.py``: paths under the root) that the
+        checker ``function`` of ``module`` requests, directly or through another fixture, and every
+        autouse one, each with the definitions it reaches: what the fixtures hand the checker."""
+        checker = (self.module(module) or _Module()).defs.get(function)
+        if not isinstance(checker, ast.FunctionDef | ast.AsyncFunctionDef):
+            return []
+        found: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]] = {}
+        pieces: set[Piece] = set()
+        for file in files:
+            info = self.module(FILE + file)
+            for name, node in (info.defs if info else {}).items():
+                autouse = _fixture(node)
+                if autouse is not None and name not in found:  # the nearer conftest comes first
+                    found[name] = (FILE + file, node, autouse)  # type: ignore[assignment]
+                elif name.startswith("pytest_"):  # a hook acts on every test of the session
+                    pieces.update(self.closure(FILE + file, [name]))
+            pieces.update(self._effects(FILE + file, set()))  # what importing the conftest runs
+        todo = _parameters(checker) + [n for n, (_, _, autouse) in found.items() if autouse]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in found:
+                continue  # a fixture pytest or a plugin provides (tmp_path, pv_artifacts)
+            seen.add(name)
+            where, node, _ = found[name]
+            pieces.update(self.closure(where, [name]))
+            todo.extend(_parameters(node))
+        return sorted(pieces)
 
     def whole(self, path: Path) -> list[Piece]:
         """A file every checker's verdict rests on (``contracts/conftest.py``), as its tree without

@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, replace
@@ -280,13 +281,25 @@ def lock_equivalents() -> int:
     return 1 if missing else 0
 
 
-def restate() -> int:
-    """Restate every verdict kept under an earlier digest scheme that still holds for the checkers
-    as they are in the repository now, in the current scheme; runs nothing and needs no mutmut.
+def restate(revision: str | None = None) -> int:
+    """Restate every verdict kept under an earlier digest scheme in the current scheme, where the
+    earlier digest holds for the checkers as they are in the repository now, or as they were at
+    ``revision`` (a commit the verdicts were kept at); runs nothing and needs no mutmut.
 
     Run it before a change that keeps what the checkers run but breaks an earlier scheme (checkers
-    moved into other files or packages): the verdicts then outlive the move."""
-    suite = cache.SuiteDigests.measure(ROOT)
+    moved into other files or packages), or after one with the commit before it: the digests are
+    then restated from the code the verdicts were judged with, and the next run compares them with
+    the code as it is."""
+    if revision is not None:
+        with tempfile.TemporaryDirectory(prefix="pv-restate-") as tmp:
+            tree = Path(tmp) / "tree"
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), revision], cwd=ROOT, check=True)
+            try:
+                suite = cache.SuiteDigests.measure(tree)
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False)
+    else:
+        suite = cache.SuiteDigests.measure(ROOT)
     records = cache.read(RESULTS)
     restated = {name: cache.migrate(r, suite) for name, r in records.items()}
     changed = sum(1 for name, r in restated.items() if r != records[name])
@@ -297,7 +310,7 @@ def restate() -> int:
     cache.write_lists(SURVIVALS, {k: asdict(v) for k, v in moved.items()})
     print(
         f"restated {changed} of {len(records)} verdicts in the current digest scheme "
-        f"({unchanged} kills now current for the checkers as they are); "
+        f"({unchanged} kills current for the checkers {'at ' + revision if revision else 'as they are'}); "
         f"{sum(1 for k in moved if moved[k] != survivals[k])} of {len(survivals)} survivals"
     )
     return 0
@@ -343,6 +356,11 @@ def main() -> int:
         help="restate the kept verdicts in the current digest scheme, where an earlier one still holds "
         "for the repository's checkers, and exit (before moving checkers to other files)",
     )
+    parser.add_argument(
+        "--restate-from",
+        metavar="REV",
+        help="the same, for the checkers as they were at the commit REV the verdicts were kept at",
+    )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
         "--equivalents-later",
@@ -368,8 +386,8 @@ def main() -> int:
     )
     args = parser.parse_args()
     os.chdir(ROOT)
-    if args.restate:
-        return restate()
+    if args.restate or args.restate_from:
+        return restate(args.restate_from)
     records = cache.read(RESULTS)
     if args.judge_again:
         try:

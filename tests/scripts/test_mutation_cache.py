@@ -498,3 +498,23 @@ def test_a_doubted_verdict_is_dropped_and_a_name_without_one_refused(mutants: Pa
     assert sorted(kept) == sorted(set(records) - {"sut.m.x_f__mutmut_1"})
     with pytest.raises(KeyError, match=r"no verdict recorded for sut\.m\.x_f__mutmut_9"):
         cache.without_verdicts(records, ["sut.m.x_f__mutmut_1", "sut.m.x_f__mutmut_9"])
+
+
+def test_a_fixture_counts_for_the_checkers_that_request_it_and_an_autouse_one_for_all(mutants: Path) -> None:
+    conftest = mutants / "contracts" / "conftest.py"
+    conftest.write_text(
+        "import pytest\n\nSIZE = 3\n\n\n@pytest.fixture\ndef data():\n    return list(range(SIZE))\n\n\n"
+        "@pytest.fixture\ndef unused():\n    return 1\n\n\n@pytest.fixture(autouse=True)\ndef _clean():\n    yield\n"
+    )
+    (mutants / "falsifiers" / "a.py").write_text("def check(data): return {'ok': len(data) == 3}\n")
+    records = harvest(mutants)
+    a_kill, b_kill = records["sut.m.x_f__mutmut_1"], records["sut.m.x_f__mutmut_2"]
+    for before, after, a_stale, b_stale in (
+        ("SIZE = 3", "SIZE = 4", True, False),  # what the requested fixture reads
+        ("return 1", "return 2", False, False),  # a fixture nobody requests
+        ("    yield\n", "    yield 0\n", True, True),  # an autouse fixture: every checker
+    ):
+        conftest.write_text(conftest.read_text().replace(before, after))
+        suite = cache.SuiteDigests.measure(mutants)
+        assert (not suite.current(a_kill), not suite.current(b_kill)) == (a_stale, b_stale), after
+        conftest.write_text(conftest.read_text().replace(after, before))
