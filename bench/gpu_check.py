@@ -45,7 +45,6 @@ def _sync() -> None:
 
 
 def qlora_check(preset_name: str, steps: int, device: torch.device) -> dict[str, Any]:
-
     torch.manual_seed(0)
     config = preset(preset_name)
     model = prepare_qlora(
@@ -93,7 +92,6 @@ def qlora_check(preset_name: str, steps: int, device: torch.device) -> dict[str,
 
 
 def distill_check(preset_name: str, steps: int, device: torch.device) -> dict[str, Any]:
-
     config = preset(preset_name)
     tok = cached_tokenizer(min(config.vocab_size, 2048))
     torch.manual_seed(0)

@@ -39,7 +39,6 @@ SHAPE = Shape(
 
 
 def time_in_process(folder: Path, repeat: int) -> tuple[list[float], list[float], str]:
-
     times = []
     cpu = []  # CPU seconds: on a shared machine wall time also measures the neighbours
     summary = ""

@@ -229,7 +229,6 @@ class FalsifierItem(pytest.Function):
         return found
 
     def runtest(self) -> None:
-
         run = self.falsifier_run()
         self.pv_result = run.result  # there for the report even if the run is interrupted
         run_falsifier(run)
@@ -245,7 +244,6 @@ class FalsifierItem(pytest.Function):
 
 
 def _seed_of(params: dict[str, Any]) -> int:
-
     seed = params.get("seed", DEFAULT_SEED)
     return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else DEFAULT_SEED
 

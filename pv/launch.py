@@ -331,7 +331,6 @@ def _write_report(path: Path, report: dict[str, Any]) -> None:
 
 
 def _load_falsifier(contract: Path, falsify_id: str, expected_sha: str | None) -> Any:
-
     loaded = load_contract_file(contract)
     if expected_sha and loaded.sha256 != expected_sha:
         raise LaunchError(f"{contract} changed after collection (sha256 {loaded.sha256} != {expected_sha})")

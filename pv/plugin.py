@@ -169,7 +169,6 @@ def _add_contract_dirs(config: pytest.Config, dirs: Iterable[Path]) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-
     if not file_path.name.endswith(CONTRACT_SUFFIXES):
         return None
     named = parent.session.isinitpath(file_path)
@@ -281,7 +280,6 @@ class PvSession:
     """Gathers results from reports (the only channel that also works under xdist)."""
 
     def __init__(self, config: pytest.Config) -> None:
-
         self.config = config
         self.started_at = _utc_now()
         self.run_id = uuid.uuid4().hex
@@ -304,7 +302,6 @@ class PvSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-
         self.selected = {i.nodeid for i in items if isinstance(i, FalsifierItem | InvalidContractItem)}
         for i in items:
             if isinstance(i, FalsifierItem):
@@ -474,13 +471,11 @@ def _is_contract_nodeid(nodeid: str) -> bool:
 
 
 def _is_falsifier_nodeid(nodeid: str) -> bool:
-
     path, _, name = nodeid.partition("::")
     return path.endswith((".yaml", ".yml")) and bool(name) and name != INVALID_ITEM_NAME
 
 
 def _reload_contract(config: pytest.Config, nodeid: str) -> ContractRun | None:
-
     path_part, _, name = nodeid.partition("::")
     if name == INVALID_ITEM_NAME:
         return None

@@ -95,7 +95,6 @@ def run_falsifier(run: FalsifierRun) -> FalsifierResult:
 
 
 def _run(run: FalsifierRun) -> None:
-
     settings, f, result, params = run.settings, run.falsifier, run.result, run.params
     gpu = needs_gpu(f.requires)
     pinning = current_pinning()
@@ -232,7 +231,6 @@ def mutant_failure(run: FalsifierRun) -> tuple[str, str] | None:
 
 
 def _vacuous_text(run: FalsifierRun) -> str:
-
     result, f = run.result, run.falsifier
     mutant = result.mutant
     assert mutant is not None

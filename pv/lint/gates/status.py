@@ -71,7 +71,6 @@ Assessor = Callable[[Path, Path, str, Any, Any], Any]
 
 
 def _assess(evidence: Path, path: Path, contract_id: str, keys: Any, current: Any) -> Any:
-
     return assess(evidence, path, contract_id, keys=keys, current=current)
 
 
@@ -97,7 +96,6 @@ class StatusGate:
         self._assess = assessor or _assess
 
     def run(self, ctx: GateContext) -> GateOutcome:
-
         evidence = ctx.config.evidence
         out: list[Finding] = []
         contracts = claimed = backed = 0
