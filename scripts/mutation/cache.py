@@ -184,8 +184,7 @@ class SuiteDigests:
         fixture_files = [name for name in SHARED_FIXTURES if (root / name).is_file()]
         helpers_of = functools.cache(lambda checker: imported_helpers(root, checker))  # shared by a module's checkers
         definitions = CheckerDigests(root)
-        # the fixtures by what they run; the checker package's own modules count only where a
-        # checker reaches them (its closure below)
+        # the fixture files whole, by what they run (the fifth scheme, kept to restate its lines)
         fixtures = [
             piece
             for p in shared_paths
@@ -194,6 +193,7 @@ class SuiteDigests:
                 definitions.whole(p) if p.suffix == ".py" else [(p.relative_to(root).as_posix(), p.read_bytes())]
             )
         ]
+        recipes = [(name, data) for name, data in shared if name.endswith(".yaml")]
         every: list[tuple[str, bytes]] = list(shared)
         for path in contracts:
             raw = path.read_bytes()
@@ -218,9 +218,8 @@ class SuiteDigests:
                 # no part of what it runs
                 anywhere = json.dumps({**falsifier, "check": function}, sort_keys=True, default=str).encode()
                 requested = definitions.fixtures(module, function, fixture_files) if whole else []
-                inputs = [(name, data) for name, data in shared if name.endswith(".yaml")]  # the recipes
-                by_falsifier[key] = _sha([*inputs, (f"{path.name}#{falsifier['id']}", anywhere), *runs, *requested])
-                defined[key] = _sha([*fixtures, (f"{path.name}#{falsifier['id']}", anywhere), *runs])
+                by_falsifier[key] = _sha([*recipes, (entry[0], anywhere), *runs, *requested])
+                defined[key] = _sha([*fixtures, (entry[0], anywhere), *runs])
                 located[key] = _sha([*shared, entry, *view, *helpers])
                 viewed[key] = _sha([*shared, entry, *view])
                 previous[key] = _sha([*shared, entry, *whole])

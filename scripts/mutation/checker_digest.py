@@ -71,6 +71,7 @@ def tree_bytes(node: ast.AST) -> bytes:
     return ast.dump(copy).encode()
 
 
+_Fixture = tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]  # (its file, its definition, autouse)
 FILE = "file:"  # the prefix of a module named by its file (a conftest), not by its import name
 
 
@@ -104,6 +105,7 @@ class CheckerDigests:
         self.root = root
         self.package = package
         self._modules: dict[str, _Module | None] = {}
+        self._fixtures: dict[tuple[str, ...], tuple[dict[str, _Fixture], frozenset[Piece]]] = {}
 
     def _path(self, module: str) -> Path | None:
         if module.startswith(FILE):  # a fixture file, named by its path under the root
@@ -238,17 +240,8 @@ class CheckerDigests:
         checker = (self.module(module) or _Module()).defs.get(function)
         if not isinstance(checker, ast.FunctionDef | ast.AsyncFunctionDef):
             return []
-        found: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]] = {}
-        pieces: set[Piece] = set()
-        for file in files:
-            info = self.module(FILE + file)
-            for name, node in (info.defs if info else {}).items():
-                autouse = _fixture(node)
-                if autouse is not None and name not in found:  # the nearer conftest comes first
-                    found[name] = (FILE + file, node, autouse)  # type: ignore[assignment]
-                elif name.startswith("pytest_"):  # a hook acts on every test of the session
-                    pieces.update(self.closure(FILE + file, [name]))
-            pieces.update(self._effects(FILE + file, set()))  # what importing the conftest runs
+        found, every_test = self._fixture_files(tuple(files))
+        pieces = set(every_test)
         todo = _parameters(checker) + [n for n, (_, _, autouse) in found.items() if autouse]
         seen: set[str] = set()
         while todo:
@@ -260,6 +253,25 @@ class CheckerDigests:
             pieces.update(self.closure(where, [name]))
             todo.extend(_parameters(node))
         return sorted(pieces)
+
+    def _fixture_files(self, files: tuple[str, ...]) -> tuple[dict[str, _Fixture], frozenset[Piece]]:
+        """The fixtures ``files`` define (the nearer conftest first), and what acts on every test
+        of the session whatever it requests: the hooks and what importing the files runs.  The
+        same for every checker, so taken once."""
+        if files not in self._fixtures:
+            found: dict[str, _Fixture] = {}
+            pieces: set[Piece] = set()
+            for file in files:
+                info = self.module(FILE + file)
+                for name, node in (info.defs if info else {}).items():
+                    autouse = _fixture(node)
+                    if autouse is not None and name not in found:
+                        found[name] = (FILE + file, node, autouse)  # type: ignore[assignment]
+                    elif name.startswith("pytest_"):
+                        pieces.update(self.closure(FILE + file, [name]))
+                pieces.update(self._effects(FILE + file, set()))
+            self._fixtures[files] = (found, frozenset(pieces))
+        return self._fixtures[files]
 
     def whole(self, path: Path) -> list[Piece]:
         """A file every checker's verdict rests on (``contracts/conftest.py``), as its tree without
