@@ -12,6 +12,7 @@ COMMAND_MODULES: list[str] = [
     "pv.commands.validate",
     "pv.commands.lint",
     "pv.commands.evidence",
+    "pv.commands.review",
     "pv.commands.everyday",
     "pv.commands.mutation",
 ]

@@ -66,7 +66,7 @@ MARKERS = {
     "contract(id)": "the contract a falsifier belongs to (select with -m \"contract(id='<contract-id>')\")",
 }
 # The evidence writer: --pv-evidence-dir / --pv-no-evidence and a bundle per contract at session end.
-pytest_plugins = ["pv.evidence_hooks", "pv.mutation_hooks"]
+pytest_plugins = ["pv.evidence_hooks", "pv.mutation_hooks", "pv.review_hooks"]
 _SESSION_PLUGIN = "pv-session"
 
 

@@ -6,15 +6,20 @@
 #
 # The CI workflow (.github/workflows/pv.yml) runs this same script, so the two cannot drift:
 #
-#   scripts/ship-check.sh [--base REF] [--pr] [--format markdown|github]
+#   scripts/ship-check.sh [--base REF] [--pr] [--format markdown|github] [--review-dir DIR]
 #                         [--evidence-branch BRANCH [--publish] [--remote NAME]] [--falsify "ARGS"]
 #                         [-- PYTEST_ARGS...]
 #
-#   --base REF              check version bumps (lint) and report changes against REF
+#   --base REF              check version bumps (lint) and review against REF's evidence
 #   --pr                    a pull request: bundles of contracts or code it edits are reported
 #                           stale and its own unsigned bundles untrusted, not failed; the status
-#                           is main's to decide, so promote --check is not a step
-#   --format F              pv report's format (github also writes the job summary)
+#                           is main's to decide, so promote --check is not a step; with --base,
+#                           the falsifiers it changes run too, advisory ones included
+#                           (pytest --pv-changed-since REF, -m "(…) or pv_changed")
+#   --format F              pv report's format (github also writes the job summary and annotations)
+#   --review-dir DIR        write the review's every form to DIR (pv report --out-dir): the comment,
+#                           the summary, JSON, HTML, mutation report and check run that
+#                           `pv review publish` posts
 #   --evidence-branch B     the evidence is branch B of the remote, checked out as a worktree in
 #                           .pv-evidence/ (PV_EVIDENCE points there): bundles signed by CI live on
 #                           B, which only the protected workflow pushes; a missing B is created
@@ -36,12 +41,14 @@ branch=""
 publish=0
 remote=origin
 falsify="contracts -m ship_blocking"
+review_dir=""
 pytest_extra=()
 while (($#)); do
     case $1 in
         --base) base=${2:?--base needs a git ref}; shift 2 ;;
         --pr) pr=1; shift ;;
         --format) format=${2:?--format needs markdown or github}; shift 2 ;;
+        --review-dir) review_dir=${2:?--review-dir needs a folder}; shift 2 ;;
         --evidence-branch) branch=${2:?--evidence-branch needs a branch name}; shift 2 ;;
         --publish) publish=1; shift ;;
         --remote) remote=${2:?--remote needs a remote name}; shift 2 ;;
@@ -109,12 +116,22 @@ if [[ -n $base ]]; then
     lint_args+=(--base "$base")
     report_args+=(--base "$base")
 fi
+[[ -n $review_dir ]] && report_args+=(--out-dir "$review_dir")
 verify_args=("$evidence_dir")
 ((pr)) && verify_args+=(--allow-stale --allow-untrusted)
 
 step validate pv validate contracts/
 step lint pv lint "${lint_args[@]}"
 read -r -a selection <<<"$falsify"
+if ((pr)) && [[ -n $base ]]; then
+    # what the pull request changes is measured in it: each `-m EXPR` also takes the changed falsifiers
+    for i in "${!selection[@]}"; do
+        if [[ ${selection[$i]} == -m && -n ${selection[$((i + 1))]:-} ]]; then
+            selection[i + 1]="(${selection[$((i + 1))]}) or pv_changed"
+        fi
+    done
+    selection+=(--pv-changed-since "$base")
+fi
 step falsifiers pytest "${selection[@]}" --pv-mutants --pv-evidence -p no:cacheprovider -q "${pytest_extra[@]}"
 step verify pv evidence verify "${verify_args[@]}"
 if ((pr)); then

@@ -1,4 +1,4 @@
-"""``pv evidence verify``, ``pv evidence gc``, ``pv promote`` and ``pv report``.
+"""``pv evidence verify``, ``pv evidence gc`` and ``pv promote`` (``pv report`` is in :mod:`pv.commands.review`).
 
 Exit codes: 0 success, 1 a finding (a bundle that does not verify, a status that would change
 under ``--check``, nothing to verify), 2 usage (a path that does not exist, a bad option).
@@ -432,41 +432,3 @@ def promote(
             err=True,
         )
     raise typer.Exit(1 if blocked or (check and changed) else 0)
-
-
-@app.command()
-def report(
-    base: Annotated[str | None, typer.Option("--base", help="Git ref whose evidence to compare against.")] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help="markdown, or github (also the job summary).")
-    ] = "markdown",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the Markdown to FILE.")] = None,
-    contracts: Annotated[
-        Path | None, typer.Option("--contracts", help="Contracts directory (default: [tool.pv] contracts).")
-    ] = None,
-    evidence: EvidenceOpt = None,
-) -> None:
-    """Markdown for a pull request: denominators, a table per contract, changes against --base."""
-    # the command's modules load when it runs, so every pv command starts without the others' imports
-    from pv.report import ReportError, build, render_markdown
-
-    if fmt not in ("markdown", "github"):
-        raise _usage("report", f"unknown --format {fmt!r}; choose markdown or github")
-    project = _project("report", evidence, contracts)
-    keys = _keys("report", project.config)
-    try:
-        files = _contract_files("report", project, None)
-        text = render_markdown(build(project, files, base, keys))
-    except ReportError as exc:
-        raise _usage("report", str(exc)) from None
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
-    else:
-        typer.echo(text, nl=False)
-    if fmt == "github":
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if not summary:
-            typer.echo("pv report: GITHUB_STEP_SUMMARY is not set; printed only", err=True)
-        else:
-            with open(summary, "a", encoding="utf-8") as f:
-                f.write(text)

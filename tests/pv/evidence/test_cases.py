@@ -7,8 +7,8 @@ from pathlib import Path
 from pv.bundle.model import CaseEntry, FalsifierEntry, MutantEntry
 from pv.cases import aggregate, verdicts
 from pv.evidence.journal import Journal, record_from
-from pv.report import _rows
 from pv.results import ContractRun, FalsifierResult, MutantResult, RunRecord, Verdict
+from pv.review.sections import _rows
 
 CID, FID = "demo-v1", "FALSIFY-DEMO-001"
 

@@ -137,34 +137,36 @@ def test_report_markdown_and_changes_against_base(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     code, out = cli("report", "--base", "main", "--format", "github")
     assert code == 0, out
-    assert summary.read_text() == "earlier step\n" + out  # appended, not replaced
-    assert (
-        "1 contracts (1 with current evidence) · 3 falsifiers declared, 1 run: 0 survived, 1 falsified, 0 errors,"
-        " 0 inconclusive · 1 skipped (no CUDA ×1) · 1 not run · mutants killed 0/0"
-    ) in out
-    assert "| `FALSIFY-DEMO-001` | yes | ❌ falsified | step0_loss = 2.1 | `step0_loss(=2.1) <= 2.0` | 1.50s |" in out
-    assert "FALSIFY-DEMO-001: newly falsified (was survived)" in out
-    assert "FALSIFY-DEMO-001: bound moved: `step0_loss <= 3.0` -> `step0_loss <= 2.0`" in out
-    assert "FALSIFY-DEMO-001: timing regressed 1.00s -> 1.50s (+50%)" in out
-    assert "### `demo-v1` — DRAFT" in out
+    comment, _, commands = out.partition("</details>\n")
+    assert summary.read_text() == "earlier step\n" + comment + "</details>\n"  # appended, not replaced
+    assert comment.startswith("<!-- pv-review -->\n## pv review: `main` (")
+    callout = "> [!CAUTION]\n> **1 regressed** · 0 improved · 1 unchanged · 0 new · **1 missing** · 1 bound moved"
+    assert callout in comment
+    # the base's value beside the head's, the bound and how much of it the head uses
+    assert "| step0_loss | 2.1 | 2.1 | 0 | +0.0 % | ≤ 2 | 105 % |" in comment
+    assert "survived → ❌ **falsified**" in comment
+    assert "bound moved: `step0_loss <= 3.0` → `step0_loss <= 2.0`" in comment
+    assert "reproduce: `pytest contracts/demo-v1.yaml::FALSIFY-DEMO-001 --pv-mutants -p no:cacheprovider`" in comment
+    assert commands.startswith("::error file=contracts/demo-v1.yaml,line=")
+    assert "title=FALSIFY-DEMO-001 regressed%3A survived → falsified::" in commands
 
     code, out = cli("report", "--base", "no-such-ref")
     assert code == 2 and "no-such-ref" in out
-    assert cli("report", "--format", "html")[0] == 2
+    assert cli("report", "--format", "pdf")[0] == 2
 
 
 def test_report_without_evidence_says_so(cli, project: Project) -> None:  # type: ignore[no-untyped-def]
     code, out = cli("report")
-    assert code == 0 and "0 with current evidence) · 3 falsifiers declared, 0 run" in out
-    assert "No current evidence: no evidence" in out
+    assert code == 0 and "> Head: 0 of 3 falsifiers with a current verdict; mutants caught 0 of 0 run." in out
+    assert "| `demo-v1` | DRAFT | no evidence | — | — | — |" in out
 
 
 def test_report_shows_promotion_to_come(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
     write(all_survive())
     code, out = cli("report")
     assert code == 0
-    assert "### `demo-v1` — DRAFT → **ACTIVE**" in out
-    assert "mutants killed 3/3" in out and "step0_loss = 2.1" in out
+    assert "> Status: `demo-v1` DRAFT → **ACTIVE**" in out
+    assert "> Head: 3 of 3 falsifiers with a current verdict; mutants caught 3 of 3 run." in out
 
 
 def test_gc_keeps_the_bundle_a_promotion_names(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]

@@ -8,7 +8,7 @@ import pytest
 
 from pv.bundle.model import FalsifierEntry, MutantEntry
 from pv.expr import parse
-from pv.report import observation_and_bound
+from pv.review.sections import observation_and_bound
 
 EXPECT = "adapter_effect > 0.1 and reload_max_abs_diff == 0 and merge_max_abs_diff <= 1e-5 and 0 < rel <= 0.095"
 SURVIVING = {"adapter_effect": 0.8664723634, "reload_max_abs_diff": 0.0, "merge_max_abs_diff": 3.874e-07, "rel": 0.0915}

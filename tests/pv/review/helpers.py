@@ -1,0 +1,25 @@
+"""Reviews made by hand, for the renderers and the publisher."""
+
+from __future__ import annotations
+
+from pv.review.compare import ContractReview, Point, Review, Row, Value
+
+
+def row(
+    fid: str, kind: str = "unchanged", *, head: str = "survived", base: str | None = "survived", **extra: object
+) -> Row:
+    values = extra.pop("values", [Value("loss", 1.0, 1.0, 0.0, 0.0, 2.0, "lower", 0.5, 0.5)])
+    r = Row(
+        "demo-v1", "contracts/demo-v1.yaml", fid, True, 7, kind, "why", base, head, True, True,  # type: ignore[arg-type]
+        "loss <= 2", "loss <= 2", False, [], values=values,  # type: ignore[arg-type]
+        history=[Point(f"run-{i}", f"{i:040x}", "survived", {"loss": 1.0 + i / 10}) for i in range(5)],
+        reproduce=f"pytest contracts/demo-v1.yaml::{fid}",
+    )  # fmt: skip
+    for key, value in extra.items():
+        setattr(r, key, value)
+    return r
+
+
+def review(rows: list[Row], before: str = "ACTIVE", after: str = "ACTIVE") -> Review:
+    contract = ContractReview("demo-v1", "contracts/demo-v1.yaml", before, after, "why", "run-4", "ab" * 32, "", ["h"])
+    return Review("main", "c" * 40, "d" * 40, [contract], rows, 0.05, "")

@@ -1,0 +1,148 @@
+"""Publishing: one comment updated in place, a check run with its annotations in batches of 50,
+against a local stand-in for GitHub's REST API."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pv.review.compare import Value
+from pv.review.github import (
+    ANNOTATIONS_PER_REQUEST,
+    PublishError,
+    capped_bytes,
+    conclusion,
+    http_transport,
+    publish,
+    workflow_commands,
+    write_outputs,
+)
+from pv.review.markdown import MARKER
+from tests.pv.review.helpers import review, row
+
+
+class FakeGitHub:
+    def __init__(self) -> None:
+        self.comments: dict[int, str] = {7: "an unrelated comment"}
+        self.calls: list[tuple[str, str, Any]] = []
+        self.next_id = 100
+        self.refuse: int | None = None
+
+
+@pytest.fixture
+def github() -> Iterator[tuple[FakeGitHub, str]]:
+    state = FakeGitHub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _answer(self, body: Any, code: int = 200) -> None:
+            raw = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body: Any = json.loads(self.rfile.read(length)) if length else None
+            state.calls.append((self.command, self.path, body))
+            assert self.headers["Authorization"] == "Bearer t0ken"
+            if state.refuse:
+                return self._answer({"message": "Resource not accessible by integration"}, state.refuse)
+            if self.command == "GET" and "/comments" in self.path:
+                return self._answer([{"id": k, "body": v} for k, v in state.comments.items()])
+            if self.command == "POST" and self.path.endswith("/comments"):
+                state.next_id += 1
+                state.comments[state.next_id] = body["body"]
+                return self._answer({"id": state.next_id}, 201)
+            if self.command == "PATCH" and "/issues/comments/" in self.path:
+                state.comments[int(self.path.rsplit("/", 1)[1])] = body["body"]
+                return self._answer({})
+            if self.path.endswith("/check-runs"):
+                return self._answer({"id": 555}, 201)
+            return self._answer({})
+
+        do_GET = do_POST = do_PATCH = _handle
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _folder(tmp_path: Path, failing: int) -> Path:
+    values = [Value("loss", 1.0, 3.0, 2.0, 2.0, 2.0, "lower", 1.5, 0.5, moved="worse")]
+    rows = [row(f"FALSIFY-DEMO-{i:03d}", "regressed", head="falsified", values=values) for i in range(failing)]
+    rows.append(row("FALSIFY-DEMO-999"))
+    write_outputs(review(rows), tmp_path / "review")
+    return tmp_path / "review"
+
+
+def test_the_comment_is_posted_once_then_updated_in_place(github: tuple[FakeGitHub, str], tmp_path: Path) -> None:
+    state, api = github
+    call = http_transport(api, "t0ken")
+    folder = _folder(tmp_path, failing=120)
+    first = publish(folder, "o/r", 12, "f" * 40, call)
+    assert first.comment_created and set(state.comments) == {7, first.comment_id}
+    second = publish(folder, "o/r", 12, "f" * 40, call)
+    assert not second.comment_created and second.comment_id == first.comment_id
+    assert len(state.comments) == 2 and state.comments[7] == "an unrelated comment"
+    assert state.comments[first.comment_id].startswith(MARKER)
+    # the check run: created with the first 50 annotations, updated with the next batches
+    runs = [(m, p, b) for m, p, b in state.calls if "check-runs" in p]
+    assert [m for m, _, _ in runs[:3]] == ["POST", "PATCH", "PATCH"]
+    created = runs[0][2]
+    assert created["head_sha"] == "f" * 40 and created["conclusion"] == "failure" and created["status"] == "completed"
+    sizes = [len(b["output"]["annotations"]) for _, _, b in runs[:3]]
+    assert sizes == [ANNOTATIONS_PER_REQUEST, ANNOTATIONS_PER_REQUEST, 20]
+    assert created["output"]["annotations"][0]["path"] == "contracts/demo-v1.yaml"
+    assert created["output"]["annotations"][0]["start_line"] == 7
+
+
+def test_a_refusal_is_an_error_with_githubs_answer(github: tuple[FakeGitHub, str], tmp_path: Path) -> None:
+    state, api = github
+    state.refuse = 403
+    with pytest.raises(PublishError, match=r"GitHub answered 403 to GET .*not accessible"):
+        publish(_folder(tmp_path, 1), "o/r", 12, "f" * 40, http_transport(api, "t0ken"))
+
+
+def test_a_folder_that_is_not_a_review_is_refused(tmp_path: Path) -> None:
+    def never(*args: object) -> None:
+        raise AssertionError("no request for a folder that is not a review")
+
+    with pytest.raises(PublishError, match="not a review folder"):
+        publish(tmp_path, "o/r", 1, "f" * 40, never)
+    folder = _folder(tmp_path, 1)
+    (folder / "comment.md").write_text("hello")
+    with pytest.raises(PublishError, match="lacks the review's marker"):
+        publish(folder, "o/r", 1, "f" * 40, never)
+
+
+def test_conclusion_is_the_merge_gate() -> None:
+    assert conclusion(review([row("A")])) == "success"
+    assert conclusion(review([row("A", "regressed", head="falsified")])) == "failure"
+    advisory = row("A", "regressed", head="falsified", ship_blocking=False)
+    assert conclusion(review([advisory])) == "neutral"
+    assert conclusion(review([row("A")], "ACTIVE", "DRAFT")) == "failure"
+    assert conclusion(review([row("A", "missing", head="survived", base=None)])) == "neutral"
+
+
+def test_outputs_keep_githubs_limits(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, failing=3000)
+    assert len((folder / "comment.md").read_text()) <= 65_535
+    assert len((folder / "summary.md").read_bytes()) <= 1_048_576
+    check = json.loads((folder / "check-run.json").read_text())
+    assert len(check["annotations"]) == 200 and len(check["output"]["summary"]) <= 65_535
+    assert capped_bytes("é\n" * 10, 10, "…") == "é\né\n…\n"  # bytes, not characters: é is two
+    (line,) = workflow_commands([{**check["annotations"][0], "message": "a, b: c\nd"}])
+    assert line.startswith("::error file=contracts/demo-v1.yaml,line=7,title=FALSIFY-DEMO-000 regressed%3A ")
+    assert line.endswith("::a, b: c%0Ad")

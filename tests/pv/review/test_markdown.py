@@ -1,0 +1,49 @@
+"""The comment: verdict first, changed rows only, cut to GitHub's limit at a row with a note."""
+
+from __future__ import annotations
+
+from pv.review.cells import sparkline
+from pv.review.compare import Value
+from pv.review.markdown import COMMENT_LIMIT, MARKER, render
+from tests.pv.review.helpers import review, row
+
+
+def test_sparkline_scales_between_the_extremes() -> None:
+    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
+    assert sparkline([5, 5, 5]) == "▄▄▄" and sparkline([]) == ""
+
+
+def test_unchanged_rows_are_folded_and_the_callout_comes_first() -> None:
+    rows = [row(f"FALSIFY-DEMO-{i:03d}") for i in range(50)]
+    bad = Value("loss", 1.0, 3.0, 2.0, 2.0, 2.0, "lower", 1.5, 0.5, moved="worse")
+    rows.append(row("FALSIFY-DEMO-999", "regressed", head="falsified", values=[bad]))
+    text = render(review(rows, "ACTIVE", "DRAFT"))
+    assert text.startswith(MARKER)
+    assert text.index("> [!CAUTION]") < text.index("### Regressed (1)")
+    assert "> **1 regressed** · 0 improved · 50 unchanged · 0 new · 0 missing · 0 bounds moved" in text
+    assert "> Status: `demo-v1` ACTIVE → **DRAFT**" in text
+    assert "| loss | 1 | 3 | +2 | +200.0 % | ≤ 2 | 150 % |" in text
+    assert "FALSIFY-DEMO-000" not in text  # unchanged: counted, not listed
+    assert "reproduce: `pytest contracts/demo-v1.yaml::FALSIFY-DEMO-999`" in text
+
+
+def test_a_comment_over_the_limit_is_cut_at_a_row_with_a_note_and_the_link() -> None:
+    values = [Value("loss", 1.0, 3.0, 2.0, 2.0, 2.0, "lower", 1.5, 0.5, moved="worse")]
+    rows = [row(f"FALSIFY-DEMO-{i:04d}", "regressed", head="falsified", values=values) for i in range(3000)]
+    whole = render(review(rows))
+    assert len(whole) > COMMENT_LIMIT
+    cut = render(review(rows), COMMENT_LIMIT, "https://example.invalid/review.html")
+    assert len(cut) <= COMMENT_LIMIT
+    assert cut.startswith(MARKER) and "> [!CAUTION]" in cut
+    last_row = [line for line in cut.splitlines() if line.startswith("| `FALSIFY-DEMO-")][-1]
+    assert last_row.endswith("|")  # never a row cut in half
+    shown = sum(line.startswith("| `FALSIFY-DEMO-") for line in cut.splitlines())
+    left = 3000 - shown + 1  # and the folded table of the evidence read, one row per contract
+    assert f"_Cut to GitHub's 65,535-character limit: {left} more table rows are in" in cut
+    assert "[the HTML report](https://example.invalid/review.html)" in cut
+
+
+def test_without_a_base_the_review_says_so() -> None:
+    r = review([row("FALSIFY-DEMO-001")])
+    r.base_ref = r.base_commit = None
+    assert "## pv review: `dddddddddddd` (no base given)" in render(r)
