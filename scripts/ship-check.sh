@@ -6,7 +6,7 @@
 #
 # The CI workflow (.github/workflows/pv.yml) runs this same script, so the two cannot drift:
 #
-#   scripts/ship-check.sh [--base REF] [--pr] [--format markdown|github] [--review-dir DIR]
+#   scripts/ship-check.sh [--base REF] [--pr] [--format markdown|github] [--review-dir DIR [--review-link URL]]
 #                         [--evidence-branch BRANCH [--publish] [--remote NAME]] [--falsify "ARGS"]
 #                         [-- PYTEST_ARGS...]
 #
@@ -20,6 +20,7 @@
 #   --review-dir DIR        write the review's every form to DIR (pv report --out-dir): the comment,
 #                           the summary, JSON, HTML, mutation report and check run that
 #                           `pv review publish` posts
+#   --review-link URL       where the HTML review will be (the comment links it: the run's artifacts)
 #   --evidence-branch B     the evidence is branch B of the remote, checked out as a worktree in
 #                           .pv-evidence/ (PV_EVIDENCE points there): bundles signed by CI live on
 #                           B, which only the protected workflow pushes; a missing B is created
@@ -42,6 +43,7 @@ publish=0
 remote=origin
 falsify="contracts -m ship_blocking"
 review_dir=""
+review_link=""
 pytest_extra=()
 while (($#)); do
     case $1 in
@@ -49,12 +51,13 @@ while (($#)); do
         --pr) pr=1; shift ;;
         --format) format=${2:?--format needs markdown or github}; shift 2 ;;
         --review-dir) review_dir=${2:?--review-dir needs a folder}; shift 2 ;;
+        --review-link) review_link=${2:?--review-link needs a URL}; shift 2 ;;
         --evidence-branch) branch=${2:?--evidence-branch needs a branch name}; shift 2 ;;
         --publish) publish=1; shift ;;
         --remote) remote=${2:?--remote needs a remote name}; shift 2 ;;
         --falsify) falsify=${2:?--falsify needs pytest arguments}; shift 2 ;;
         --) shift; pytest_extra=("$@"); break ;;
-        -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+        -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) printf 'ship-check: unknown argument %s (see --help)\n' "$1" >&2; exit 2 ;;
     esac
 done
@@ -117,6 +120,7 @@ if [[ -n $base ]]; then
     report_args+=(--base "$base")
 fi
 [[ -n $review_dir ]] && report_args+=(--out-dir "$review_dir")
+[[ -n $review_link ]] && report_args+=(--link "$review_link")
 verify_args=("$evidence_dir")
 ((pr)) && verify_args+=(--allow-stale --allow-untrusted)
 

@@ -107,6 +107,7 @@ class Row:
     mutant_line: int | None = None  # the line of its `mutant:` in the contract file
     expect_now: str = ""  # the head's expect with its values written in: `allowed(=79) <= 30`
     note: str = ""  # a skip's reason, what left it inconclusive, the mutant's fate
+    cases: list[str] = field(default_factory=list)  # a parametrized falsifier's cases: `[id] verdict: bound`
 
 
 @dataclass
@@ -412,6 +413,8 @@ def review(
             )  # fmt: skip
             if fid in shown:
                 row.expect_now, row.note = shown[fid].bound, shown[fid].note
+            cases = [r for r in section.rows if r.id.startswith(f"{fid}[")]
+            row.cases = [f"{r.id[len(fid) :]} {r.verdict}: {r.bound or r.observation}" for r in cases]
             names = _names(h or b or {})
             row.values = [compare_value(n, b, h, threshold) for n in names]
             row.history = _history(runs, on_line, fid, names, history)

@@ -143,7 +143,13 @@ def _row_table(rows: list[Row], every_value: bool = False) -> str:
                 _e(verdict(r, icons=False).replace("**", "")) if first else "",
                 _e(mutant(r).replace("**", "")) if first else "",
                 _e(r.why) + (f"<br><code>{_e(r.reproduce)}</code>" if failing else "") if first else "",
-                (f"<code>{_e(r.expect_now)}</code>" + (f"<br>{_e(r.note)}" if r.note else "")) if first else "",
+                (
+                    f"<code>{_e(r.expect_now)}</code>"
+                    + (f"<br>{_e(r.note)}" if r.note else "")
+                    + "".join(f"<br><code>{_e(c)}</code>" for c in r.cases)
+                )
+                if first
+                else "",
             ]
             body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return f"<table>{head}{''.join(body)}</table>"

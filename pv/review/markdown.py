@@ -50,7 +50,9 @@ def _notes(row: Row) -> list[str]:
     out = []
     if row.bound_moved:
         out.append(f"bound moved: `{_cell(row.base_expect or '')}` → `{_cell(row.head_expect or '')}`")
-    if row.head_verdict in ("falsified", "error") and row.message:
+    if row.head_verdict == "falsified" and row.expect_now:
+        out.append(f"falsified: `{_cell(row.expect_now)}`")
+    elif row.head_verdict in ("falsified", "error") and row.message:
         out.append(f"{row.head_verdict}: {_cell(row.message[:300])}")
     if row.changed:
         out.append("touched by: " + "; ".join(row.changed))

@@ -45,3 +45,23 @@ def test_the_script_documents_and_checks_its_arguments() -> None:
     assert "--base REF" in help_text and "--pr" in help_text and "-- ARGS" in help_text
     bad = subprocess.run(["bash", str(SCRIPT), "--bogus"], capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "unknown argument --bogus" in bad.stderr
+
+
+def test_the_review_is_written_by_the_pull_request_and_posted_by_a_workflow_run() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pv.yml").read_text())
+    pr = workflow["jobs"]["pull-request"]
+    (check,) = [s["run"] for s in pr["steps"] if "ship-check.sh" in s.get("run", "")]
+    assert "--review-dir pv-review" in check and "--base" in check
+    uploads = [s for s in pr["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert any(s["with"]["name"] == "pv-review" and s["with"]["path"] == "pv-review/" for s in uploads)
+    publish = yaml.safe_load((ROOT / ".github" / "workflows" / "pv-review.yml").read_text())
+    # PyYAML reads the key `on` as True
+    assert publish[True] == {"workflow_run": {"workflows": [workflow["name"]], "types": ["completed"]}}
+    (job,) = publish["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "checks": "write", "pull-requests": "write"}
+    checkout = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout")]
+    assert checkout and all("with" not in s for s in checkout)  # the default branch, never the PR's ref
+    (download,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/download-artifact")]
+    assert download["with"]["name"] == "pv-review"
+    (post,) = [s["run"] for s in job["steps"] if "pv review publish" in s.get("run", "")]
+    assert "^[0-9]+$" in post  # the artifact's PR number is checked before use
