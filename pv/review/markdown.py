@@ -75,9 +75,9 @@ def _callout(review: Review) -> list[str]:
     if not drops:
         lines.append("> No contract changes status.")
     decided = [r.head_mutant for r in review.rows if r.head_mutant is not None]
-    measured = sum(r.head_verdict is not None for r in review.rows)
+    measured = sum(r.head_verdict not in (None, "not_run") for r in review.rows)
     lines.append(
-        f"> Head: {measured} of {len(review.rows)} falsifiers with a current verdict; "
+        f"> Head: {measured} of {len(review.rows)} falsifiers run on the current code; "
         f"mutants caught {sum(decided)} of {len(decided)} run."
     )
     return lines

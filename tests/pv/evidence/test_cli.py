@@ -157,7 +157,7 @@ def test_report_markdown_and_changes_against_base(
 
 def test_report_without_evidence_says_so(cli, project: Project) -> None:  # type: ignore[no-untyped-def]
     code, out = cli("report")
-    assert code == 0 and "> Head: 0 of 3 falsifiers with a current verdict; mutants caught 0 of 0 run." in out
+    assert code == 0 and "> Head: 0 of 3 falsifiers run on the current code; mutants caught 0 of 0 run." in out
     assert "| `demo-v1` | DRAFT | no evidence | — | — | — |" in out
 
 
@@ -166,7 +166,7 @@ def test_report_shows_promotion_to_come(cli, project: Project, write: Writer) ->
     code, out = cli("report")
     assert code == 0
     assert "> Status: `demo-v1` DRAFT → **ACTIVE**" in out
-    assert "> Head: 3 of 3 falsifiers with a current verdict; mutants caught 3 of 3 run." in out
+    assert "> Head: 3 of 3 falsifiers run on the current code; mutants caught 3 of 3 run." in out
 
 
 def test_gc_keeps_the_bundle_a_promotion_names(cli, project: Project, write: Writer) -> None:  # type: ignore[no-untyped-def]
