@@ -19,15 +19,20 @@ def run_git(cwd: Path, *args: str, binary: Literal[False] = False, timeout: floa
 def run_git(cwd: Path, *args: str, binary: Literal[True], timeout: float = GIT_TIMEOUT_S) -> bytes: ...
 def run_git(cwd: Path, *args: str, binary: bool = False, timeout: float = GIT_TIMEOUT_S) -> str | bytes:
     """git's stdout (text, or bytes with ``binary``); :class:`GitError` naming the command otherwise."""
+    out = _git(cwd, list(args), None, timeout)
+    return out if binary else out.decode("utf-8", "replace")
+
+
+def _git(cwd: Path, args: list[str], stdin: bytes | None, timeout: float) -> bytes:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False, timeout=timeout)
+        done = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args)}: no answer within {timeout:g} s") from None
     except OSError as exc:
         raise GitError(f"cannot run git: {exc}") from exc
     if done.returncode != 0:
         raise GitError(f"git {' '.join(args)}: {done.stderr.decode('utf-8', 'replace').strip()}")
-    return done.stdout if binary else done.stdout.decode("utf-8", "replace")
+    return done.stdout
 
 
 def cat_blobs(cwd: Path, specs: list[str], timeout: float = GIT_TIMEOUT_S) -> list[bytes | None]:
@@ -35,23 +40,9 @@ def cat_blobs(cwd: Path, specs: list[str], timeout: float = GIT_TIMEOUT_S) -> li
     None for one git does not have.  One process for hundreds of files instead of one each."""
     if not specs:
         return []
-    try:
-        done = subprocess.run(
-            ["git", "cat-file", "--batch"],
-            cwd=cwd,
-            input="".join(s + "\n" for s in specs).encode(),
-            capture_output=True,
-            check=False,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git cat-file --batch: no answer within {timeout:g} s") from None
-    except OSError as exc:
-        raise GitError(f"cannot run git: {exc}") from exc
-    if done.returncode != 0:
-        raise GitError(f"git cat-file --batch: {done.stderr.decode('utf-8', 'replace').strip()}")
+    data = _git(cwd, ["cat-file", "--batch"], "".join(s + "\n" for s in specs).encode(), timeout)
+    at = 0
     out: list[bytes | None] = []
-    data, at = done.stdout, 0
     for _ in specs:
         end = data.index(b"\n", at)
         header = data[at:end].split()

@@ -39,7 +39,7 @@ from pv.project import Project
 from pv.review.bounds import Limit, limit_of
 from pv.review.changed import Changed, changed_falsifiers
 from pv.review.runs import Run, Tree, read_runs, runs_of_commit
-from pv.review.sections import ReportError, build
+from pv.review.sections import ReportError, Section, build
 
 Kind = Literal["regressed", "improved", "unchanged", "new", "missing"]
 KINDS: tuple[Kind, ...] = ("regressed", "improved", "unchanged", "new", "missing")
@@ -345,6 +345,65 @@ def _head_commit(root: Path) -> str | None:
         return None
 
 
+@dataclass
+class _Sides:
+    """What one contract's rows are read from: the head, the base, the history, the change."""
+
+    head: dict[str, dict[str, Any]]
+    head_runs: dict[str, str]
+    base: dict[str, dict[str, Any]]
+    base_runs: dict[str, str]
+    runs: list[Run]
+    changed: dict[str, Changed]
+    on_line: set[str] | None  # the commits of the base's line; None: no base, every run is history
+    has_base: bool
+
+
+def _row(t: dict[str, Any], cid: str, rel: str, lines: dict[str, tuple[int, int | None]], sides: _Sides) -> Row:
+    fid = str(t.get("id"))
+    h, b, ch = sides.head.get(fid), sides.base.get(fid), sides.changed.get(fid)
+    id_line, mutant_line = lines.get(fid, (None, None))
+    message = str((h or {}).get("message") or "")
+    return Row(
+        cid, rel, fid, bool(t.get("ship_blocking")), id_line, "unchanged", "",
+        str(b["verdict"]) if b else None, str(h["verdict"]) if h else None,
+        _mutant(b), _mutant(h),
+        ch.bound[0] if ch and ch.bound else (b or {}).get("expect"),
+        str(t.get("expect")) if t.get("expect") is not None else None,
+        bool(ch and ch.bound), ch.reasons if ch else [],
+        base_run=sides.base_runs.get(fid), head_run=sides.head_runs.get(fid),
+        message=message.splitlines()[0] if message else "",
+        reproduce=reproduce_command(rel, fid),
+        mutant=t.get("mutant") if isinstance(t.get("mutant"), str) else None, mutant_line=mutant_line,
+    )  # fmt: skip
+
+
+def _rows(
+    path: Path, section: Section, declared: list[dict[str, Any]], sides: _Sides, threshold: float, limit: int
+) -> list[Row]:
+    lines = id_lines(path)
+    shown = {r.id: r for r in section.rows}
+    out = []
+    for t in declared:
+        row = _row(t, section.contract_id, section.path, lines, sides)
+        fid = row.falsifier_id
+        h, b, ch = sides.head.get(fid), sides.base.get(fid), sides.changed.get(fid)
+        if fid in shown:
+            row.expect_now, row.note = shown[fid].bound, shown[fid].note
+        cases = [r for r in section.rows if r.id.startswith(f"{fid}[")]
+        row.cases = [f"{r.id[len(fid) :]} {r.verdict}: {r.bound or r.observation}" for r in cases]
+        names = _names(h or b or {})
+        row.values = [compare_value(n, b, h, threshold) for n in names]
+        row.history = _history(sides.runs, sides.on_line, fid, names, limit)
+        if not sides.has_base:
+            failing = h is not None and h.get("verdict") in ("falsified", "error")
+            row.kind, row.why = ("regressed", "falsified") if failing else ("unchanged", "")
+        else:
+            _classify(row, b, h, not (ch and ch.new))
+        out.append(row)
+    return out
+
+
 def review(
     project: Project,
     contracts: list[Path],
@@ -369,61 +428,24 @@ def review(
         changed = {(c.contract_id, c.falsifier_id): c for c in changed_falsifiers(project, base, contracts)}
         on_line = _ancestry(root, tree.commit)
     all_runs = read_runs(evidence_dir, root, [s.contract_id for s in report.sections])
-    base_commit = tree.commit if tree else None
-    out = Review(base, base_commit, _head_commit(root), [], [], threshold, report.trust)
+    out = Review(base, tree.commit if tree else None, _head_commit(root), [], [], threshold, report.trust)
     for path, section in zip(contracts, report.sections, strict=True):
-        rel, cid = section.path, section.contract_id
-        runs = all_runs.get(cid, [])
+        cid, runs = section.contract_id, all_runs.get(section.contract_id, [])
         head, head_runs = _head_entries(project, evidence_dir / cid)
-        base_entries: dict[str, dict[str, Any]] = {}
-        base_runs: dict[str, str] = {}
-        missing = ""
-        newest: Run | None = None
-        if tree is not None:
-            matching, missing = runs_of_commit(runs, tree, rel)
-            base_entries, base_runs = _base_entries(matching)
-            newest = matching[0] if matching else None
+        matching, missing = runs_of_commit(runs, tree, section.path) if tree is not None else ([], "")
+        newest = matching[0] if matching else None
         out.contracts.append(
             ContractReview(
-                cid, rel, section.before, section.after, section.reason,
+                cid, section.path, section.before, section.after, section.reason,
                 newest.run_id if newest else None, newest.digest if newest else None, missing,
                 sorted(set(head_runs.values())),
             )
         )  # fmt: skip
-        lines = id_lines(path)
-        shown = {r.id: r for r in section.rows}
-        current = project.contract(path)
-        declared = [t for t in (current.data or {}).get("falsification_tests") or [] if isinstance(t, dict)]
-        for t in declared:
-            fid = str(t.get("id"))
-            h, b = head.get(fid), base_entries.get(fid)
-            ch = changed.get((cid, fid))
-            id_line, mutant_line = lines.get(fid, (None, None))
-            row = Row(
-                cid, rel, fid, bool(t.get("ship_blocking")), id_line, "unchanged", "",
-                str(b["verdict"]) if b else None, str(h["verdict"]) if h else None,
-                _mutant(b), _mutant(h),
-                ch.bound[0] if ch and ch.bound else (b or {}).get("expect"),
-                str(t.get("expect")) if t.get("expect") is not None else None,
-                bool(ch and ch.bound), ch.reasons if ch else [],
-                base_run=base_runs.get(fid), head_run=head_runs.get(fid),
-                message=str((h or {}).get("message") or "").splitlines()[0] if (h or {}).get("message") else "",
-                reproduce=reproduce_command(rel, fid),
-                mutant=t.get("mutant") if isinstance(t.get("mutant"), str) else None, mutant_line=mutant_line,
-            )  # fmt: skip
-            if fid in shown:
-                row.expect_now, row.note = shown[fid].bound, shown[fid].note
-            cases = [r for r in section.rows if r.id.startswith(f"{fid}[")]
-            row.cases = [f"{r.id[len(fid) :]} {r.verdict}: {r.bound or r.observation}" for r in cases]
-            names = _names(h or b or {})
-            row.values = [compare_value(n, b, h, threshold) for n in names]
-            row.history = _history(runs, on_line, fid, names, history)
-            if tree is None:
-                failing = h is not None and h.get("verdict") in ("falsified", "error")
-                row.kind, row.why = ("regressed", "falsified") if failing else ("unchanged", "")
-            else:
-                _classify(row, b, h, not (ch and ch.new))
-            out.rows.append(row)
+        mine = {fid: c for (c_id, fid), c in changed.items() if c_id == cid}
+        sides = _Sides(head, head_runs, *_base_entries(matching), runs, mine, on_line, tree is not None)
+        data = project.contract(path).data or {}
+        declared = [t for t in data.get("falsification_tests") or [] if isinstance(t, dict)]
+        out.rows += _rows(path, section, declared, sides, threshold, history)
     return out
 
 

@@ -55,6 +55,14 @@ def _ci(checkout: Path, *args: str, key: str | None = None) -> subprocess.Comple
     return _run(checkout, "bash", "scripts/ship-check.sh", "--evidence-branch", BRANCH, *args, env=env, ok=False)
 
 
+def promote_over_evidence_branch(dev: Path) -> None:
+    """What a developer does to move a status: `pv promote` over the evidence branch, checked out."""
+    _run(dev, "git", "fetch", "-q", "origin", BRANCH)
+    _run(dev, "git", "worktree", "add", "-q", "--detach", ".pv-evidence", "FETCH_HEAD")
+    promoted = _run(dev, "pv", "promote", env=_env(PV_EVIDENCE=str(dev / ".pv-evidence")))
+    assert "DRAFT -> ACTIVE" in promoted.stdout, promoted.stdout
+
+
 def _branch_files(remote: Path) -> list[str]:
     out = _run(remote, "git", "ls-tree", "-r", "--name-only", BRANCH).stdout
     return sorted(out.split())
@@ -94,10 +102,7 @@ def test_signed_evidence_reaches_the_evidence_branch_and_moves_a_status_only_on_
 
     # 2. a developer promotes over the evidence branch, on a pull request
     _run(dev, "git", "switch", "-q", "-c", "promote")
-    _run(dev, "git", "fetch", "-q", "origin", BRANCH)
-    _run(dev, "git", "worktree", "add", "-q", "--detach", ".pv-evidence", "FETCH_HEAD")
-    promoted = _run(dev, "pv", "promote", env=_env(PV_EVIDENCE=str(dev / ".pv-evidence")))
-    assert "DRAFT -> ACTIVE" in promoted.stdout, promoted.stdout
+    promote_over_evidence_branch(dev)
     _run(dev, "git", "commit", "-q", "-am", "mean-v1: ACTIVE on CI's signed run")
     _run(dev, "git", "push", "-q", "origin", "promote")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scripts.test_ci_flow import BRANCH, ROOT, _branch_files, _clone, _env, _run
+from tests.scripts.test_ci_flow import BRANCH, ROOT, _branch_files, _clone, _run, promote_over_evidence_branch
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -176,10 +176,7 @@ def test_a_pull_request_review_shows_base_against_head_with_history(tmp_path: Pa
 
     # main: a first CI run, the status promoted over the evidence branch, then four more runs
     _main_ci(remote, tmp_path / "ci-0")
-    _run(dev, "git", "fetch", "-q", "origin", BRANCH)
-    _run(dev, "git", "worktree", "add", "-q", "--detach", ".pv-evidence", "FETCH_HEAD")
-    promoted = _run(dev, "pv", "promote", env=_env(PV_EVIDENCE=str(dev / ".pv-evidence")))
-    assert "DRAFT -> ACTIVE" in promoted.stdout, promoted.stdout
+    promote_over_evidence_branch(dev)
     _run(dev, "git", "worktree", "remove", "--force", ".pv-evidence")
     _run(dev, "git", "commit", "-q", "-am", "ratelimit-v1: ACTIVE")
     _run(dev, "git", "push", "-q", "origin", "main")
