@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pv.expr import format_value
-from pv.review.compare import SIGNIFICANT, Row, Value
+from pv.review.compare import SIGNIFICANT, Review, Row, Value
 
 _BARS = "▁▂▃▄▅▆▇█"
 ICON = {"survived": "✅", "falsified": "❌", "error": "💥", "skipped": "⏭️", "inconclusive": "❔", "not_run": "·"}
@@ -71,6 +71,11 @@ def mutant(row: Row) -> str:
 
 
 MAX_VALUES = 4  # observations per falsifier in the comment; the HTML report has every one
+
+
+def still_failing(review: Review) -> list[Row]:
+    """Claims that fail at the head without having changed class (failing at the base too, or no base)."""
+    return [r for r in review.rows if r.kind in ("unchanged", "missing") and r.head_verdict in ("falsified", "error")]
 
 
 def shown_values(row: Row) -> list[Value]:

@@ -6,7 +6,7 @@ row boundary with a note that says how much was left out and where the whole rep
 
 from __future__ import annotations
 
-from pv.review.cells import bound, history, mutant, noise, num, pct, shown_values, verdict
+from pv.review.cells import bound, history, mutant, noise, num, pct, shown_values, still_failing, verdict
 from pv.review.compare import KINDS, ContractReview, Review, Row, Value
 
 MARKER = "<!-- pv-review -->"  # finds the comment to update in place
@@ -127,24 +127,30 @@ def _missing(review: Review) -> list[Block]:
 Block = tuple[str, list[str]]  # (kind: "text" | "table", lines); a table's first two lines are its head
 
 
+def _table(title: str, rows: list[Row]) -> list[Block]:
+    """A heading, a table of the rows' observations, and under it each row's why and notes."""
+    if not rows:
+        return []
+    table: list[str] = TABLE_HEAD.splitlines()
+    notes: list[str] = []
+    for r in rows:
+        table += row_lines(r)
+        extra = ([f"`{r.falsifier_id}`: {r.why}"] if r.why else []) + _notes(r)
+        notes += [f"- {n}" for n in extra[:1]] + [f"  - {n}" for n in extra[1:]]
+    return [("text", [f"### {title} ({len(rows)})", ""]), ("table", table), ("text", ["", *notes, ""])]
+
+
 def blocks(review: Review, link: str | None = None) -> list[Block]:
     out: list[Block] = [("text", [MARKER, _heading(review), "", *_callout(review), ""])]
     if review.trust:
         out.append(("text", [f"_{_cell(review.trust[:1].upper() + review.trust[1:])}._", ""]))
     for kind in ("regressed", "improved", "new"):
-        rows = [r for r in review.rows if r.kind == kind]
-        if not rows:
-            continue
-        out.append(("text", [f"### {_TITLES[kind]} ({len(rows)})", ""]))
-        table: list[str] = TABLE_HEAD.splitlines()
-        notes: list[str] = []
-        for r in rows:
-            table += row_lines(r)
-            extra = ([f"`{r.falsifier_id}`: {r.why}"] if r.why else []) + _notes(r)
-            notes += [f"- {n}" for n in extra[:1]] + [f"  - {n}" for n in extra[1:]]
-        out += [("table", table), ("text", ["", *notes, ""])]
+        out += _table(_TITLES[kind], [r for r in review.rows if r.kind == kind])
+    # a claim that fails at the base and at the head, or with no base, is not a change but is a failure
+    failing = still_failing(review)
+    out += _table("Still failing", failing)
     out += _missing(review)
-    moved = [r for r in review.bounds_moved() if r.kind in ("unchanged", "missing")]
+    moved = [r for r in review.bounds_moved() if r.kind in ("unchanged", "missing") and r not in failing]
     if moved:
         out.append(("text", [f"### Bounds moved ({len(moved)})", ""]))
         table = TABLE_HEAD.splitlines()

@@ -47,3 +47,9 @@ def test_without_a_base_the_review_says_so() -> None:
     r = review([row("FALSIFY-DEMO-001")])
     r.base_ref = r.base_commit = None
     assert "## pv review: `dddddddddddd` (no base given)" in render(r)
+
+
+def test_a_claim_failing_at_base_and_head_is_shown_with_its_command() -> None:
+    text = render(review([row("FALSIFY-DEMO-001", "unchanged", head="falsified", base="falsified")]))
+    assert "### Still failing (1)" in text
+    assert "reproduce: `pytest contracts/demo-v1.yaml::FALSIFY-DEMO-001`" in text
