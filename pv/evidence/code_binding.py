@@ -130,6 +130,14 @@ class CodeScope:
         for package in self.measured_packages:
             paths += self._package_files(package)
         paths += self._conftests(contract_path)
+        return dict(sorted(self._digests(paths).items()))
+
+    def checker_files(self, check: str) -> dict[str, str]:
+        """The part of the scope one check adds: its module, the packages above it, what it imports.
+        ``files(c, [check])`` is ``files(c, [])`` with these added."""
+        return self._digests(self._checker_files(check))
+
+    def _digests(self, paths: Iterable[Path]) -> dict[str, str]:
         root = self.root.resolve()
         out: dict[str, str] = {}
         for path in paths:
@@ -140,7 +148,7 @@ class CodeScope:
                 rel = resolved.as_posix()
             if rel not in out and resolved.is_file():
                 out[rel] = file_sha256(resolved)
-        return dict(sorted(out.items()))
+        return out
 
     def snapshot(self, contract_path: Path, data: Any) -> dict[str, Any]:
         """What a bundle records of the code: ``packages``, ``files`` and their ``digest``."""

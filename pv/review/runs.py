@@ -166,12 +166,17 @@ class Tree:
                 tree._blobs[path] = kind_blob[2]
         return tree
 
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        """The bytes of each path at this commit (None where it has no such file), in one git call."""
+        wanted = list(dict.fromkeys(paths))
+        present = [p for p in wanted if p in self._blobs]
+        found = dict(zip(present, cat_blobs(self.root, [self._blobs[p] for p in present]), strict=True))
+        return {p: found.get(p) for p in wanted}
+
     def sha256(self, paths: Iterable[str]) -> dict[str, str | None]:
-        todo = [p for p in dict.fromkeys(paths) if p not in self._sha]
-        present = [p for p in todo if p in self._blobs]
-        for p in todo:
-            self._sha[p] = None
-        for p, blob in zip(present, cat_blobs(self.root, [self._blobs[p] for p in present]), strict=True):
+        paths = list(paths)
+        todo = [p for p in paths if p not in self._sha]
+        for p, blob in self.read(todo).items():
             self._sha[p] = hashlib.sha256(blob).hexdigest() if blob is not None else None
         return {p: self._sha[p] for p in paths}
 
