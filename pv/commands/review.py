@@ -7,7 +7,6 @@ merge gate (``--out-dir``), and ``pv promote --check`` the status gate.
 
 from __future__ import annotations
 
-import json
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -66,7 +65,7 @@ def report(
 ) -> None:
     """The review: verdict first, then each falsifier the change moved, base against head, with history."""
     # the command's modules load when it runs, so every pv command starts without the others' imports
-    from pv.review import compare, github, html, markdown, mte
+    from pv.review import compare, github
     from pv.review.sections import ReportError
 
     project = _project("report", evidence, contracts)
@@ -76,33 +75,31 @@ def report(
         found = compare.review(project, files, base, keys, threshold=threshold, history=history)
     except ReportError as exc:
         raise _usage("report", str(exc)) from None
+    forms = github.Forms(found, link, project.root)
     if out_dir is not None:
-        written = github.write_outputs(found, out_dir, link, project.root)
+        written = github.write_outputs(forms, out_dir)
         typer.echo(f"pv report: wrote {', '.join(p.name for p in written.values())} to {out_dir}", err=True)
-    if fmt is ReportFormat.JSON:
-        text = json.dumps(found.to_json(), indent=1, default=str) + "\n"
-    elif fmt is ReportFormat.HTML:
-        text = html.render(found)
-    elif fmt is ReportFormat.MUTATION:
-        text = json.dumps(mte.report(found, project.root), indent=1) + "\n"
-    elif fmt is ReportFormat.GITHUB:
-        text = markdown.render(found, markdown.COMMENT_LIMIT, link)
-    else:
-        text = markdown.render(found, link=link)
+    by_format = {
+        ReportFormat.MARKDOWN: "markdown",
+        ReportFormat.GITHUB: "comment",
+        ReportFormat.JSON: "json",
+        ReportFormat.HTML: "html",
+        ReportFormat.MUTATION: "mutation",
+    }
+    text = getattr(forms, by_format[fmt])
     if output is not None:
         output.write_text(text, encoding="utf-8")
     else:
         typer.echo(text, nl=False)
     if fmt is ReportFormat.GITHUB:
-        for line in github.workflow_commands(github.find_annotations(found)):
+        for line in github.workflow_commands(forms.annotations):
             typer.echo(line)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if not summary:
             typer.echo("pv report: GITHUB_STEP_SUMMARY is not set; printed only", err=True)
         else:
-            note = "_Cut to GitHub's 1 MiB job-summary limit; `pv report --format html` has it all._"
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(github.capped_bytes(markdown.render(found, link=link), markdown.SUMMARY_LIMIT, note))
+                f.write(forms.summary)
 
 
 @review_app.command("changed")

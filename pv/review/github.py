@@ -14,6 +14,7 @@ at most :data:`ANNOTATION_CAP` in all; the rest are listed in the run's summary)
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import urllib.error
@@ -114,43 +115,73 @@ def workflow_commands(found: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def write_outputs(review: Review, out_dir: Path, link: str | None = None, root: Path | None = None) -> dict[str, Path]:
+class Forms:
+    """Each form of one review, rendered once and only when asked (the HTML of a large project is
+    megabytes): what ``pv report`` prints and what ``--out-dir`` writes are the same text."""
+
+    SUMMARY_NOTE = "_Cut to GitHub's 1 MiB job-summary limit; the whole review is the HTML report (review.html)._"
+
+    def __init__(self, review: Review, link: str | None = None, root: Path | None = None) -> None:
+        self.review, self.link, self.root = review, link, root
+
+    @functools.cached_property
+    def markdown(self) -> str:
+        return render(self.review, link=self.link)
+
+    @functools.cached_property
+    def comment(self) -> str:
+        return render(self.review, COMMENT_LIMIT, self.link)
+
+    @functools.cached_property
+    def summary(self) -> str:
+        return capped_bytes(self.markdown, SUMMARY_LIMIT, self.SUMMARY_NOTE)
+
+    @functools.cached_property
+    def json(self) -> str:
+        return json.dumps(self.review.to_json(), indent=1, default=str) + "\n"
+
+    @functools.cached_property
+    def html(self) -> str:
+        return html.render(self.review)
+
+    @functools.cached_property
+    def mutation(self) -> str:
+        return json.dumps(mte.report(self.review, self.root), indent=1) + "\n"
+
+    @functools.cached_property
+    def annotations(self) -> list[dict[str, Any]]:
+        return find_annotations(self.review)
+
+    @functools.cached_property
+    def check(self) -> str:
+        found = self.annotations
+        more = found[ANNOTATION_CAP:]
+        check_summary = self.comment
+        if more:
+            listed = "\n".join(f"- `{a['path']}:{a['start_line']}` {a['title']}" for a in more)
+            check_summary = capped_bytes(
+                self.comment + f"\n\n{len(more)} more findings than annotations:\n{listed}\n", COMMENT_LIMIT, "…"
+            )
+        counts = self.review.counts()
+        check = {
+            "name": CHECK_NAME,
+            "conclusion": conclusion(self.review),
+            "output": {
+                "title": f"{counts['regressed']} regressed, {counts['improved']} improved, {counts['missing']} missing",
+                "summary": check_summary,
+            },
+            "annotations": found[:ANNOTATION_CAP],
+        }
+        return json.dumps(check, indent=1) + "\n"
+
+
+def write_outputs(forms: Forms, out_dir: Path) -> dict[str, Path]:
     """Every file a pull request's review needs, in ``out_dir``; returns what was written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    found = find_annotations(review)
-    comment = render(review, COMMENT_LIMIT, link)
-    note = f"_Cut to GitHub's 1 MiB job-summary limit; the whole review is {FILES['html']}._"
-    summary = capped_bytes(render(review), SUMMARY_LIMIT, note)
-    kept = found[:ANNOTATION_CAP]
-    more = found[ANNOTATION_CAP:]
-    check_summary = comment
-    if more:
-        listed = "\n".join(f"- `{a['path']}:{a['start_line']}` {a['title']}" for a in more)
-        check_summary = capped_bytes(
-            comment + f"\n\n{len(more)} more findings than annotations:\n{listed}\n", COMMENT_LIMIT, "…"
-        )
-    counts = review.counts()
-    check = {
-        "name": CHECK_NAME,
-        "conclusion": conclusion(review),
-        "output": {
-            "title": f"{counts['regressed']} regressed, {counts['improved']} improved, {counts['missing']} missing",
-            "summary": check_summary,
-        },
-        "annotations": kept,
-    }
-    texts = {
-        "comment": comment,
-        "summary": summary,
-        "json": json.dumps(review.to_json(), indent=1, default=str) + "\n",
-        "html": html.render(review),
-        "mutation": json.dumps(mte.report(review, root), indent=1) + "\n",
-        "check": json.dumps(check, indent=1) + "\n",
-    }
     written = {}
-    for key, text in texts.items():
-        path = out_dir / FILES[key]
-        path.write_text(text, encoding="utf-8")
+    for key, name in FILES.items():
+        path = out_dir / name
+        path.write_text(getattr(forms, key), encoding="utf-8")
         written[key] = path
     return written
 

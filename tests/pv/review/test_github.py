@@ -15,6 +15,7 @@ import pytest
 from pv.review.compare import Value
 from pv.review.github import (
     ANNOTATIONS_PER_REQUEST,
+    Forms,
     PublishError,
     capped_bytes,
     conclusion,
@@ -83,7 +84,7 @@ def _folder(tmp_path: Path, failing: int) -> Path:
     values = [Value("loss", 1.0, 3.0, 2.0, 2.0, 2.0, "lower", 1.5, 0.5, moved="worse")]
     rows = [row(f"FALSIFY-DEMO-{i:03d}", "regressed", head="falsified", values=values) for i in range(failing)]
     rows.append(row("FALSIFY-DEMO-999"))
-    write_outputs(review(rows), tmp_path / "review")
+    write_outputs(Forms(review(rows)), tmp_path / "review")
     return tmp_path / "review"
 
 
