@@ -78,6 +78,23 @@ def still_failing(review: Review) -> list[Row]:
     return [r for r in review.rows if r.kind in ("unchanged", "missing") and r.head_verdict in ("falsified", "error")]
 
 
+def sections(review: Review) -> list[tuple[str, list[Row]]]:
+    """What the Markdown and the HTML show, in order, each section with its rows (empty ones left out):
+    the changes, then what still fails, what is missing and the bounds that moved on other rows."""
+    failing = still_failing(review)
+    moved = [r for r in review.bounds_moved() if r.kind in ("unchanged", "missing") and r not in failing]
+    kind = {k: [r for r in review.rows if r.kind == k] for k in ("regressed", "improved", "new", "missing")}
+    found = [
+        ("Regressed", kind["regressed"]),
+        ("Improved", kind["improved"]),
+        ("New", kind["new"]),
+        ("Still failing", failing),
+        ("Missing", kind["missing"]),
+        ("Bounds moved", moved),
+    ]
+    return [(title, rows) for title, rows in found if rows]
+
+
 def shown_values(row: Row) -> list[Value]:
     """The observations worth a reviewer's line: those that moved (then those with a bound), else the
     first with a bound, else the first."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 
-from pv.review.cells import mutant, noise, num, pct, shown_values, still_failing, verdict
+from pv.review.cells import mutant, noise, num, pct, sections, shown_values, verdict
 from pv.review.compare import KINDS, Review, Row, Value
 
 SERIES = "#1f6feb"  # the history line: the screenshot test looks for this colour
@@ -192,16 +192,8 @@ def render(review: Review) -> str:
         f'<span style="color:{BASE}">◯ base run</span><span style="color:{HEAD}">◆ head</span>'
         f'<span style="color:{BOUND}">┅ bound</span></div>',
     ]
-    for k in ("regressed", "improved", "new", "missing"):
-        rows = [r for r in review.rows if r.kind == k]
-        if rows:
-            body += [f"<h2>{k.capitalize()} ({len(rows)})</h2>", _row_table(rows), _cards(rows)]
-    failing = still_failing(review)
-    if failing:
-        body += [f"<h2>Still failing ({len(failing)})</h2>", _row_table(failing), _cards(failing)]
-    moved = [r for r in review.bounds_moved() if r.kind in ("unchanged", "missing") and r not in failing]
-    if moved:
-        body += [f"<h2>Bounds moved ({len(moved)})</h2>", _row_table(moved), _cards(moved)]
+    for title, rows in sections(review):
+        body += [f"<h2>{_e(title)} ({len(rows)})</h2>", _row_table(rows), _cards(rows)]
     body.append(f"<h2>Every contract ({len(review.contracts)})</h2>")
     for c in review.contracts:
         rows = [r for r in review.rows if r.contract_id == c.id]

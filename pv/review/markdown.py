@@ -6,18 +6,12 @@ row boundary with a note that says how much was left out and where the whole rep
 
 from __future__ import annotations
 
-from pv.review.cells import bound, history, mutant, noise, num, pct, shown_values, still_failing, verdict
+from pv.review.cells import bound, history, mutant, noise, num, pct, sections, shown_values, verdict
 from pv.review.compare import KINDS, ContractReview, Review, Row, Value
 
 MARKER = "<!-- pv-review -->"  # finds the comment to update in place
 COMMENT_LIMIT = 65_535  # GitHub's limit on a comment's body, in characters
 SUMMARY_LIMIT = 1_048_576  # GitHub's limit on a step's job summary, in bytes
-_TITLES = {
-    "regressed": "Regressed",
-    "improved": "Improved",
-    "new": "New",
-    "missing": "Missing",
-}
 
 
 def _cell(text: str) -> str:
@@ -105,11 +99,8 @@ def _evidence_table(contracts: list[ContractReview]) -> list[str]:
     return lines
 
 
-def _missing(review: Review) -> list[Block]:
+def _missing(review: Review, rows: list[Row]) -> list[Block]:
     """One line per contract and reason: a missing base is the contract's, not each falsifier's."""
-    rows = [r for r in review.rows if r.kind == "missing"]
-    if not rows:
-        return []
     by_contract = {c.id: c for c in review.contracts}
     groups: dict[tuple[str, str], list[str]] = {}
     for r in rows:
@@ -144,19 +135,15 @@ def blocks(review: Review, link: str | None = None) -> list[Block]:
     out: list[Block] = [("text", [MARKER, _heading(review), "", *_callout(review), ""])]
     if review.trust:
         out.append(("text", [f"_{_cell(review.trust[:1].upper() + review.trust[1:])}._", ""]))
-    for kind in ("regressed", "improved", "new"):
-        out += _table(_TITLES[kind], [r for r in review.rows if r.kind == kind])
-    # a claim that fails at the base and at the head, or with no base, is not a change but is a failure
-    failing = still_failing(review)
-    out += _table("Still failing", failing)
-    out += _missing(review)
-    moved = [r for r in review.bounds_moved() if r.kind in ("unchanged", "missing") and r not in failing]
-    if moved:
-        out.append(("text", [f"### Bounds moved ({len(moved)})", ""]))
-        table = TABLE_HEAD.splitlines()
-        for r in moved:
-            table += row_lines(r)
-        out += [("table", table), ("text", ["", *(f"- `{r.falsifier_id}`: {_notes(r)[0]}" for r in moved), ""])]
+    for title, rows in sections(review):
+        if title == "Missing":
+            out += _missing(review, rows)
+        elif title == "Bounds moved":
+            table = TABLE_HEAD.splitlines() + [line for r in rows for line in row_lines(r)]
+            notes = [f"- `{r.falsifier_id}`: {_notes(r)[0]}" for r in rows]
+            out += [("text", [f"### {title} ({len(rows)})", ""]), ("table", table), ("text", ["", *notes, ""])]
+        else:
+            out += _table(title, rows)
     unchanged = review.counts()["unchanged"]
     out.append(("text", ["<details><summary>" + f"Unchanged: {unchanged} falsifiers; the evidence read</summary>", ""]))
     out.append(("table", _evidence_table(review.contracts)))
