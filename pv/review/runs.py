@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from pv.bundle.model import BUNDLE_FILE, ENVELOPE_FILE, MANIFEST_FILE
-from pv.evidence.verify import RUN_ID_RE
+from pv.evidence.ledger import bundle_digest
+from pv.evidence.verify import RUN_ID_RE, find_bundles
 from pv.git import GitError, cat_blobs, run_git
+from pv.paths import shown
 
 GIT_HISTORY_LIMIT = 200  # bundles read from the evidence folder's git history per contract, newest first
 
@@ -74,18 +76,15 @@ def _run(contract_id: str, data: Any, digest: str | None, signed: bool, where: s
 
 def _folder_runs(contract_dir: Path, root: Path) -> list[Run]:
     out = []
-    for bundle in sorted(contract_dir.glob(f"*/{BUNDLE_FILE}")):
-        folder = bundle.parent
-        if not RUN_ID_RE.match(folder.name):
+    for folder in find_bundles(contract_dir) if contract_dir.is_dir() else []:
+        digest = bundle_digest(folder)
+        if not RUN_ID_RE.match(folder.name) or digest is None:
             continue
         try:
-            data = json.loads(bundle.read_text(encoding="utf-8"))
-            manifest = (folder / MANIFEST_FILE).read_bytes()
+            data = json.loads((folder / BUNDLE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        where = folder.resolve().relative_to(root.resolve()).as_posix() if folder.is_relative_to(root) else str(folder)
-        signed = (folder / ENVELOPE_FILE).is_file()
-        run = _run(contract_dir.name, data, hashlib.sha256(manifest).hexdigest(), signed, where)
+        run = _run(contract_dir.name, data, digest, (folder / ENVELOPE_FILE).is_file(), shown(folder, root))
         if run is not None:
             out.append(run)
     return out
