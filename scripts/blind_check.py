@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pv.config import load_config
+from pv.git import GitError, run_git
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SELECT = "contracts -m ship_blocking --ignore-glob=contracts/real-model-*"
@@ -50,10 +51,6 @@ class Outcome:
     killer: str = ""  # the first falsifier that failed
     detail: str = ""
     seconds: float = 0.0
-
-
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=check)
 
 
 def judging_paths(clone: Path) -> tuple[str, ...]:
@@ -97,8 +94,8 @@ def run_contracts(clone: Path, select: str, workers: int, timeout_s: float) -> t
 
 
 def clone_at(repo: Path, base: str, where: Path) -> Path:
-    _git(where.parent, "clone", "-q", "--shared", "--no-checkout", str(repo), where.name)
-    _git(where, "checkout", "-q", "--detach", base)
+    run_git(where.parent, "clone", "-q", "--shared", "--no-checkout", str(repo), where.name)
+    run_git(where, "checkout", "-q", "--detach", base)
     return where
 
 
@@ -122,9 +119,10 @@ def check(diffs: list[Path], repo: Path, base: str, select: str, workers: int, t
                 outcome = Outcome(diff.name, "refused", detail=why)
             else:
                 clone = clone_at(repo, base, Path(tmp) / f"diff-{n}")
-                applied = _git(clone, "apply", "--whitespace=nowarn", str(diff.resolve()), check=False)
-                if applied.returncode != 0:
-                    outcome = Outcome(diff.name, "not applied", detail=applied.stderr.strip().splitlines()[0])
+                try:
+                    run_git(clone, "apply", "--whitespace=nowarn", str(diff.resolve()))
+                except GitError as exc:
+                    outcome = Outcome(diff.name, "not applied", detail=str(exc).splitlines()[0])
                 else:
                     verdict, killer, detail = run_contracts(clone, select, workers, timeout_s)
                     outcome = Outcome(diff.name, verdict, killer, detail)
@@ -162,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.diffs} does not exist")
     if not diffs:
         parser.error(f"no *.diff or *.patch file in {args.diffs}")
-    if _git(args.repo, "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}", check=False).returncode:
+    try:
+        run_git(args.repo, "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}")
+    except GitError:
         parser.error(f"--base {args.base} is not a commit of {args.repo}")
     outcomes = check(diffs, args.repo.resolve(), args.base, args.select, args.workers, args.timeout_min * 60)
     print(summary(outcomes))
