@@ -21,15 +21,14 @@ import argparse
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+import stopping  # noqa: E402
 
 from pv.mutation import read_mutmut, summarize  # noqa: E402
 
@@ -101,18 +100,7 @@ def run(minutes: float) -> int:
     # which has none.  What such tests check in-process still reaches the mutants.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     argv = [sys.executable, "-m", "mutmut", "run", "--max-children", str(os.cpu_count() or 2)]
-    child = subprocess.Popen(argv, cwd=WORKSPACE, env=env, start_new_session=True)
-    deadline = time.monotonic() + minutes * 60 if minutes else None
-    while child.poll() is None:
-        if deadline is not None and time.monotonic() > deadline:
-            os.killpg(child.pid, signal.SIGINT)
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-            break
-        time.sleep(2)
-    return child.wait()
+    return stopping.run_for(argv, minutes, env, cwd=WORKSPACE)
 
 
 def report() -> dict[str, object]:

@@ -44,6 +44,7 @@ sys.path[:0] = [str(ROOT), str(HERE), str(SITE)]
 import cache  # noqa: E402
 import equivalents  # noqa: E402
 import pv_private_cache  # noqa: E402
+import stopping  # noqa: E402
 
 from pv.mutation import read_equivalent  # noqa: E402
 
@@ -215,27 +216,8 @@ def run_chunk(names: list[str], minutes: float, max_children: int, suite: cache.
     print(f"{hinted} of them run their earlier killers first", flush=True)
     if LOG.exists():  # a crash under this chunk must not inherit an older run's verdicts
         LOG.replace(LOG.with_suffix(".previous.jsonl"))
-    env = mutmut_env()
-    # Its own process group, with Ctrl-C restored (a shell starts background jobs with SIGINT
-    # ignored, and the child would inherit that): stopping it reaches its workers too.
-    proc = subprocess.Popen(
-        [sys.executable, "-c", MUTMUT_MAIN, "run", "--max-children", str(max_children), *names],
-        env=env,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
-        return proc.wait(timeout=minutes * 60 if minutes > 0 else None)
-    except subprocess.TimeoutExpired:
-        print(f"\n{minutes:g} minutes up: stopping mutmut (finished verdicts are kept)", flush=True)
-    except KeyboardInterrupt:
-        print("\ninterrupted: stopping mutmut (finished verdicts are kept)", flush=True)
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        return proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        return proc.wait()
+    argv = [sys.executable, "-c", MUTMUT_MAIN, "run", "--max-children", str(max_children), *names]
+    return stopping.run_for(argv, minutes, mutmut_env())
 
 
 def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Record], modules: list[str]) -> int:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts_loader import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Run in a child interpreter: loading scripts/mutation/run.py puts mutmut's site folder on sys.path and
@@ -40,3 +42,16 @@ def test_a_forked_worker_ends_by_the_signal_and_the_main_process_is_interrupted(
         [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
     )
     assert run.stdout.split("\n")[:3] == [f"worker {int(signal.SIGTERM)}", "main interrupted", "main interrupted"]
+
+
+def test_a_chunk_past_its_minutes_is_stopped_as_ctrl_c_would_and_its_code_returned(tmp_path: Path) -> None:
+    stopping = load_script("scripts/mutation/stopping.py")
+    marker = tmp_path / "stopped"
+    child = (
+        "import signal, sys, time\n"
+        f"signal.signal(signal.SIGINT, lambda *a: (open({str(marker)!r}, 'w').close(), sys.exit(7)))\n"
+        "time.sleep(60)\n"
+    )
+    code = stopping.run_for([sys.executable, "-c", child], 0.02, dict(os.environ))
+    assert code == 7 and marker.exists()  # it got SIGINT (its handler ran), not SIGKILL
+    assert stopping.run_for([sys.executable, "-c", "raise SystemExit(3)"], 0, dict(os.environ)) == 3
