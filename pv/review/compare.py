@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import subprocess
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -453,5 +452,5 @@ def changed_selection(project: Project, base: str, contracts: list[Path]) -> lis
     """:func:`changed_falsifiers`, raising :class:`ReportError` for a ref git does not know."""
     try:
         return changed_falsifiers(project, base, contracts)
-    except (GitError, subprocess.SubprocessError) as exc:
+    except GitError as exc:
         raise ReportError(f"--base {base}: {exc}") from None
