@@ -279,25 +279,22 @@ class Expression:
         one that holds, the comparison with the smallest relative margin to its bound (the one
         closest to failing).  Falls back to the first candidate named in the text.
         """
-        clauses = list(_conjuncts(self.tree.body))
+        observed = {n for n in self.names if n in candidates}
         tightest: tuple[float, str] | None = None
-        for clause in clauses:
-            names = [n.id for n in ast.walk(clause) if isinstance(n, ast.Name) and n.id in candidates]
-            if not names:
+        for clause in _conjuncts(self.tree.body):
+            first = _first_name(clause, observed)
+            if first is None:
                 continue
             try:
                 value = _Evaluator(self.text, env).visit(clause)
             except EvalError:
                 continue
             if value is False:
-                return min(names, key=lambda n: self.text.find(n))
-            for margin, name in _margins(self.text, clause, env, candidates):
+                return first
+            for margin, name in _margins(self.text, clause, env, observed):
                 if tightest is None or margin < tightest[0]:
                     tightest = (margin, name)
-        if tightest is not None:
-            return tightest[1]
-        named = sorted((n for n in self.names if n in candidates), key=self.text.find)
-        return named[0] if named else None
+        return tightest[1] if tightest is not None else _first_name(self.tree.body, observed)
 
     def substitute(self, env: Mapping[str, Value], digits: int | None = None, summarise: bool = False) -> str:
         """The original text with each name's value written after it: ``x(=0.31) <= 0.05``.
@@ -353,6 +350,13 @@ def _conjuncts(node: ast.AST) -> Iterator[ast.AST]:
             yield from _conjuncts(value)
     else:
         yield node
+
+
+def _first_name(node: ast.AST, names: Collection[str]) -> str | None:
+    """The one of ``names`` that comes first in ``node``'s text (by position, not by a substring
+    search: ``a`` is not found inside ``rate``)."""
+    found = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names]
+    return min(found, key=lambda n: (n.lineno, n.col_offset)).id if found else None
 
 
 def _margins(
