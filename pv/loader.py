@@ -496,12 +496,16 @@ def compose_marked(text: str) -> yaml.Node | None:
     becomes PyYAML's None.  Raises :class:`yaml.YAMLError` for text that does not parse."""
     root = yaml.compose(text, Loader=_Loader)
     starts = [1 if text.startswith("\ufeff") else 0, *(m.end() for m in _BREAK.finditer(text))]
+
+    def mark(m: yaml.Mark) -> yaml.Mark:
+        # the end of a text without a final line break is reported on the line after its last
+        index = starts[m.line] + m.column if m.line < len(starts) else len(text)
+        return yaml.Mark("", index, m.line, m.column, None, 0)
+
     todo = [root] if root is not None else []
     while todo:
         node = todo.pop()
-        start, end = node.start_mark, node.end_mark  # libyaml's marks are read-only
-        node.start_mark = yaml.Mark("", starts[start.line] + start.column, start.line, start.column, None, 0)
-        node.end_mark = yaml.Mark("", starts[end.line] + end.column, end.line, end.column, None, 0)
+        node.start_mark, node.end_mark = mark(node.start_mark), mark(node.end_mark)  # libyaml's are read-only
         if isinstance(node, yaml.ScalarNode) and node.style == "":
             node.style = None
         elif isinstance(node, yaml.MappingNode):

@@ -175,6 +175,9 @@ def _block_entry(entry: dict[str, str], dash_col: int, key_col: int) -> str:
 
 def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
     """``text`` with ``metadata.status`` set and ``entry`` made the newest changelog entry."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    if text and not text.endswith(("\n", "\r")):
+        text += newline  # an insertion after the last line starts a line of its own
     try:
         root = compose_marked(text)
     except yaml.YAMLError as exc:
@@ -242,9 +245,9 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
                 "`{version, date, change}` entries (or delete it: pv promote writes one), then run `pv promote` again"
             )
 
-    newline = "\r\n" if "\r\n" in text else "\n"
     out = text
-    for start, end, new in sorted(edits, reverse=True):
+    # back to front; two insertions at one place land in the order they were listed (status first)
+    for start, end, new in reversed(sorted(edits, key=lambda e: e[0])):
         out = out[:start] + new.replace("\n", newline) + out[end:]
     return out
 

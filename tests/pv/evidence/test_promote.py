@@ -160,6 +160,32 @@ ENTRY = {"version": "1.0.0", "date": "2026-03-02", "change": "promoted", "eviden
             '    - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\r\n'
             "    - {version: 1.0.0, date: '2026-01-01', change: x}\r\n",
         ),
+        (  # the last value a literal block followed by blank lines and a comment: inserted after its text
+            "metadata:\n  id: d\n  description: |\n    line one\n    line two\n\n# a comment\nx: {}\n",
+            "metadata:\n  id: d\n  description: |\n    line one\n    line two\n  status: ACTIVE\n  changelog:\n"
+            '    - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\n'
+            "\n# a comment\nx: {}\n",
+        ),
+        (  # the last value a list of mappings with trailing spaces: inserted after its last scalar's line
+            "metadata:\n  id: d\n  authors:\n    - name: a\n      email: b  \n\n\nx: 1\n",
+            "metadata:\n  id: d\n  authors:\n    - name: a\n      email: b  \n  status: ACTIVE\n  changelog:\n"
+            '    - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\n\n\nx: 1\n',
+        ),
+        (  # a list of plain values last
+            "metadata:\n  id: d\n  tags:\n  - a\n  - b   \n",
+            "metadata:\n  id: d\n  tags:\n  - a\n  - b   \n  status: ACTIVE\n  changelog:\n"
+            '    - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\n',
+        ),
+        (  # no final line break: the file gains one, and the insertions lines of their own
+            "metadata:\n  id: d\n  version: 1.0.0",
+            "metadata:\n  id: d\n  version: 1.0.0\n  status: ACTIVE\n  changelog:\n"
+            '    - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\n',
+        ),
+        (  # the same with Windows line endings
+            "metadata:\r\n  id: d\r\n  version: 1.0.0",
+            "metadata:\r\n  id: d\r\n  version: 1.0.0\r\n  status: ACTIVE\r\n  changelog:\r\n"
+            '    - {version: 1.0.0, date: "2026-03-02", change: "promoted", evidence: "evidence/x/1"}\r\n',
+        ),
     ],
 )
 def test_edit_shapes(source: str, expected: str) -> None:
