@@ -91,11 +91,6 @@ class Assessment:
         )
 
 
-def contract_id_of(path: Path) -> str:
-    """``metadata.id`` (read by pv's loader) or the file stem."""
-    return ProjectContract.read(path).id
-
-
 def bundle_time(bundle: Bundle) -> tuple[_dt.datetime, _dt.datetime, str]:
     """The order of runs: the times inside the bundle (covered by its digests and signature)."""
     started = parse_time(bundle.started_at) or _EPOCH
@@ -180,10 +175,6 @@ def status_from_entries(entries: list[FalsifierEntry]) -> tuple[Status, list[str
     if hardware:
         return Status.ACTIVE_ALGORITHM_LEVEL, reasons, falsified
     return Status.ACTIVE, reasons, falsified
-
-
-def status_from_bundle(bundle: Bundle) -> tuple[Status, list[str], list[str]]:
-    return status_from_entries(bundle.falsifiers)
 
 
 def _not_evidence(bundle: Bundle) -> str | None:
@@ -314,9 +305,7 @@ def backing_status(
 ) -> tuple[Status, Path | None]:
     """The highest status the verified, current evidence supports, and its newest bundle."""
     path = loaded_contract if isinstance(loaded_contract, Path) else Path(loaded_contract.path)
-    contract = getattr(loaded_contract, "contract", None)
-    cid = getattr(getattr(contract, "metadata", None), "id", None)
-    result = assess(Path(evidence_dir), path, cid, keys=keys)
+    result = assess(Path(evidence_dir), path, keys=keys)  # the id is read from the contract file itself
     return result.status, result.bundle_path
 
 

@@ -161,3 +161,22 @@ def test_an_inconclusive_mutant_run_alone_is_not_a_kill(project: Project, write:
     found = assess(project.evidence, project.contract)
     assert found.status is Status.DRAFT
     assert any("FALSIFY-DEMO-001: mutant" in r for r in found.reasons)
+
+
+def test_the_summaries_of_what_was_not_counted() -> None:
+    from types import SimpleNamespace
+
+    from pv.evidence.status import _ignored_summary, _rejected_summary
+
+    def report(status: str, changes: list[str] | None = None) -> SimpleNamespace:
+        return SimpleNamespace(status=status, code_changes=changes)
+
+    rejected = [report("stale"), report("stale", ["engine/a.py", "engine/b.py"]), report("tampered", ["x.py"])]
+    assert _rejected_summary(rejected) == (  # type: ignore[arg-type]
+        "2 stale, 1 tampered; the newest stale one: code changed since the run: engine/a.py, engine/b.py"
+    )
+    assert _rejected_summary([report("stale")]) == "1 stale"  # type: ignore[list-item]
+    one = {Path("a"): "partial run", Path("b"): "partial run"}
+    assert _ignored_summary(one) == "2 ignored: partial run"
+    two = {**one, Path("c"): "faults switched on", Path("d"): "a run on another commit"}
+    assert _ignored_summary(two) == "4 ignored: a run on another commit (and 2 other reasons)"
