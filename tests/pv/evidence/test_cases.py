@@ -112,3 +112,40 @@ def test_a_skip_counts_as_hardware_only_when_every_skipped_case_was_for_hardware
     package = _case("1", Verdict.SKIPPED, skip_reason="missing package peft", skip_kind="other")
     assert aggregate([gpu, _case("1", Verdict.SURVIVED, 1.0)], ["0", "1"]).skip_kind == "hardware"
     assert aggregate([gpu, package], ["0", "1"]).skip_kind == "other"
+
+
+def test_each_case_is_written_into_the_bundle_field_by_field() -> None:
+    from pv.evidence.writer import _case_entry
+
+    mutant = MutantResult("engine.faults:demo", Verdict.FALSIFIED, {"loss": 9.0}, "loss(=9.0) < 3")
+    case = _case(
+        "1",
+        Verdict.SKIPPED,
+        2.0,
+        seed=7,
+        duration_s=1.5,
+        message="m",
+        skip_reason="no CUDA",
+        mutant=mutant,
+        worker="gw1",
+    )
+    assert _case_entry(case) == CaseEntry(
+        id="1",
+        verdict="skipped",
+        params={"vocab": 64, "seed": 1},
+        observations={"loss": 2.0},
+        seed=7,
+        duration_s=1.5,
+        message="m",
+        skip_reason="no CUDA",
+        mutant=MutantEntry(
+            declared="engine.faults:demo",
+            verdict="falsified",
+            killed=True,
+            observations={"loss": 9.0},
+            message="loss(=9.0) < 3",
+        ),
+        worker="gw1",
+    )
+    plain = _case_entry(FalsifierResult(CID, FID, Verdict.NOT_RUN, ship_blocking=False))
+    assert (plain.id, plain.mutant, plain.seed, plain.skip_reason, plain.message) == ("", None, None, None, "")
