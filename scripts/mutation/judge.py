@@ -3,41 +3,61 @@
 The engine's campaign (``run.py``) mutates ``engine/`` and runs the contracts; this one mutates the
 code every status rests on (:data:`CORE`: how a bundle is written, read, verified, chained and
 judged, how ``expect`` is evaluated, how noise becomes a verdict, how promote, the status gate and
-the review decide) and runs ``tests/pv``.  mutmut reads its settings from the ``pyproject.toml`` of
-the folder it runs in, so the run has a workspace of its own, ``mutants-judge/`` (ignored by git):
-the repository's top-level entries linked in, and a ``pyproject.toml`` whose ``[tool.mutmut]`` is
-this run's.  mutmut keeps each mutant's outcome there, so a chunk cut short resumes where it stopped.
+the review decide) and runs pv's own tests (:data:`KILLERS`).  mutmut reads its settings from the
+``pyproject.toml`` of the folder it runs in, so the run has a workspace of its own,
+``mutants-judge/`` (ignored by git): the repository's top-level entries linked in, and a
+``pyproject.toml`` whose ``[tool.mutmut]`` is this run's.
 
     python scripts/mutation/judge.py --minutes 30     # the next 30 minutes of the run
     python scripts/mutation/judge.py --report          # kill ratio per module so far; runs nothing
 
-Each chunk ends by writing the figures per module and every survivor to
-``mutation/judge-results.json``, which is committed.
+The workspace goes with the machine; the verdicts do not: each chunk ends by writing every decided
+mutant to ``mutation/judge-results.jsonl`` (committed), with what its verdict rested on, and the
+next chunk (on this machine or a fresh clone) gives mutmut back every verdict that still holds
+(:func:`holds`) before it runs the rest.  The figures per module and the survivors are written to
+``mutation/judge-results.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import os
 import re
+import subprocess
 import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
+import cache  # noqa: E402
 import stopping  # noqa: E402
 
-from pv.mutation import read_mutmut, summarize  # noqa: E402
+from pv.mutation import KILLED, MutantOutcome, function_of, status_of, summarize  # noqa: E402
 
 WORKSPACE = ROOT / "mutants-judge"
+RECORDS = ROOT / "mutation" / "judge-results.jsonl"
 RESULTS = ROOT / "mutation" / "judge-results.json"
+# What decides a verdict.  The review's renderers (review/html.py: the SVG plots, review/mte.py: the
+# mutation-testing-elements JSON) draw compare's rows and decide nothing; they are checked by
+# tests/scripts/test_review_flow.py (a screenshot, a schema), which is not a killer here.
 CORE = (
     "pv/evidence/",
     "pv/bundle/",
-    "pv/review/",
+    "pv/review/runs.py",
+    "pv/review/changed.py",
+    "pv/review/bounds.py",
+    "pv/review/compare.py",
+    "pv/review/cells.py",
+    "pv/review/sections.py",
+    "pv/review/markdown.py",
+    "pv/review/github.py",
     "pv/promote.py",
     "pv/expr.py",
     "pv/noise.py",
@@ -45,12 +65,58 @@ CORE = (
     "pv/outcomes.py",
     "pv/lint/gates/status.py",
 )
-KILLERS = "tests/pv"
+KILLERS = ("tests/pv", "tests/security")
 # Tests whose checkers run in ranks torchrun starts: each rank imports pv from the mutated copy
 # (the rank's path is the test's), where mutmut's trampolines find no settings; they run in the
 # ordinary suite, not here.
 NOT_KILLERS = ("tests/pv/test_launch.py",)
 NOT_LINKED = {".git", "mutants", "mutants-judge", "pyproject.toml", "__pycache__", ".pv", ".pytest_cache"}
+# mutmut's own steps before it runs mutants, alone: generating the mutated copies, then its stats
+# (which tests call which function; a full collection the first time or after a change of this
+# run's settings, else only the tests it has none for).  mutmut drops the stats of every module
+# whose function hashes the process has not seen, so they are given first.
+GENERATE_CHILD = """
+import os
+from pathlib import Path
+from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
+Path("mutants").mkdir(exist_ok=True)
+copy_src_dir()
+copy_also_copy_files()
+setup_source_paths()
+create_mutants(os.cpu_count() or 2)
+"""
+# Nothing of pv may be imported before mutmut puts the mutated copy first on the path: the forked
+# test processes would inherit the unmutated modules and reach no mutant.
+STATS_CHILD = """
+import json
+from pathlib import Path
+from mutmut.__main__ import collect_or_load_stats, setup_source_paths
+from mutmut.state import state
+from mutmut.workers.isolation import get_mutant_runner
+setup_source_paths()
+for meta in sorted(Path("mutants").rglob("*.py.meta")):
+    module = meta.relative_to("mutants").as_posix().removesuffix(".py.meta").replace("/", ".")
+    hashes = json.loads(meta.read_text(encoding="utf-8")).get("hash_by_function_name", {})
+    state().current_function_hashes.update({f"{module}.{name}": digest for name, digest in hashes.items()})
+collect_or_load_stats(get_mutant_runner(1), apply_config_invalidation=True)
+"""
+# mutmut's own command line, with its fork server running each mutant's tests fastest first (its
+# fork runner does; the fork server passes them in set order): a kill by a 0.1 s test no longer
+# waits for the 6 s ones.
+MUTMUT_MAIN = """
+import sys
+from mutmut.__main__ import cli
+from mutmut.state import state
+from mutmut.workers.isolation import ForkServerRunner
+submit = ForkServerRunner.submit
+def fastest_first(self, mutant_name, tests, cpu_time_limit, estimated_time):
+    durations = state().duration_by_test
+    return submit(self, mutant_name, sorted(tests, key=lambda t: durations.get(t, 0.0)), cpu_time_limit, estimated_time)
+ForkServerRunner.submit = fastest_first
+sys.argv[0] = "mutmut"
+sys.exit(cli())
+"""
+STATS_FILES = "judge-stats-files.json"  # test file -> digest, as it was when its tests' stats were collected
 
 
 def settings() -> str:
@@ -64,14 +130,14 @@ def settings() -> str:
         "[tool.mutmut]",
         'source_paths = ["pv/"]',
         "do_not_mutate = " + json.dumps(others),
-        # what tests/pv read besides pv: their fixtures, the repository's engine and contracts
+        # what the tests read besides pv: their fixtures, the repository's engine and contracts
         'also_copy = ["tests/", "conftest.py", "engine/", "falsifiers/", "contracts/", "recipes/", "scripts/"]',
         "pytest_add_cli_args = "
         + json.dumps(
             ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-q"]
             + [f"--ignore={p}" for p in NOT_KILLERS]
         ),
-        f'pytest_add_cli_args_test_selection = ["{KILLERS}"]',
+        "pytest_add_cli_args_test_selection = " + json.dumps(list(KILLERS)),
         'process_isolation = "forkserver"',
         "timeout_constant = 10.0",
     ]
@@ -90,41 +156,293 @@ def prepare() -> None:
     start = text.index("[tool.mutmut]")
     after = re.search(r"^\[", text[start + 1 :], flags=re.MULTILINE)
     end = start + 1 + after.start() if after else len(text)
-    (WORKSPACE / "pyproject.toml").write_text(text[:start] + settings() + "\n" + text[end:], encoding="utf-8")
+    wanted = text[:start] + settings() + "\n" + text[end:]
+    target = WORKSPACE / "pyproject.toml"
+    if not target.is_file() or target.read_text(encoding="utf-8") != wanted:
+        target.write_text(wanted, encoding="utf-8")  # rewritten only when changed: mutmut watches it
 
 
-def run(minutes: float) -> int:
-    """``mutmut run`` in the workspace for ``minutes`` (0: until done), stopped as Ctrl-C would."""
+# --- what a verdict rests on -------------------------------------------------------------------
+
+
+def test_files(node: str, tests_root: Path) -> list[str]:
+    """The files a test's verdict depends on besides pv: its own file and every conftest.py above it."""
+    path = node.split("::", 1)[0]
+    files = [path]
+    parts = Path(path).parent.parts
+    for depth in range(len(parts), -1, -1):
+        conftest = Path(*parts[:depth], "conftest.py").as_posix() if depth else "conftest.py"
+        if (tests_root / conftest).is_file():
+            files.append(conftest)
+    return files
+
+
+class FileDigests:
+    """sha256 (16 hex digits) of files under a root, each read once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._known: dict[str, str] = {}
+
+    def __call__(self, rel: str) -> str:
+        if rel not in self._known:
+            try:
+                self._known[rel] = hashlib.sha256((self.root / rel).read_bytes()).hexdigest()[:16]
+            except OSError:
+                self._known[rel] = "absent"
+        return self._known[rel]
+
+    def of_tests(self, nodes: Iterable[str]) -> dict[str, str]:
+        """file -> digest for every file the tests ``nodes`` depend on."""
+        return {f: self(f) for node in nodes for f in test_files(node, self.root)}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One decided mutant: its outcome and what the outcome rests on."""
+
+    mutant: str
+    module: str
+    function_digest: str  # mutmut's digest of the mutated function's source
+    exit_code: int
+    tests: dict[str, str] = field(default_factory=dict)  # file -> digest, of the tests that reached it
+
+    @property
+    def status(self) -> str:
+        return status_of(self.exit_code)
+
+    @property
+    def key(self) -> str:
+        """The mutated function as mutmut's stats name it."""
+        return self.mutant.rpartition("__mutmut_")[0]
+
+
+def holds(record: Record, function_digest: str | None, reach: Mapping[str, set[str]], digests: FileDigests) -> bool:
+    """Whether ``record`` still stands: the same function source, and the tests it rested on unchanged.
+
+    A kill stands while every test file that reached the function then is unchanged (a test added
+    elsewhere cannot undo it).  Any other outcome (survived, no test reached it, a crash) stands
+    only while exactly the same files, unchanged, reach the function: a new or edited test that
+    reaches it runs the mutant again."""
+    if function_digest is None or function_digest != record.function_digest:
+        return False
+    if record.status in KILLED:
+        return all(digests(f) == d for f, d in record.tests.items())
+    return digests.of_tests(reach.get(record.key, ())) == record.tests
+
+
+def _tests_id(tests: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(tests, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def read_records(path: Path) -> dict[str, Record]:
+    """The records kept in ``path``; the test files they rest on are kept once each in :func:`tests_path`."""
+    if not path.is_file():
+        return {}
+    sets: dict[str, dict[str, str]] = json.loads(tests_path(path).read_text(encoding="utf-8"))
+    records: dict[str, Record] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            raw = json.loads(line)
+            records[raw["mutant"]] = Record(
+                raw["mutant"], raw["module"], raw["function_digest"], raw["exit_code"], sets[raw["tests"]]
+            )
+    return records
+
+
+def tests_path(path: Path) -> Path:
+    return path.with_name(path.name.removesuffix(".jsonl") + "-tests.json")
+
+
+def write_records(path: Path, records: Mapping[str, Record]) -> None:
+    sets = {_tests_id(r.tests): dict(sorted(r.tests.items())) for r in records.values()}
+    lines = [
+        json.dumps(
+            {
+                "mutant": r.mutant,
+                "module": r.module,
+                "function": function_of(r.mutant),
+                "function_digest": r.function_digest,
+                "exit_code": r.exit_code,
+                "status": r.status,
+                "tests": _tests_id(r.tests),
+            },
+            sort_keys=True,
+        )
+        for r in sorted(records.values(), key=lambda r: r.mutant)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tests_path(path).write_text(json.dumps(dict(sorted(sets.items())), indent=1) + "\n", encoding="utf-8")
+
+
+# --- mutmut's state in the workspace -----------------------------------------------------------
+
+
+def _metas(mutants: Path) -> list[Path]:
+    """mutmut's meta files of the modules in :data:`CORE` (one left from an earlier core is not read)."""
+    return [m for m in sorted(mutants.rglob("*.py.meta")) if m.relative_to(mutants).as_posix().startswith(CORE)]
+
+
+def generated(mutants: Path) -> dict[str, tuple[str, str | None, int | None]]:
+    """mutant -> (module, its function's digest now, mutmut's exit code), for every generated mutant."""
+    out: dict[str, tuple[str, str | None, int | None]] = {}
+    for meta in _metas(mutants):
+        module = meta.relative_to(mutants).as_posix().removesuffix(".meta")
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        hashes: dict[str, str] = data.get("hash_by_function_name", {})
+        for name, code in data["exit_code_by_key"].items():
+            function = name.rpartition(".")[2].rpartition("__mutmut_")[0]
+            out[name] = (module, hashes.get(function), code)
+    return out
+
+
+def give_back(mutants: Path, verdicts: Mapping[str, int]) -> int:
+    """Write ``verdicts`` (mutant -> exit code) into mutmut's meta files, so its run skips them; every
+    other verdict there is cleared (it rests on nothing this run recorded)."""
+    given = 0
+    for meta in _metas(mutants):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        codes: dict[str, int | None] = data["exit_code_by_key"]
+        new = {name: verdicts.get(name) for name in codes}
+        given += sum(code is not None for code in new.values())
+        if new != codes:
+            data["exit_code_by_key"] = new
+            meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+    return given
+
+
+def stale_test_nodes(mutants: Path, digests: FileDigests) -> list[str]:
+    """Tests in mutmut's stats whose file (or a conftest above it) changed since their stats were
+    collected: mutmut collects stats for new tests only, and an edited test may reach other functions."""
+    path = mutants / STATS_FILES
+    then: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    reach = cache.read_reach(mutants)
+    nodes = {node for tests in reach.values() for node in tests}
+    return sorted(n for n in nodes if any(then.get(f) != digests(f) for f in test_files(n, digests.root)))
+
+
+def collect_stats(mutants: Path, env: dict[str, str]) -> dict[str, set[str]]:
+    digests = FileDigests(mutants)
+    stale = stale_test_nodes(mutants, digests)
+    if stale:
+        print(f"{len(stale)} tests changed since their stats were collected: collecting them again", flush=True)
+        cache.drop_stats(mutants, stale)
+    subprocess.run([sys.executable, "-c", STATS_CHILD], cwd=WORKSPACE, env=env, check=True)
+    reach = cache.read_reach(mutants)
+    files = {f for tests in reach.values() for node in tests for f in test_files(node, mutants)}
+    (mutants / STATS_FILES).write_text(json.dumps({f: digests(f) for f in sorted(files)}, indent=1), encoding="utf-8")
+    return reach
+
+
+def harvest(mutants: Path, records: dict[str, Record], reach: Mapping[str, set[str]]) -> int:
+    """Fold every verdict mutmut holds that is not recorded yet into ``records``; how many."""
+    digests = FileDigests(mutants)
+    new = 0
+    for name, (module, digest, code) in generated(mutants).items():
+        if code is None or digest is None or name in records:
+            continue
+        key = name.rpartition("__mutmut_")[0]
+        records[name] = Record(name, module, digest, code, digests.of_tests(reach.get(key, ())))
+        new += 1
+    return new
+
+
+# --- a chunk -------------------------------------------------------------------------------------
+
+
+def environment() -> dict[str, str]:
     # A test that starts pytest or `pv` in a child process runs the unmutated pv there: mutmut's
     # trampolines in a child read their settings from the child's folder (a pytester tmp dir),
     # which has none.  What such tests check in-process still reaches the mutants.
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    argv = [sys.executable, "-m", "mutmut", "run", "--max-children", str(os.cpu_count() or 2)]
-    return stopping.run_for(argv, minutes, env, cwd=WORKSPACE)
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def report() -> dict[str, object]:
+# What a mutant run costs besides its tests (a fork, pytest's start, collection), in seconds.
+OVERHEAD_S = 1.0
+# Verdicts mutmut reaches without running a test, or that a stop cannot fake: a test failed.  A
+# chunk stopped early keeps only these of what it decided: a worker stopped mid-run comes back as
+# "survived" (exit code 0, no test run).
+TRUSTED_WHEN_STOPPED = frozenset({1, 33})
+
+
+def todo(mutants: Path, reach: Mapping[str, set[str]], minutes: float, children: int) -> list[str]:
+    """The undecided mutants a chunk of ``minutes`` can finish, cheapest first (as mutmut orders
+    them), by their tests' recorded durations if every one survived."""
+    stats = json.loads((mutants / "mutmut-stats.json").read_text(encoding="utf-8"))
+    durations: dict[str, float] = stats.get("duration_by_test", {})
+    cost = {
+        name: OVERHEAD_S + sum(durations.get(t, 0.0) for t in reach.get(name.rpartition("__mutmut_")[0], ()))
+        for name, (_, _, code) in generated(mutants).items()
+        if code is None
+    }
+    budget = minutes * 60 * children if minutes > 0 else math.inf
+    chosen: list[str] = []
+    for name in sorted(cost, key=lambda n: (cost[n], n)):
+        budget -= cost[name]
+        if budget < 0 and chosen:
+            break
+        chosen.append(name)
+    return chosen
+
+
+def chunk(minutes: float, children: int) -> None:
+    """Give mutmut back what still holds, run the undecided mutants that fit in ``minutes`` (0: all),
+    record what it decided."""
+    mutants = WORKSPACE / "mutants"
+    env = environment()
+    records = read_records(RECORDS)
+    subprocess.run([sys.executable, "-c", GENERATE_CHILD], cwd=WORKSPACE, env=env, check=True)
+    reach = collect_stats(mutants, env)
+    now = generated(mutants)
+    digests = FileDigests(mutants)
+    kept = {n: r for n, r in records.items() if n in now and holds(r, now[n][1], reach, digests)}
+    given = give_back(mutants, {n: r.exit_code for n, r in kept.items()})
+    print(f"{given} of {len(now)} mutants decided already", flush=True)
+    names = todo(mutants, reach, minutes, children)
+    if not names:
+        write_records(RECORDS, kept)
+        return
+    print(f"running {len(names)} of the {len(now) - len(kept)} undecided ones", flush=True)
+    argv = [sys.executable, "-c", MUTMUT_MAIN, "run", "--max-children", str(children), *names]
+    # the estimate is the worst case (every mutant survives); the limit is only a safety net
+    _, stopped = stopping.run(argv, 2 * minutes + 10 if minutes > 0 else 0, env, cwd=WORKSPACE)
+    if stopped:
+        after = {n: code for n, (_, _, code) in generated(mutants).items()}
+        dropped = {n for n in names if after.get(n) not in (None, *TRUSTED_WHEN_STOPPED)}
+        print(f"stopped early: {len(dropped)} verdicts other than a kill are run again next time", flush=True)
+        give_back(mutants, {n: c for n, c in after.items() if c is not None and n not in dropped})
+    found = harvest(mutants, kept, cache.read_reach(mutants))
+    write_records(RECORDS, kept)
+    print(f"{found} mutants decided in this chunk; {len(kept)} of {len(now)} decided in all", flush=True)
+
+
+def report(generated_now: Mapping[str, tuple[str, str | None, int | None]] | None = None) -> dict[str, object]:
     """The figures per module over what is decided, written to :data:`RESULTS` and printed."""
-    outcomes = read_mutmut(WORKSPACE / "mutants")
-    summary = summarize(outcomes, {}, {})
-    data = summary.to_json()
+    records = {n: r for n, r in read_records(RECORDS).items() if r.module.startswith(CORE)}
+    outcomes = [MutantOutcome(r.mutant, r.module, r.status) for r in records.values()]
+    if generated_now:
+        outcomes += [MutantOutcome(n, m, "not checked") for n, (m, _, _) in generated_now.items() if n not in records]
+    data = summarize(outcomes, {}, {}).to_json()
     RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for module in data["modules"]:
         ratio = module["raw_ratio"]
         shown = f"{ratio:.1%}" if isinstance(ratio, float) else "—"
-        print(f"{module['module']:<40} {module['killed']:>5} / {module['tested']:<5} {shown:>7}")
+        left = module["by_status"].get("not checked", 0)
+        print(f"{module['module']:<32} {module['killed']:>5} / {module['tested']:<5} {shown:>7}   {left:>5} to run")
     return data
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60.0, help="how long this chunk runs (0: until done)")
+    parser.add_argument("--children", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--report", action="store_true", help="print the figures so far; run nothing")
     args = parser.parse_args(argv)
     prepare()
     if not args.report:
-        run(args.minutes)
-    report()
+        chunk(args.minutes, args.children)
+    mutants = WORKSPACE / "mutants"
+    report(generated(mutants) if mutants.is_dir() else None)
     return 0
 
 

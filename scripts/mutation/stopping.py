@@ -7,8 +7,11 @@ import signal
 import subprocess
 
 
-def run_for(argv: list[str], minutes: float, env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
+def run(
+    argv: list[str], minutes: float, env: dict[str, str], cwd: str | os.PathLike[str] | None = None
+) -> tuple[int, bool]:
     """``argv`` until it ends or ``minutes`` pass (0: no limit); Ctrl-C here stops it the same way.
+    Returns its exit code and whether it was stopped.
 
     It runs in its own process group with Ctrl-C restored (a shell starts background jobs with
     SIGINT ignored, and the child would inherit that), so stopping it reaches its workers too."""
@@ -20,14 +23,19 @@ def run_for(argv: list[str], minutes: float, env: dict[str, str], cwd: str | os.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        return proc.wait(timeout=minutes * 60 if minutes > 0 else None)
+        return proc.wait(timeout=minutes * 60 if minutes > 0 else None), False
     except subprocess.TimeoutExpired:
         print(f"\n{minutes:g} minutes up: stopping mutmut (finished verdicts are kept)", flush=True)
     except KeyboardInterrupt:
         print("\ninterrupted: stopping mutmut (finished verdicts are kept)", flush=True)
     os.killpg(proc.pid, signal.SIGINT)
     try:
-        return proc.wait(timeout=120)
+        return proc.wait(timeout=120), True
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        return proc.wait()
+        return proc.wait(), True
+
+
+def run_for(argv: list[str], minutes: float, env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
+    """:func:`run`'s exit code alone."""
+    return run(argv, minutes, env, cwd)[0]

@@ -52,6 +52,7 @@ def test_a_chunk_past_its_minutes_is_stopped_as_ctrl_c_would_and_its_code_return
         f"signal.signal(signal.SIGINT, lambda *a: (open({str(marker)!r}, 'w').close(), sys.exit(7)))\n"
         "time.sleep(60)\n"
     )
-    code = stopping.run_for([sys.executable, "-c", child], 0.02, dict(os.environ))
-    assert code == 7 and marker.exists()  # it got SIGINT (its handler ran), not SIGKILL
+    code, stopped = stopping.run([sys.executable, "-c", child], 0.02, dict(os.environ))
+    assert (code, stopped) == (7, True) and marker.exists()  # it got SIGINT (its handler ran), not SIGKILL
+    assert stopping.run([sys.executable, "-c", "raise SystemExit(3)"], 0, dict(os.environ)) == (3, False)
     assert stopping.run_for([sys.executable, "-c", "raise SystemExit(3)"], 0, dict(os.environ)) == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -15,7 +16,10 @@ judge = load_script("scripts/mutation/judge.py")
 def test_only_the_judging_core_is_mutated() -> None:
     config = tomllib.loads(judge.settings())["tool"]["mutmut"]
     left_alone = set(config["do_not_mutate"])
-    assert config["source_paths"] == ["pv/"] and config["pytest_add_cli_args_test_selection"] == ["tests/pv"]
+    assert config["source_paths"] == ["pv/"] and config["pytest_add_cli_args_test_selection"] == [
+        "tests/pv",
+        "tests/security",
+    ]
     assert "pv/plugin.py" in left_alone and "pv/loader.py" in left_alone
     for core in ("pv/expr.py", "pv/noise.py", "pv/promote.py", "pv/evidence/verify.py", "pv/review/compare.py"):
         assert core not in left_alone
@@ -43,3 +47,81 @@ def test_the_workspace_links_the_repository_and_carries_its_own_settings(
     assert config["project"]["name"] == "x" and config["tool"]["z"] == {"a": 1}
     assert config["tool"]["mutmut"]["source_paths"] == ["pv/"]
     assert config["tool"]["mutmut"]["do_not_mutate"] == ["pv/plugin.py"]
+
+
+def _workspace(tmp_path: Path) -> Path:
+    """A mutants folder as mutmut leaves it: one module's meta file, the stats, and the tests it ran."""
+    mutants = tmp_path / "mutants"
+    (mutants / "pv").mkdir(parents=True)
+    (mutants / "tests" / "pv").mkdir(parents=True)
+    (mutants / "tests" / "conftest.py").write_text("# shared\n")
+    (mutants / "tests" / "pv" / "test_a.py").write_text("def test_one(): pass\n")
+    (mutants / "tests" / "pv" / "test_b.py").write_text("def test_two(): pass\n")
+    meta = {
+        "exit_code_by_key": {f"pv.expr.x_f__mutmut_{i}": None for i in (1, 2, 3)} | {"pv.expr.x_g__mutmut_1": None},
+        "hash_by_function_name": {"x_f": "f0", "x_g": "g0"},
+    }
+    (mutants / "pv" / "expr.py.meta").write_text(json.dumps(meta))
+    stats = {
+        "tests_by_mangled_function_name": {"pv.expr.x_f": ["tests/pv/test_a.py::test_one"], "pv.expr.x_g": []},
+        "duration_by_test": {"tests/pv/test_a.py::test_one": 2.0},
+    }
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    return mutants
+
+
+def test_verdicts_are_kept_across_sessions_while_what_they_rest_on_holds(tmp_path: Path) -> None:
+    mutants = _workspace(tmp_path)
+    reach = {"pv.expr.x_f": {"tests/pv/test_a.py::test_one"}}
+    judge.give_back(mutants, {"pv.expr.x_f__mutmut_1": 1, "pv.expr.x_f__mutmut_2": 0, "pv.expr.x_g__mutmut_1": 33})
+    records: dict[str, object] = {}
+    assert judge.harvest(mutants, records, reach) == 3
+    path = tmp_path / "judge-results.jsonl"
+    judge.write_records(path, records)  # type: ignore[arg-type]
+    back = judge.read_records(path)
+    assert back == records and judge.tests_path(path).is_file()
+    killed, survived, untested = (back[f"pv.expr.{n}"] for n in ("x_f__mutmut_1", "x_f__mutmut_2", "x_g__mutmut_1"))
+    assert killed.tests == survived.tests and set(killed.tests) == {"tests/pv/test_a.py", "tests/conftest.py"}
+    assert (killed.status, survived.status, untested.status) == ("killed", "survived", "no tests")
+
+    def holds(record: object, digest: str = "f0", now: dict[str, set[str]] | None = None) -> bool:
+        return judge.holds(record, digest, reach if now is None else now, judge.FileDigests(mutants))
+
+    assert all(holds(r, d) for r, d in ((killed, "f0"), (survived, "f0"), (untested, "g0")))
+    assert not holds(killed, "f1") and not holds(survived, "f1")  # the function changed
+    # a new test reaching the function: a kill stands, any other outcome is run again
+    wider = {**reach, "pv.expr.x_f": {"tests/pv/test_a.py::test_one", "tests/pv/test_b.py::test_two"}}
+    assert holds(killed, now=wider) and not holds(survived, now=wider)
+    assert not holds(untested, "g0", {"pv.expr.x_g": {"tests/pv/test_b.py::test_two"}})
+    # an edited test file (or a conftest above it) runs every verdict it supported again
+    (mutants / "tests" / "conftest.py").write_text("# changed\n")
+    assert not holds(killed) and not holds(survived) and holds(untested, "g0")
+
+
+def test_give_back_writes_exactly_the_verdicts_kept(tmp_path: Path) -> None:
+    mutants = _workspace(tmp_path)
+    assert judge.give_back(mutants, {"pv.expr.x_f__mutmut_1": 1, "pv.expr.x_g__mutmut_9": 1}) == 1
+    codes = {n: c for n, (_, _, c) in judge.generated(mutants).items()}
+    assert codes == {
+        "pv.expr.x_f__mutmut_1": 1,
+        "pv.expr.x_f__mutmut_2": None,
+        "pv.expr.x_f__mutmut_3": None,
+        "pv.expr.x_g__mutmut_1": None,
+    }
+    assert judge.give_back(mutants, {}) == 0  # what is not given back is cleared
+    assert judge.generated(mutants)["pv.expr.x_f__mutmut_1"] == ("pv/expr.py", "f0", None)
+
+
+def test_a_chunk_takes_the_cheapest_undecided_mutants_that_fit(tmp_path: Path) -> None:
+    mutants = _workspace(tmp_path)
+    reach = {"pv.expr.x_f": {"tests/pv/test_a.py::test_one"}}
+    judge.give_back(mutants, {"pv.expr.x_f__mutmut_3": 1})
+    # x_g reaches no test (1 s of overhead), each x_f mutant 2 s of tests besides
+    assert judge.todo(mutants, reach, 0, 1) == [
+        "pv.expr.x_g__mutmut_1",
+        "pv.expr.x_f__mutmut_1",
+        "pv.expr.x_f__mutmut_2",
+    ]
+    assert judge.todo(mutants, reach, 4.1 / 60, 1) == ["pv.expr.x_g__mutmut_1", "pv.expr.x_f__mutmut_1"]
+    assert judge.todo(mutants, reach, 0.1 / 60, 1) == ["pv.expr.x_g__mutmut_1"]  # at least one, always
+    assert judge.todo(mutants, reach, 2.1 / 60, 2) == ["pv.expr.x_g__mutmut_1", "pv.expr.x_f__mutmut_1"]
