@@ -51,6 +51,7 @@ KILLED = frozenset({"killed", "timeout", "segfault"})
 NOT_COUNTED = frozenset({"not checked", "skipped", "interrupted", "caught by type check"})
 KILLING_VERDICTS = frozenset({"falsified", "error"})
 ENV_MUTANT = "MUTANT_UNDER_TEST"
+CHILD_HITS_ENV = "PV_MUTMUT_CHILD_HITS"  # a folder where child processes leave the functions they called
 REASON_CHARS = 1000
 _MUTMUT_SENTINELS = frozenset({"", "fail", "stats", "list_all_tests", "mutant_generation"})
 
@@ -61,6 +62,27 @@ class MutationReportError(Exception):
 
 def status_of(exit_code: int | None) -> str:
     return _STATUS_BY_EXIT_CODE.get(exit_code, "suspicious")
+
+
+def record_child_hits() -> None:
+    """During mutmut's stats run, leave the functions this (child) process called in
+    ``$PV_MUTMUT_CHILD_HITS/<pid>.hits`` for the test that started it (:mod:`pv.mutation_hooks`
+    adds them to that test's).  Called at a child's exit: a forked checker's ``os._exit`` runs no
+    ``atexit`` handler, so it calls this itself."""
+    folder = os.environ.get(CHILD_HITS_ENV, "")
+    if not folder or os.environ.get(ENV_MUTANT) != "stats":
+        return
+    try:
+        # optional: mutmut exists only in a mutation run (the [mutation] extra)
+        from mutmut.state import state
+    except ImportError:
+        return
+    hits = sorted(state()._stats)
+    if hits:
+        path = Path(folder) / f"{os.getpid()}.hits"
+        partial = path.with_name(path.name + ".tmp")
+        partial.write_text("\n".join(hits) + "\n", encoding="utf-8")
+        os.replace(partial, path)  # the test process never reads half a file
 
 
 def mutant_id_from_env() -> str | None:

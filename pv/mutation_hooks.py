@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from pv.mutation import ENV_MUTANT, append_run, mutant_id_from_env
+from pv.mutation import CHILD_HITS_ENV, ENV_MUTANT, append_run, mutant_id_from_env
 from pv.pytest_settings import settings_of
 from pv.results import RunRecord, Verdict
 
@@ -58,7 +58,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 MUTMUT_STATS = "mutmut-stats.json"
 KILLER_HINTS = "pv-mutation-hints.json"
 SURVIVOR_SKIPS = "pv-mutation-skips.json"
-CHILD_HITS_ENV = "PV_MUTMUT_CHILD_HITS"
 
 
 def merge_child_hits(folder: Path, into: MutableSet[str]) -> int:

@@ -46,6 +46,7 @@ from pv import expr
 from pv.checkers import unaccepted_params
 from pv.faults import ENV_VAR as FAULTS_ENV_VAR
 from pv.faults import resolve_mutant
+from pv.mutation import record_child_hits
 from pv.noise import Measured, decides, is_measured_json
 from pv.results import MutantResult, Verdict
 
@@ -122,6 +123,8 @@ def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int, l
             written = os.write(out, view)
             view = view[written:]
     finally:
+        with contextlib.suppress(Exception):
+            record_child_hits()  # under a mutation run's stats: what the checker's call reached
         os._exit(0)  # never run pytest's exit handlers or flush its buffers a second time
 
 

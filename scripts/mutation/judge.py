@@ -39,7 +39,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import cache  # noqa: E402
 import stopping  # noqa: E402
 
-from pv.mutation import KILLED, MutantOutcome, function_of, status_of, summarize  # noqa: E402
+from pv.mutation import CHILD_HITS_ENV, KILLED, MutantOutcome, function_of, status_of, summarize  # noqa: E402
 
 WORKSPACE = ROOT / "mutants-judge"
 RECORDS = ROOT / "mutation" / "judge-results.jsonl"
@@ -354,7 +354,11 @@ def environment() -> dict[str, str]:
     # A test that starts pytest or `pv` in a child process runs the unmutated pv there: mutmut's
     # trampolines in a child read their settings from the child's folder (a pytester tmp dir),
     # which has none.  What such tests check in-process still reaches the mutants.
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # A checker run with `isolation: process` is forked: the functions it calls are left in this
+    # folder for the test that ran it (pv.mutation.record_child_hits), so they are not "no tests".
+    hits = WORKSPACE / "mutants" / "pv-child-hits"
+    hits.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", CHILD_HITS_ENV: str(hits)}
 
 
 # What a mutant run costs besides its tests (a fork, pytest's start, collection), in seconds.

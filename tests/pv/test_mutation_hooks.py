@@ -213,3 +213,28 @@ def test_merging_child_hits_consumes_the_files(tmp_path: Path) -> None:
     assert merge_child_hits(tmp_path, into) == 1
     assert into == {"a.x_f", "a.x_g"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def _hit_in_child() -> int:
+    from mutmut.state import state
+
+    state()._stats.add("pv.demo.x_reached_in_the_child")
+    return 1
+
+
+@pytest.mark.parametrize("mode", ["stats", "pv.demo.x_f__mutmut_1"])
+def test_a_forked_checker_leaves_what_it_reached_for_the_test_that_ran_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    pytest.importorskip("mutmut")
+    from pv.run_checker import call_in_process
+
+    monkeypatch.setenv("MUTANT_UNDER_TEST", mode)
+    monkeypatch.setenv("PV_MUTMUT_CHILD_HITS", str(tmp_path))
+    outcome = call_in_process(_hit_in_child, {}, timeout_s=60)
+    assert outcome.value == 1, outcome
+    hits = sorted(tmp_path.glob("*.hits"))
+    if mode == "stats":  # only mutmut's stats run asks which functions a test reaches
+        assert len(hits) == 1 and "pv.demo.x_reached_in_the_child" in hits[0].read_text().split()
+    else:
+        assert hits == []

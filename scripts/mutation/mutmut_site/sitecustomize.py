@@ -11,22 +11,15 @@ from __future__ import annotations
 import atexit
 import os
 
-FOLDER = os.environ.get("PV_MUTMUT_CHILD_HITS", "")
-
 
 def _write_hits() -> None:
     try:
-        # loaded by every process of a mutation run: mutmut may not be importable in all of them
-        from mutmut.state import state
+        # loaded by every process of a mutation run: pv (and mutmut) may not be importable in all of them
+        from pv.mutation import record_child_hits
     except ImportError:
         return
-    hits = sorted(state()._stats)
-    if hits:
-        path = os.path.join(FOLDER, f"{os.getpid()}.hits")
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            fh.write("\n".join(hits) + "\n")
-        os.replace(path + ".tmp", path)  # the test process never reads half a file
+    record_child_hits()
 
 
-if FOLDER and os.environ.get("MUTANT_UNDER_TEST") == "stats":
+if os.environ.get("PV_MUTMUT_CHILD_HITS") and os.environ.get("MUTANT_UNDER_TEST") == "stats":
     atexit.register(_write_hits)
