@@ -15,6 +15,7 @@ access, subscripts, lambdas, comprehensions, keyword arguments, starred argument
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 import numbers
@@ -88,15 +89,12 @@ def _any(x: Value) -> bool:
     return any(x)
 
 
-def _minmax(func: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def apply(*args: Value) -> Value:
-        if len(args) == 1:
-            if not isinstance(args[0], tuple) or not args[0]:
-                raise TypeError(f"{name}() of one argument needs a non-empty sequence")
-            return func(args[0])
-        return func(args)
-
-    return apply
+def _minmax(func: Callable[..., Any], name: str, *args: Value) -> Value:
+    if len(args) == 1:
+        if not isinstance(args[0], tuple) or not args[0]:
+            raise TypeError(f"{name}() of one argument needs a non-empty sequence")
+        return func(args[0])
+    return func(args)
 
 
 def _numbers(x: Value, name: str, at_least: int = 1) -> list[float]:
@@ -144,8 +142,9 @@ def _sum(x: Value) -> float:
 # name -> (function, min arity, max arity)
 FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "abs": (abs, 1, 1),
-    "min": (_minmax(min, "min"), 1, 64),
-    "max": (_minmax(max, "max"), 1, 64),
+    # bound at call time, not built at import: the checks run where they are called
+    "min": (functools.partial(_minmax, min, "min"), 1, 64),
+    "max": (functools.partial(_minmax, max, "max"), 1, 64),
     "ln": (_ln, 1, 1),
     "log": (_log, 1, 2),
     "log2": (math.log2, 1, 1),

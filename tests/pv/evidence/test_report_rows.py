@@ -52,3 +52,51 @@ def test_a_falsified_one_shows_the_clause_that_failed() -> None:
 def test_deciding_name_falls_back_sensibly(expect: str, observations: dict[str, Any], decides: str) -> None:
     env = {**observations, "limit": 4.0}
     assert parse(expect).deciding_name(env, observations.keys()) == decides
+
+
+def _full(verdict: str, **extra: Any) -> FalsifierEntry:
+    fields: dict[str, Any] = {
+        "id": "FALSIFY-X-002",
+        "ship_blocking": False,
+        "selected": True,
+        "verdict": verdict,
+        "expect": "loss <= 2",
+        "observations": {"loss": 1.5},
+        "duration_s": 0.25,
+        "mutant": MutantEntry(declared=None, verdict=None),
+        **extra,
+    }
+    return FalsifierEntry(**fields)
+
+
+@pytest.mark.parametrize(
+    ("entry", "note"),
+    [
+        (_full("survived", mutant=MutantEntry(declared="m:f", verdict=None)), "mutant not run"),
+        (_full("survived", mutant=MutantEntry(declared="m:f", verdict="falsified", killed=True)), "mutant killed"),
+        (
+            _full("survived", mutant=MutantEntry(declared="m:f", verdict="survived", killed=False)),
+            "mutant SURVIVED: vacuous",
+        ),
+        (_full("survived"), ""),  # no mutant declared: nothing to say
+        (_full("falsified", message="loss(=3) <= 2\nmore lines"), "loss(=3) <= 2"),
+        (_full("error", message="boom"), "boom"),
+        (_full("not_run", message="interrupted", observations={}), "interrupted"),
+        (_full("skipped", skip_reason="no CUDA", observations={}), "no CUDA"),
+        (_full("survived", skip_reason="x", message="y"), "x"),  # a survivor's message is not its note
+        (
+            _full("inconclusive", noise={"loss": {"interval": [1.0, 3.0], "figures": {"reference_cv": 0.02}}}),
+            "inconclusive: loss in [1, 3] (reference_cv 0.02)",
+        ),
+        (_full("inconclusive"), "inconclusive: the noise left the bound undecided"),
+    ],
+)
+def test_each_rows_note(entry: FalsifierEntry, note: str) -> None:
+    from pv.review.sections import Row, _rows
+
+    (row,) = _rows(entry, "run-1")
+    assert row.note == note
+    observation = "loss = 1.5" if entry.observations and entry.verdict not in ("not_run", "skipped") else ""
+    bound = "loss(=1.5) <= 2" if observation else "loss <= 2"
+    assert row == Row("FALSIFY-X-002", False, entry.verdict, observation, bound, 0.25, note, "run-1")
+    assert _rows(entry)[0].source == ""

@@ -34,6 +34,10 @@ class FakeGitHub:
         self.calls: list[tuple[str, str, Any]] = []
         self.next_id = 100
         self.refuse: int | None = None
+        self.refusal: Any = {"message": "Resource not accessible by integration"}
+        self.headers: list[dict[str, str]] = []
+        self.lengths: list[str | None] = []
+        self.pages: list[list[dict[str, Any]]] | None = None  # comment pages, when given
 
 
 @pytest.fixture
@@ -55,10 +59,15 @@ def github() -> Iterator[tuple[FakeGitHub, str]]:
             length = int(self.headers.get("Content-Length") or 0)
             body: Any = json.loads(self.rfile.read(length)) if length else None
             state.calls.append((self.command, self.path, body))
+            state.headers.append({k.lower(): v for k, v in self.headers.items()})
+            state.lengths.append(self.headers.get("Content-Length"))
             assert self.headers["Authorization"] == "Bearer t0ken"
             if state.refuse:
-                return self._answer({"message": "Resource not accessible by integration"}, state.refuse)
+                return self._answer(state.refusal, state.refuse)
             if self.command == "GET" and "/comments" in self.path:
+                if state.pages is not None:
+                    page = int(self.path.rsplit("page=", 1)[1])
+                    return self._answer(state.pages[page - 1] if page <= len(state.pages) else [])
                 return self._answer([{"id": k, "body": v} for k, v in state.comments.items()])
             if self.command == "POST" and self.path.endswith("/comments"):
                 state.next_id += 1
@@ -147,3 +156,71 @@ def test_outputs_keep_githubs_limits(tmp_path: Path) -> None:
     (line,) = workflow_commands([{**check["annotations"][0], "message": "a, b: c\nd"}])
     assert line.startswith("::error file=contracts/demo-v1.yaml,line=7,title=FALSIFY-DEMO-000 regressed%3A ")
     assert line.endswith("::a, b: c%0Ad")
+
+
+def test_each_request_carries_githubs_headers(github: tuple[FakeGitHub, str]) -> None:
+    state, api = github
+    call = http_transport(api + "/", "t0ken")  # a trailing slash on the API URL is not doubled
+    call("GET", "/repos/o/r/issues/1/comments?per_page=100&page=1", None)
+    call("POST", "/repos/o/r/check-runs", {"a": 1})
+    assert [p for _, p, _ in state.calls] == [
+        "/repos/o/r/issues/1/comments?per_page=100&page=1",
+        "/repos/o/r/check-runs",
+    ]
+    for headers in state.headers:
+        # header names are case-insensitive (urllib sends them capitalized its own way)
+        assert headers["authorization"] == "Bearer t0ken"
+        assert headers["accept"] == "application/vnd.github+json"
+        assert headers["x-github-api-version"] == "2022-11-28"
+        assert headers["content-type"] == "application/json"
+        assert headers["user-agent"] == "pv-review"
+    assert state.lengths[0] in (None, "0") and state.calls[0][2] is None  # a GET sends no body
+    assert state.calls[1][2] == {"a": 1}
+
+
+def test_a_long_refusal_is_cut_and_an_unreachable_api_named(github: tuple[FakeGitHub, str]) -> None:
+    state, api = github
+    state.refuse, state.refusal = 422, "x" * 2000
+    with pytest.raises(PublishError) as caught:
+        http_transport(api, "t0ken")("POST", "/p", {})
+    assert str(caught.value) == f"GitHub answered 422 to POST /p: {json.dumps('x' * 2000)[:500]}"
+    with pytest.raises(PublishError, match=r"^cannot reach GitHub's API at http://127\.0\.0\.1:9: "):
+        http_transport("http://127.0.0.1:9", "t0ken")("GET", "/p", None)
+
+
+@pytest.mark.parametrize("where", [1, 2, 3])
+def test_the_marked_comment_is_found_on_any_page(github: tuple[FakeGitHub, str], where: int) -> None:
+    from pv.review.github import _find_comment
+
+    state, api = github
+    pages = [[{"id": p * 1000 + i, "body": "other"} for i in range(100)] for p in range(3)]
+    pages[where - 1][7]["body"] = f"{MARKER}\nthe review"
+    state.pages = pages
+    assert _find_comment(http_transport(api, "t0ken"), "o/r", 5) == (where - 1) * 1000 + 7
+    state.pages = [[{"id": i, "body": "other"} for i in range(100)], []]  # a full page, then none
+    assert _find_comment(http_transport(api, "t0ken"), "o/r", 5) is None
+    state.pages = [[{"id": 1, "body": "other"}]]  # a short page is the last
+    before = len(state.calls)
+    assert _find_comment(http_transport(api, "t0ken"), "o/r", 5) is None and len(state.calls) == before + 1
+
+
+def test_publish_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github: tuple[FakeGitHub, str]
+) -> None:
+    from pv.review.github import publish_from_env
+
+    state, api = github
+    folder = _folder(tmp_path, failing=1)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    with pytest.raises(PublishError, match=r"^GITHUB_TOKEN is not set"):
+        publish_from_env(folder, "o/r", 3, "f" * 40)
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    with pytest.raises(PublishError, match=r"^no repository: pass --repo"):
+        publish_from_env(folder, None, 3, "f" * 40)
+    monkeypatch.setenv("GITHUB_REPOSITORY", "own/repo")
+    monkeypatch.setenv("GITHUB_API_URL", api)
+    done = publish_from_env(folder, None, 3, "f" * 40)
+    assert done.comment_created and done.check_run_id == 555 and done.annotations == 1
+    assert state.calls[0][1] == "/repos/own/repo/issues/3/comments?per_page=100&page=1"
+    assert publish_from_env(folder, "o/r", 3, "f" * 40).comment_id == done.comment_id  # --repo wins

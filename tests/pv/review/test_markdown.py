@@ -53,3 +53,21 @@ def test_a_claim_failing_at_base_and_head_is_shown_with_its_command() -> None:
     text = render(review([row("FALSIFY-DEMO-001", "unchanged", head="falsified", base="falsified")]))
     assert "### Still failing (1)" in text
     assert "reproduce: `pytest contracts/demo-v1.yaml::FALSIFY-DEMO-001`" in text
+
+
+def test_missing_rows_are_grouped_by_contract_and_reason() -> None:
+    from pv.review.markdown import _missing
+
+    rows = [row(f"F{i}", "missing", base=None, why="changed here and not measured in this run") for i in range(8)]
+    rows.append(row("G1", "missing", why="changed here and not measured in this run"))  # has a base
+    r = review(rows)
+    r.contracts[0].base_missing = "no run measured abc"
+    ((kind, lines),) = _missing(r, rows)
+    assert kind == "text" and lines[0] == "### Missing (9)"
+    assert lines[2] == (
+        "- `demo-v1`: 8 falsifiers (`F0`, `F1`, `F2`, `F3`, `F4`, `F5` and 2 more): no base: no run measured abc"
+    )
+    assert lines[3] == "- `demo-v1`: 1 falsifier (`G1`): changed here and not measured in this run"
+    r.contracts[0].base_missing = ""
+    ((_, lines),) = _missing(r, rows[:1])
+    assert lines[2] == "- `demo-v1`: 1 falsifier (`F0`): changed here and not measured in this run"

@@ -63,3 +63,44 @@ def test_the_base_is_the_runs_of_its_own_code_never_the_nearest_commit_with_evid
     assert matching == [] and "no run measured" in why and "1 code file(s) differ (shop.py)" in why
     matching, why = runs_of_commit(runs, Tree.at(root, first), "contracts/demo-v1.yaml")
     assert [r.run_id for r in matching] == ["20260101T000000000000Z-00000001"] and why == ""
+
+
+class _FixedTree:
+    """A tree whose files' digests are given (what Tree.sha256 answers)."""
+
+    commit = "c0ffee" * 6 + "abcd"
+
+    def __init__(self, digests: dict[str, str | None]) -> None:
+        self.digests = digests
+
+    def sha256(self, paths: list[str]) -> dict[str, str | None]:
+        return {p: self.digests.get(p) for p in paths}
+
+
+def _made(code: dict[str, str] | None, dirty: bool = False, contract: str = "c0", run_id: str = "r1") -> object:
+    from pv.review.runs import Run
+
+    return Run("demo-v1", run_id, "2026-01-01", "abc", dirty, None, False, contract, code, {}, "evidence")
+
+
+def test_why_a_run_did_not_measure_a_commit() -> None:
+    from pv.review.runs import measured
+
+    tree = _FixedTree({"c.yaml": "c0", "a.py": "1", "b.py": "2", "d.py": "4", "e.py": "5"})
+    assert measured(_made(None), tree, "c.yaml") == "written before code binding"  # type: ignore[arg-type]
+    assert measured(_made({}, dirty=True), tree, "c.yaml") == "run on a checkout with uncommitted changes"  # type: ignore[arg-type]
+    assert measured(_made({}, contract="c1"), tree, "c.yaml") == "another version of the contract"  # type: ignore[arg-type]
+    assert measured(_made({"a.py": "1", "b.py": "2"}), tree, "c.yaml") is None  # type: ignore[arg-type]
+    three = {"a.py": "x", "b.py": "x", "d.py": "x"}
+    assert measured(_made(three), tree, "c.yaml") == "3 code file(s) differ (a.py, b.py, d.py)"  # type: ignore[arg-type]
+    four = {**three, "e.py": "x"}
+    assert measured(_made(four), tree, "c.yaml") == "4 code file(s) differ (a.py, b.py, d.py…)"  # type: ignore[arg-type]
+    gone = {"a.py": "1", "z.py": "9"}  # a file the commit lacks differs too
+    assert measured(_made(gone), tree, "c.yaml") == "1 code file(s) differ (z.py)"  # type: ignore[arg-type]
+    newest = _made(three, run_id="r9")
+    assert runs_of_commit([_made({"a.py": "1"}), newest], tree, "c.yaml")[0][0].run_id == "r1"  # type: ignore[list-item, arg-type]
+    assert runs_of_commit([newest], tree, "c.yaml") == (  # type: ignore[list-item, arg-type]
+        [],
+        "no run measured c0ffeec0ffee; the newest (r9) measured other code: 3 code file(s) differ (a.py, b.py, d.py)",
+    )
+    assert runs_of_commit([], tree, "c.yaml") == ([], "no evidence at all")  # type: ignore[arg-type]
