@@ -37,13 +37,25 @@ ROOT = HERE.parent.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
 import cache  # noqa: E402
+import equivalents  # noqa: E402
 import stopping  # noqa: E402
 
-from pv.mutation import CHILD_HITS_ENV, KILLED, MutantOutcome, function_of, status_of, summarize  # noqa: E402
+from pv.mutation import (  # noqa: E402
+    CHILD_HITS_ENV,
+    KILLED,
+    MutantOutcome,
+    function_of,
+    read_equivalent,
+    status_of,
+    summarize,
+)
 
 WORKSPACE = ROOT / "mutants-judge"
 RECORDS = ROOT / "mutation" / "judge-results.jsonl"
 RESULTS = ROOT / "mutation" / "judge-results.json"
+# Reviewed equivalent mutants (`name  # why`), each held to the change it was reviewed as (the lock).
+EQUIVALENT = ROOT / "mutation" / "judge-equivalent.txt"
+EQUIVALENT_LOCK = ROOT / "mutation" / "judge-equivalent-diffs.json"
 # What decides a verdict.  The review's renderers (review/html.py: the SVG plots, review/mte.py: the
 # mutation-testing-elements JSON) draw compare's rows and decide nothing; they are checked by
 # tests/scripts/test_review_flow.py (a screenshot, a schema), which is not a killer here.
@@ -420,19 +432,61 @@ def chunk(minutes: float, children: int) -> None:
     print(f"{found} mutants decided in this chunk; {len(kept)} of {len(now)} decided in all", flush=True)
 
 
+def _changes(names: Iterable[str]) -> dict[str, equivalents.Change | None]:
+    """mutmut's removed and added lines of each mutant, read in the workspace (mutmut finds its
+    mutants relative to the folder it runs in)."""
+    here = Path.cwd()
+    os.chdir(WORKSPACE)
+    try:
+        return equivalents.current_changes(names)
+    finally:
+        os.chdir(here)
+
+
+def current_equivalents() -> dict[str, str]:
+    """The reviewed equivalents that still name the mutant reviewed; stale ones are listed and left out."""
+    if not EQUIVALENT.is_file():
+        return {}
+    reviewed = read_equivalent(EQUIVALENT)
+    if not (WORKSPACE / "mutants").is_dir():
+        return reviewed  # nothing generated here to hold them to: as reviewed
+    bad = equivalents.stale(reviewed, equivalents.read_lock(EQUIVALENT_LOCK), _changes(reviewed))
+    for name, why in sorted(bad.items()):
+        print(f"stale equivalent (review it again): {name}: {why}")
+    return {n: why for n, why in reviewed.items() if n not in bad}
+
+
+def lock_equivalents() -> int:
+    """Record the change of every reviewed equivalent that has none recorded (a new review)."""
+    reviewed = read_equivalent(EQUIVALENT)
+    lock = {n: c for n, c in equivalents.read_lock(EQUIVALENT_LOCK).items() if n in reviewed}
+    now = _changes(n for n in reviewed if n not in lock)
+    missing = sorted(n for n, c in now.items() if c is None)
+    lock |= {n: c for n, c in now.items() if c is not None}
+    equivalents.write_lock(EQUIVALENT_LOCK, lock)
+    print(f"locked {len(now) - len(missing)} newly reviewed equivalents; {len(lock)} in all")
+    for name in missing:
+        print(f"  no such mutant: {name}")
+    return 1 if missing else 0
+
+
 def report(generated_now: Mapping[str, tuple[str, str | None, int | None]] | None = None) -> dict[str, object]:
     """The figures per module over what is decided, written to :data:`RESULTS` and printed."""
     records = {n: r for n, r in read_records(RECORDS).items() if r.module.startswith(CORE)}
     outcomes = [MutantOutcome(r.mutant, r.module, r.status) for r in records.values()]
     if generated_now:
         outcomes += [MutantOutcome(n, m, "not checked") for n, (m, _, _) in generated_now.items() if n not in records]
-    data = summarize(outcomes, {}, {}).to_json()
+    data = summarize(outcomes, {}, current_equivalents()).to_json()
     RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    for module in data["modules"]:
-        ratio = module["raw_ratio"]
-        shown = f"{ratio:.1%}" if isinstance(ratio, float) else "—"
+    print(f"{'module':<32} {'killed':>6} / {'tested':<6} {'raw':>7} {'ratio':>7} {'equivalent':>10} {'to run':>7}")
+    for module in [*data["modules"], data["total"]]:
+        raw, ratio = (f"{v:.1%}" if isinstance(v, float) else "—" for v in (module["raw_ratio"], module["ratio"]))
         left = module["by_status"].get("not checked", 0)
-        print(f"{module['module']:<32} {module['killed']:>5} / {module['tested']:<5} {shown:>7}   {left:>5} to run")
+        counted = module["tested"] + module["equivalent"]
+        print(
+            f"{module['module']:<32} {module['killed']:>6} / {counted:<6} {raw:>7} {ratio:>7} "
+            f"{module['equivalent']:>10} {left:>7}"
+        )
     return data
 
 
@@ -441,8 +495,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=60.0, help="how long this chunk runs (0: until done)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--report", action="store_true", help="print the figures so far; run nothing")
+    parser.add_argument(
+        "--lock-equivalents", action="store_true", help=f"hold each new entry of {EQUIVALENT.name} to its change"
+    )
     args = parser.parse_args(argv)
     prepare()
+    if args.lock_equivalents:
+        return lock_equivalents()
     if not args.report:
         chunk(args.minutes, args.children)
     mutants = WORKSPACE / "mutants"
