@@ -271,6 +271,12 @@ class Expression:
             raise EvalError(f"the expression evaluated to {format_value(result)}, not to true or false", 1, self.text)
         return result
 
+    def names_in_order(self) -> list[str]:
+        """:attr:`names` in the order they first appear in the text."""
+        found = [n for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id in self.names]
+        found.sort(key=lambda n: (n.lineno, n.col_offset))
+        return list(dict.fromkeys(n.id for n in found))
+
     def deciding_name(self, env: Mapping[str, Value], candidates: Collection[str]) -> str | None:
         """The name among ``candidates`` (the observations) whose comparison decides the verdict.
 

@@ -186,10 +186,10 @@ def _names(entry: Mapping[str, Any]) -> list[str]:
     expect = entry.get("expect")
     if expect:
         try:
-            read = parse(expect).names
+            read = parse(expect).names_in_order()
         except ExprError:
-            read = frozenset()
-        named = sorted((n for n in read if n in observations), key=str(expect).find)
+            read = []
+        named = [n for n in read if n in observations]  # by position: `a` is not found inside `rate`
         if named:
             return named
     return [n for n, v in observations.items() if _numeric(v) is not None]

@@ -134,3 +134,8 @@ def test_the_first_name_is_found_by_position_not_as_a_substring() -> None:
     # "a" occurs inside "rate" before the failing clause; the failing clause names "b" first
     assert _decides("rate < 10 and b < a + b", {"rate": 1, "a": -1, "b": 0}) == "b"
     assert _decides("rate == 1 and a == 2", {"rate": 1, "a": 2}) == "rate"
+
+
+def test_names_in_the_order_the_text_gives_them() -> None:
+    assert parse("rate > 1 and b < a + b and max(a, rate) < 9").names_in_order() == ["rate", "b", "a"]
+    assert parse("  pi < x").names_in_order() == ["x"]  # constants are not names it reads
