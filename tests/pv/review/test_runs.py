@@ -104,3 +104,60 @@ def test_why_a_run_did_not_measure_a_commit() -> None:
         "no run measured c0ffeec0ffee; the newest (r9) measured other code: 3 code file(s) differ (a.py, b.py, d.py)",
     )
     assert runs_of_commit([], tree, "c.yaml") == ([], "no evidence at all")  # type: ignore[arg-type]
+
+
+def _plain_bundle(folder: Path, run_id: str, *, signed: bool = False, **data: object) -> None:
+    bundle = folder / run_id
+    bundle.mkdir(parents=True)
+    doc = {"run_id": run_id, **data}
+    (bundle / "bundle.json").write_text(json.dumps(doc))
+    (bundle / "MANIFEST.sha256").write_text(f"manifest of {run_id}\n")
+    if signed:
+        (bundle / "statement.intoto.dsse.json").write_text("{}")
+
+
+def test_runs_read_field_by_field_from_the_folder_and_from_git_history(tmp_path: Path) -> None:
+    from pv.review.runs import _run, read_runs
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = tmp_path / "repo"
+    evidence = root / "evidence"
+    a, b, c = "20260101T000000000001Z-0000000a", "20260102T000000000001Z-0000000b", "20260103T000000000001Z-0000000c"
+    full = {
+        "finished_at": "2026-01-02T00:00:00Z",
+        "environment": {"git_commit": "f" * 40, "git_dirty": False},
+        "contract": {"sha256": "ab" * 32},
+        "code": {"files": {"m.py": "cd" * 32}},
+        "falsifiers": [{"id": "F1", "verdict": "survived"}, {"id": 3}, "junk"],
+    }
+    _plain_bundle(evidence / "demo-v1", a, signed=True, **full)
+    _plain_bundle(evidence / "demo-v1", b, started_at="2026-01-02T00:00:01Z")
+    _plain_bundle(evidence / "other-v1", c)
+    (evidence / "demo-v1" / "20260104T000000000001Z-bad").mkdir()  # not a run id: never a run
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "evidence"], check=True)
+    shutil.rmtree(evidence / "demo-v1" / a)  # pruned from the folder: only history has it
+
+    runs = read_runs(evidence, root, ["demo-v1"])
+    assert list(runs) == ["demo-v1"]  # only the contracts asked for
+    first, second = runs["demo-v1"]
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    manifest_digest = hashlib.sha256(f"manifest of {a}\n".encode()).hexdigest()
+    assert (first.run_id, first.finished_at, first.commit, first.dirty) == (a, "2026-01-02T00:00:00Z", "f" * 40, False)
+    assert (first.contract_sha256, first.code, list(first.falsifiers)) == ("ab" * 32, {"m.py": "cd" * 32}, ["F1"])
+    assert (first.digest, first.signed, first.where) == (manifest_digest, True, f"git {head[:12]}:evidence/demo-v1/{a}")
+    assert (second.run_id, second.finished_at, second.commit, second.dirty, second.code) == (
+        b,
+        "2026-01-02T00:00:01Z",
+        None,
+        None,
+        None,
+    )
+    assert (second.signed, second.where, second.contract_sha256) == (False, f"evidence/demo-v1/{b}", "")
+    assert second.digest == hashlib.sha256(f"manifest of {b}\n".encode()).hexdigest()
+    assert _run("x", {"run_id": 3}, None, False, "w") is None and _run("x", [], None, False, "w") is None
+    bare = _run("x", {"run_id": "r", "environment": [], "contract": "c", "code": {"files": []}}, None, False, "w")
+    assert bare is not None and (bare.commit, bare.contract_sha256, bare.code, bare.finished_at) == (None, "", None, "")
