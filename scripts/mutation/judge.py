@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -490,6 +491,10 @@ def report(generated_now: Mapping[str, tuple[str, str | None, int | None]] | Non
     return data
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60.0, help="how long this chunk runs (0: until done)")
@@ -499,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
         "--lock-equivalents", action="store_true", help=f"hold each new entry of {EQUIVALENT.name} to its change"
     )
     args = parser.parse_args(argv)
+    # `kill -TERM` stops a chunk as Ctrl-C does (a chunk run in the background ignores SIGINT): the
+    # stop is this process's, so only the chunk's kills are kept
+    signal.signal(signal.SIGTERM, _interrupt)
     prepare()
     if args.lock_equivalents:
         return lock_equivalents()
