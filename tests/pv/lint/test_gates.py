@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pv.config import load_config
+from pv.diagnostics import Severity
 from pv.evidence.status import Assessment
 from pv.lint import GATE_NAMES, LintReport
 from pv.lint.gates.base import GateContext
@@ -275,3 +277,59 @@ def test_a_checker_outside_the_packages_is_one_error_under_binding(tree_copy: Ca
     assert states(report)["binding"] == "failed" and report.exit_code == 1
     binding = next(g for g in report.gates if g.name == "binding")
     assert binding.counts["unbound"] == 1
+
+
+def _status_findings(assessment: Assessment, pull_request: bool = False) -> tuple[list[Any], dict[str, int]]:
+    config = load_config(FIXTURES / "status_fail")
+    tree = TreeLoader(config).load()
+    gate = StatusGate(assessor=lambda evidence, path, cid, keys, current: assessment)
+    outcome = gate.run(GateContext(config, tree, pull_request=pull_request))
+    return sorted(outcome.findings, key=lambda f: f.code), outcome.counts
+
+
+def _rejected(*kinds: str) -> Any:
+    from pv.evidence.verify import BundleReport, Problem
+
+    return BundleReport(Path("b"), problems=[Problem(k, "f", "d") for k in kinds])  # type: ignore[arg-type]
+
+
+def test_status_findings_to_the_word() -> None:
+    findings, counts = _status_findings(Assessment(Status.DRAFT, None, reasons=["given"]))
+    assert counts == {"contracts": 3, "above_draft": 2, "backed": 0}
+    unbacked, missing = findings
+    assert (unbacked.code, unbacked.severity, unbacked.subject) == ("PVL701", Severity.ERROR, "mu")
+    assert unbacked.message == "status ACTIVE_ALGORITHM_LEVEL but the verified evidence backs only DRAFT (given)"
+    assert unbacked.hint == "evidence: no verified, current bundle; run the falsifiers and `pv promote`"
+    assert missing.message == "status ACTIVE but no evidence exists for lambda"
+    assert missing.hint == "evidence is looked for in evidence/lambda/"
+    bundle = FIXTURES / "status_fail" / "evidence" / "mu" / "run-1"
+    findings, counts = _status_findings(Assessment(Status.ACTIVE, bundle, reasons=["r"]))
+    behind = next(f for f in findings if f.code == "PVL703")
+    assert behind.hint == "evidence: evidence/mu/run-1; run the falsifiers and `pv promote`"
+    assert counts["backed"] == 0
+    assert _status_findings(Assessment(Status.ACTIVE_ALGORITHM_LEVEL, bundle))[1]["backed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("assessment", "pending"),
+    [
+        (Assessment(Status.DRAFT, None, rejected=[_rejected("stale"), _rejected("untrusted", "superseded")]), True),
+        (
+            Assessment(Status.DRAFT, None, rejected=[_rejected("stale", "tampered")]),
+            False,
+        ),  # tampering is no PR's doing
+        (Assessment(Status.DRAFT, None, rejected=[]), False),  # nothing left behind: nothing measured at all
+        (Assessment(Status.DRAFT, None, rejected=[_rejected("stale")], blocked=["ledger broken"]), False),
+        (Assessment(Status.DRAFT, None, rejected=[_rejected("stale")], counted=[_rejected()]), False),
+    ],
+)
+def test_on_a_pull_request_evidence_its_changes_left_behind_is_a_warning(assessment: Assessment, pending: bool) -> None:
+    findings, _ = _status_findings(assessment, pull_request=True)
+    mu = next(f for f in findings if f.subject == "mu")
+    if pending:
+        assert (mu.code, mu.severity) == ("PVL704", Severity.WARNING)
+        assert mu.message.endswith("; this pull request's changes left the evidence behind")
+        assert mu.hint == "the protected branch's CI measures and signs the change after it merges"
+    else:
+        assert mu.code in ("PVL701", "PVL703") and mu.severity is Severity.ERROR
+    assert _status_findings(assessment, pull_request=False)[0][0].code != "PVL704"  # only on a pull request
