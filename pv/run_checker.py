@@ -90,6 +90,8 @@ def _start_reaper(life: int, reply: int) -> None:
         return  # no group of its own (setpgid refused): killing "the group" would kill pytest's
     if os.fork() == 0:
         try:
+            with contextlib.suppress(Exception):
+                record_child_hits()  # now: the reaper ends by SIGKILL, its own
             os.close(reply)  # pytest reads the reply pipe to its end: only the checker may hold it
             with contextlib.suppress(OSError):
                 os.read(life, 1)

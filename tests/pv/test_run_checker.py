@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -138,3 +141,42 @@ def test_a_nan_observation_the_expect_reads_is_an_error_not_a_survival() -> None
     assert verdict is Verdict.SURVIVED  # a non-finite value the claim does not read changes nothing
     verdict, _ = judge("max(xs) < 5", {"xs": [1.0, float("inf")]}, text, {"xs": [1.0, float("inf")]})
     assert verdict is Verdict.ERROR
+
+
+def _spawn_and_return(out: str) -> dict[str, float]:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    Path(out).write_text(f"{os.getpid()} {child.pid}\n")
+    return {"value": 1.0}
+
+
+def _spawn_and_hang(out: str) -> dict[str, float]:
+    _spawn_and_return(out)
+    time.sleep(600)
+    return {"value": 1.0}
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("checker", [_spawn_and_return, _spawn_and_hang])
+def test_a_forked_checker_and_what_it_started_end_with_the_call(tmp_path: Path, checker: Any) -> None:
+    from pv.run_checker import call_in_process
+
+    out = tmp_path / "pids.txt"
+    outcome = call_in_process(checker, {"out": str(out)}, timeout_s=3.0)
+    assert (outcome.value is not None) == (checker is _spawn_and_return), outcome
+    checker_pid, grandchild = (int(x) for x in out.read_text().split())
+    assert _gone(checker_pid) and _gone(grandchild)
