@@ -130,6 +130,9 @@ sys.argv[0] = "mutmut"
 sys.exit(cli())
 """
 STATS_FILES = "judge-stats-files.json"  # test file -> digest, as it was when its tests' stats were collected
+# How the stats are collected; stats collected another way are collected again for every test
+# (2: with the functions a forked checker reaches, pv.mutation.record_child_hits).
+STATS_VERSION = 2
 
 
 def settings() -> str:
@@ -326,9 +329,14 @@ def give_back(mutants: Path, verdicts: Mapping[str, int]) -> int:
 
 def stale_test_nodes(mutants: Path, digests: FileDigests) -> list[str]:
     """Tests in mutmut's stats whose file (or a conftest above it) changed since their stats were
-    collected: mutmut collects stats for new tests only, and an edited test may reach other functions."""
+    collected (mutmut collects stats for new tests only, and an edited test may reach other
+    functions); every test when the stats were collected another way (:data:`STATS_VERSION`)."""
     path = mutants / STATS_FILES
-    then: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    stats = mutants / "mutmut-stats.json"
+    if doc.get("version") != STATS_VERSION and stats.is_file():
+        return sorted(json.loads(stats.read_text(encoding="utf-8")).get("duration_by_test", {}))
+    then: dict[str, str] = doc.get("files", {})
     reach = cache.read_reach(mutants)
     nodes = {node for tests in reach.values() for node in tests}
     return sorted(n for n in nodes if any(then.get(f) != digests(f) for f in test_files(n, digests.root)))
@@ -343,7 +351,8 @@ def collect_stats(mutants: Path, env: dict[str, str]) -> dict[str, set[str]]:
     subprocess.run([sys.executable, "-c", STATS_CHILD], cwd=WORKSPACE, env=env, check=True)
     reach = cache.read_reach(mutants)
     files = {f for tests in reach.values() for node in tests for f in test_files(node, mutants)}
-    (mutants / STATS_FILES).write_text(json.dumps({f: digests(f) for f in sorted(files)}, indent=1), encoding="utf-8")
+    doc = {"version": STATS_VERSION, "files": {f: digests(f) for f in sorted(files)}}
+    (mutants / STATS_FILES).write_text(json.dumps(doc, indent=1), encoding="utf-8")
     return reach
 
 

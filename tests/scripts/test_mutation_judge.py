@@ -125,3 +125,21 @@ def test_a_chunk_takes_the_cheapest_undecided_mutants_that_fit(tmp_path: Path) -
     assert judge.todo(mutants, reach, 4.1 / 60, 1) == ["pv.expr.x_g__mutmut_1", "pv.expr.x_f__mutmut_1"]
     assert judge.todo(mutants, reach, 0.1 / 60, 1) == ["pv.expr.x_g__mutmut_1"]  # at least one, always
     assert judge.todo(mutants, reach, 2.1 / 60, 2) == ["pv.expr.x_g__mutmut_1", "pv.expr.x_f__mutmut_1"]
+
+
+def test_stats_of_changed_tests_or_collected_another_way_are_collected_again(tmp_path: Path) -> None:
+    mutants = _workspace(tmp_path)
+    digests = judge.FileDigests(mutants)
+    files = {f: digests(f) for f in ("tests/pv/test_a.py", "tests/conftest.py")}
+    (mutants / judge.STATS_FILES).write_text(json.dumps({"version": judge.STATS_VERSION, "files": files}))
+    assert judge.stale_test_nodes(mutants, judge.FileDigests(mutants)) == []
+    (mutants / "tests" / "pv" / "test_a.py").write_text("def test_one(): assert 1\n")
+    assert judge.stale_test_nodes(mutants, judge.FileDigests(mutants)) == ["tests/pv/test_a.py::test_one"]
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    stats["duration_by_test"]["tests/pv/test_b.py::test_two"] = 0.1  # reached nothing in-process
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    (mutants / judge.STATS_FILES).write_text(json.dumps(files))  # an earlier way of collecting them: all again
+    assert judge.stale_test_nodes(mutants, judge.FileDigests(mutants)) == [
+        "tests/pv/test_a.py::test_one",
+        "tests/pv/test_b.py::test_two",
+    ]
