@@ -290,3 +290,10 @@ def test_measured_rate_passes_the_threads_and_repeats_on(monkeypatch: pytest.Mon
     got = measured_rate(s.work, 10.0, threads=2, reference=s.reference, clock=s.clock, cpu_clock=s.cpu_clock)
     assert got.noise["threads"] == 2 and got.noise["repeats"] == 7
     assert got.value == 5.0 and got.high == statistics.median([20.0] * 7)  # 1 CPU-s over 2 threads: 0.5 s
+
+
+def test_the_default_reference_is_a_fixed_piece_of_work() -> None:
+    probe = noise.machine_probe(buffer_mib=1, hashed_kib=4)
+    assert probe() is None and probe() is None  # callable again and again
+    t = interleaved(lambda: None, 2, calibration=1)  # the machine's own probe by default
+    assert len(t.reference_s) == 2 and all(r > 0 for r in t.reference_s) and t.reference_best_s > 0
