@@ -100,11 +100,14 @@ def noise_note(noise: dict[str, Any]) -> str:
 
     parts = []
     for name, entry in sorted(noise.items()):
-        low, high = entry.get("interval", [None, None])
+        interval = entry.get("interval")
         figures = ", ".join(
             f"{k} {format_value(v, digits=REPORT_DIGITS)}" for k, v in sorted((entry.get("figures") or {}).items())
         )
-        shown = f"{name} in [{format_value(low, digits=REPORT_DIGITS)}, {format_value(high, digits=REPORT_DIGITS)}]"
+        shown = name  # an interval the bundle does not give is not written as [None, None]
+        if isinstance(interval, list) and len(interval) == 2:
+            low, high = (format_value(v, digits=REPORT_DIGITS) for v in interval)
+            shown = f"{name} in [{low}, {high}]"
         parts.append(shown + (f" ({figures})" if figures else ""))
     return "inconclusive: " + ("; ".join(parts) if parts else "the noise left the bound undecided")
 

@@ -100,3 +100,18 @@ def test_each_rows_note(entry: FalsifierEntry, note: str) -> None:
     bound = "loss(=1.5) <= 2" if observation else "loss <= 2"
     assert row == Row("FALSIFY-X-002", False, entry.verdict, observation, bound, 0.25, note, "run-1")
     assert _rows(entry)[0].source == ""
+
+
+def test_what_left_a_bound_undecided() -> None:
+    from pv.review.sections import noise_note
+
+    two = {
+        "rate": {"interval": [1.23456, 2.5], "figures": {"reference_cv": 0.0123456, "loadavg_1m": 3.0}},
+        "cv": {"interval": [0.01, 0.09]},
+        "lat": {"figures": {"cpus": 2.0}},
+    }
+    assert noise_note(two) == (
+        "inconclusive: cv in [0.01, 0.09]; lat (cpus 2); "
+        "rate in [1.235, 2.5] (loadavg_1m 3, reference_cv 0.01235)"
+    )
+    assert noise_note({}) == "inconclusive: the noise left the bound undecided"

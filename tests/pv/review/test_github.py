@@ -67,6 +67,8 @@ def github() -> Iterator[tuple[FakeGitHub, str]]:
             if self.command == "GET" and "/comments" in self.path:
                 if state.pages is not None:
                     page = int(self.path.rsplit("page=", 1)[1])
+                    if page < 1:
+                        return self._answer({"message": "page must be at least 1"}, 422)
                     return self._answer(state.pages[page - 1] if page <= len(state.pages) else [])
                 return self._answer([{"id": k, "body": v} for k, v in state.comments.items()])
             if self.command == "POST" and self.path.endswith("/comments"):
@@ -103,14 +105,17 @@ def test_the_comment_is_posted_once_then_updated_in_place(github: tuple[FakeGitH
     folder = _folder(tmp_path, failing=120)
     first = publish(folder, "o/r", 12, "f" * 40, call)
     assert first.comment_created and set(state.comments) == {7, first.comment_id}
+    assert ("POST", "/repos/o/r/issues/12/comments") in [(m, p) for m, p, _ in state.calls]
     second = publish(folder, "o/r", 12, "f" * 40, call)
     assert not second.comment_created and second.comment_id == first.comment_id
+    assert state.calls[-4][:2] == ("PATCH", f"/repos/o/r/issues/comments/{first.comment_id}")
     assert len(state.comments) == 2 and state.comments[7] == "an unrelated comment"
     assert state.comments[first.comment_id].startswith(MARKER)
     # the check run: created with the first 50 annotations, updated with the next batches
     runs = [(m, p, b) for m, p, b in state.calls if "check-runs" in p]
     assert [m for m, _, _ in runs[:3]] == ["POST", "PATCH", "PATCH"]
     created = runs[0][2]
+    assert created["name"] == "pv review" and runs[0][1] == "/repos/o/r/check-runs"
     assert created["head_sha"] == "f" * 40 and created["conclusion"] == "failure" and created["status"] == "completed"
     sizes = [len(b["output"]["annotations"]) for _, _, b in runs[:3]]
     assert sizes == [ANNOTATIONS_PER_REQUEST, ANNOTATIONS_PER_REQUEST, 20]
