@@ -365,3 +365,50 @@ def test_apply_refusals_name_the_cause_and_the_fix(
     again = decide(project.contract, project.evidence, project.root)
     with pytest.raises(PromoteError, match="nothing to change"):
         apply(again, TODAY, project.root)
+
+
+def test_each_decisions_reason(project: Project, write: Writer) -> None:
+    assert decide(project.contract, project.evidence, project.root).reason == "not ACTIVE: no evidence"  # DRAFT
+    bundle = write(all_survive(), started="2026-03-01T10:00:00+00:00")
+    rel = bundle.relative_to(project.root).as_posix()
+    decision = decide(project.contract, project.evidence, project.root)
+    assert (decision.target, decision.reason, decision.bundle) == (Status.ACTIVE, f"promoted from {rel}", bundle)
+    assert decision.raw == project.contract.read_bytes() and decision.data is not None and not decision.blocked
+    apply(decision, TODAY, project.root)
+    again = decide(project.contract, project.evidence, project.root)
+    assert (again.changed, again.reason) == (False, "unchanged")
+
+
+def test_a_status_held_below_active_says_why(project: Project, write: Writer) -> None:
+    skip = result("FALSIFY-DEMO-002", K, skip_reason="no CUDA", skip_kind="hardware", mutant=None)
+    bundle = write([result("FALSIFY-DEMO-001", S), skip])
+    up = decide(project.contract, project.evidence, project.root)
+    assert (up.target, up.reason) == (
+        Status.ACTIVE_ALGORITHM_LEVEL,
+        f"promoted from {bundle.relative_to(project.root).as_posix()}",
+    )
+    apply(up, TODAY, project.root)
+    held = decide(project.contract, project.evidence, project.root)
+    reasons = held.assessment.reasons if held.assessment else []
+    assert reasons and held.reason == "not ACTIVE: " + "; ".join(reasons) and not held.changed
+
+
+def test_statuses_and_contracts_promote_refuses(project: Project) -> None:
+    text = project.contract.read_text()
+    project.contract.write_text(text.replace("status: DRAFT", "status: SHIPPED", 1))
+    with pytest.raises(PromoteError) as caught:
+        decide(project.contract, project.evidence, project.root)
+    assert str(caught.value) == (
+        f"{project.contract}: metadata.status 'SHIPPED' is not a status pv knows; set it to one of "
+        "DRAFT, ACTIVE_ALGORITHM_LEVEL, ACTIVE, RETIRED (DRAFT if unsure), then run `pv promote` again"
+    )
+    project.contract.write_text(text.replace("status: DRAFT", "status: RETIRED", 1))
+    retired = decide(project.contract, project.evidence, project.root)
+    assert (retired.current, retired.target, retired.reason) == (Status.RETIRED, Status.RETIRED, "retired: left alone")
+    project.contract.write_text("metadata: [1\n")
+    with pytest.raises(PromoteError) as caught:
+        decide(project.contract, project.evidence, project.root)
+    assert str(caught.value).startswith(f"{project.contract}: the contract does not load (")
+    assert str(caught.value).endswith(
+        f"fix it (`pv validate {project.contract}` shows where), then run `pv promote` again"
+    )
