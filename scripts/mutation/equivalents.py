@@ -11,10 +11,12 @@ is stale: it is left out of the figures and listed for a new review.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from cache import read_lists, write_lists
+
+from pv.mutation import read_equivalent
 
 Change = list[str]
 
@@ -59,3 +61,31 @@ def stale(reviewed: Mapping[str, str], lock: Mapping[str, Change], now: Mapping[
         elif now[name] != lock[name]:
             out[name] = "the mutant changes other code than was reviewed: " + " / ".join(now[name] or [])
     return out
+
+
+Changes = Callable[[Iterable[str]], dict[str, Change | None]]
+
+
+def held(reviewed_path: Path, lock_path: Path, changes: Changes = current_changes) -> dict[str, str]:
+    """The reviewed equivalents that still name the mutant reviewed; the stale ones are listed and left out."""
+    reviewed = read_equivalent(reviewed_path)
+    bad = stale(reviewed, read_lock(lock_path), changes(reviewed))
+    if bad:
+        print(f"\n{len(bad)} reviewed equivalents are stale and left out (review them again):")
+        for name, why in sorted(bad.items()):
+            print(f"  {name}: {why}")
+    return {n: why for n, why in reviewed.items() if n not in bad}
+
+
+def lock(reviewed_path: Path, lock_path: Path, changes: Changes = current_changes) -> int:
+    """Record the change of every reviewed equivalent that has none recorded (a new review)."""
+    reviewed = read_equivalent(reviewed_path)
+    locked = {n: c for n, c in read_lock(lock_path).items() if n in reviewed}
+    now = changes(n for n in reviewed if n not in locked)
+    missing = sorted(n for n, c in now.items() if c is None)
+    locked |= {n: c for n, c in now.items() if c is not None}
+    write_lock(lock_path, locked)
+    print(f"locked {len(now) - len(missing)} newly reviewed equivalents; {len(locked)} in all")
+    for name in missing:
+        print(f"  no such mutant: {name}")
+    return 1 if missing else 0

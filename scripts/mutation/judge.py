@@ -29,9 +29,11 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -299,12 +301,25 @@ def _metas(mutants: Path) -> list[Path]:
     return [m for m in sorted(mutants.rglob("*.py.meta")) if m.relative_to(mutants).as_posix().startswith(CORE)]
 
 
+def _read_meta(meta: Path) -> dict[str, Any]:
+    """A meta file, read again while a running mutmut is halfway through rewriting it."""
+    for attempt in range(20):
+        try:
+            data: dict[str, Any] = json.loads(meta.read_text(encoding="utf-8"))
+            return data
+        except json.JSONDecodeError:
+            if attempt == 19:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
+
+
 def generated(mutants: Path) -> dict[str, tuple[str, str | None, int | None]]:
     """mutant -> (module, its function's digest now, mutmut's exit code), for every generated mutant."""
     out: dict[str, tuple[str, str | None, int | None]] = {}
     for meta in _metas(mutants):
         module = meta.relative_to(mutants).as_posix().removesuffix(".meta")
-        data = json.loads(meta.read_text(encoding="utf-8"))
+        data = _read_meta(meta)
         hashes: dict[str, str] = data.get("hash_by_function_name", {})
         for name, code in data["exit_code_by_key"].items():
             function = name.rpartition(".")[2].rpartition("__mutmut_")[0]
@@ -457,27 +472,14 @@ def current_equivalents() -> dict[str, str]:
     """The reviewed equivalents that still name the mutant reviewed; stale ones are listed and left out."""
     if not EQUIVALENT.is_file():
         return {}
-    reviewed = read_equivalent(EQUIVALENT)
     if not (WORKSPACE / "mutants").is_dir():
-        return reviewed  # nothing generated here to hold them to: as reviewed
-    bad = equivalents.stale(reviewed, equivalents.read_lock(EQUIVALENT_LOCK), _changes(reviewed))
-    for name, why in sorted(bad.items()):
-        print(f"stale equivalent (review it again): {name}: {why}")
-    return {n: why for n, why in reviewed.items() if n not in bad}
+        return read_equivalent(EQUIVALENT)  # nothing generated here to hold them to: as reviewed
+    return equivalents.held(EQUIVALENT, EQUIVALENT_LOCK, _changes)
 
 
 def lock_equivalents() -> int:
     """Record the change of every reviewed equivalent that has none recorded (a new review)."""
-    reviewed = read_equivalent(EQUIVALENT)
-    lock = {n: c for n, c in equivalents.read_lock(EQUIVALENT_LOCK).items() if n in reviewed}
-    now = _changes(n for n in reviewed if n not in lock)
-    missing = sorted(n for n, c in now.items() if c is None)
-    lock |= {n: c for n, c in now.items() if c is not None}
-    equivalents.write_lock(EQUIVALENT_LOCK, lock)
-    print(f"locked {len(now) - len(missing)} newly reviewed equivalents; {len(lock)} in all")
-    for name in missing:
-        print(f"  no such mutant: {name}")
-    return 1 if missing else 0
+    return equivalents.lock(EQUIVALENT, EQUIVALENT_LOCK, _changes)
 
 
 def report(generated_now: Mapping[str, tuple[str, str | None, int | None]] | None = None) -> dict[str, object]:

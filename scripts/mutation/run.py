@@ -236,31 +236,15 @@ def report(generated: dict[str, tuple[str, str]], records: dict[str, cache.Recor
 def current_equivalents() -> Path:
     """The reviewed equivalent mutants that still name the mutant reviewed (scripts/mutation/equivalents.py),
     as a file for ``pv mutation report``; the stale ones are listed and left out."""
-
-    reviewed = read_equivalent(EQUIVALENT)
-    bad = equivalents.stale(reviewed, equivalents.read_lock(EQUIVALENT_LOCK), equivalents.current_changes(reviewed))
-    if bad:
-        print(f"\n{len(bad)} reviewed equivalents are stale and left out (review them again):")
-        for name, why in sorted(bad.items()):
-            print(f"  {name}: {why}")
     out = MUTANTS / "pv-equivalent-current.txt"
-    out.write_text("".join(f"{n}  # {why}\n" for n, why in reviewed.items() if n not in bad), encoding="utf-8")
+    current = equivalents.held(EQUIVALENT, EQUIVALENT_LOCK)
+    out.write_text("".join(f"{n}  # {why}\n" for n, why in current.items()), encoding="utf-8")
     return out
 
 
 def lock_equivalents() -> int:
     """Record the change of every reviewed equivalent that has none recorded (a new review)."""
-
-    reviewed = read_equivalent(EQUIVALENT)
-    lock = {n: c for n, c in equivalents.read_lock(EQUIVALENT_LOCK).items() if n in reviewed}
-    now = equivalents.current_changes(n for n in reviewed if n not in lock)
-    missing = sorted(n for n, c in now.items() if c is None)
-    lock |= {n: c for n, c in now.items() if c is not None}
-    equivalents.write_lock(EQUIVALENT_LOCK, lock)
-    print(f"locked {len(now) - len(missing)} newly reviewed equivalents; {len(lock)} in all")
-    for name in missing:
-        print(f"  no such mutant: {name}")
-    return 1 if missing else 0
+    return equivalents.lock(EQUIVALENT, EQUIVALENT_LOCK)
 
 
 def restate(revision: str | None = None) -> int:
