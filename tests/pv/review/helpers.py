@@ -23,3 +23,20 @@ def row(
 def review(rows: list[Row], before: str = "ACTIVE", after: str = "ACTIVE") -> Review:
     contract = ContractReview("demo-v1", "contracts/demo-v1.yaml", before, after, "why", "run-4", "ab" * 32, "", ["h"])
     return Review("main", "c" * 40, "d" * 40, [contract], rows, 0.05, "")
+
+
+# A contract of two falsifiers over one system, for what a change touches (format: bound, blocking).
+CONTRACT = """\
+metadata: {{id: mean-v1, version: 1.0.0, description: means}}
+falsification_tests:
+  - id: FALSIFY-MEAN-001
+    prediction: the mean of three
+    check: mychecks.checks:mean_of_three
+    expect: "value == 2"
+    ship_blocking: false
+  - id: FALSIFY-MEAN-002
+    prediction: the mean of three, again
+    check: mychecks.other:mean_again
+    expect: "{bound}"
+    ship_blocking: {blocking}
+"""

@@ -12,23 +12,9 @@ import pytest
 
 from pv.project import Project
 from pv.review.changed import Changed, _code_reasons, changed_falsifiers
+from tests.pv.review.helpers import CONTRACT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-CONTRACT = """\
-metadata: {{id: mean-v1, version: 1.0.0, description: means}}
-falsification_tests:
-  - id: FALSIFY-MEAN-001
-    prediction: the mean of three
-    check: mychecks.checks:mean_of_three
-    expect: "value == 2"
-    ship_blocking: false
-  - id: FALSIFY-MEAN-002
-    prediction: the mean of three, again
-    check: mychecks.other:mean_again
-    expect: "{bound}"
-    ship_blocking: {blocking}
-"""
 
 
 def _git(root: Path, *args: str) -> None:

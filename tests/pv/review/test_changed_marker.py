@@ -8,22 +8,9 @@ import subprocess
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+from tests.pv.review.helpers import CONTRACT
 
-CONTRACT = """\
-metadata: {{id: mean-v1, version: 1.0.0, description: means}}
-falsification_tests:
-  - id: FALSIFY-MEAN-001
-    prediction: the mean of three
-    check: mychecks.checks:mean_of_three
-    expect: "value == 2"
-    ship_blocking: false
-  - id: FALSIFY-MEAN-002
-    prediction: the mean of three, again
-    check: mychecks.checks:mean_of_three
-    expect: "{bound}"
-    ship_blocking: false
-"""
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
 def _git(where: pytest.Pytester, *args: str) -> None:
@@ -34,12 +21,14 @@ def test_only_what_the_change_touches_is_marked(pytester: pytest.Pytester) -> No
     pyproject = '[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["mychecks"]\nfault_packages = ["mysystem"]\n'
     pytester.makefile(".toml", pyproject=pyproject)
     pytester.mkpydir("mysystem").joinpath("stats.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n")
-    pytester.mkpydir("mychecks").joinpath("checks.py").write_text(
-        "import pv\nfrom mysystem import stats\n\n\n@pv.checker(observes=['value'])\n"
-        "def mean_of_three():\n    return {'value': stats.mean([1, 2, 3])}\n"
-    )
+    checker = "import pv\nfrom mysystem import stats\n\n\n@pv.checker(observes=['value'])\ndef {name}():\n"
+    checks = pytester.mkpydir("mychecks")
+    for module, name in (("checks", "mean_of_three"), ("other", "mean_again")):
+        checks.joinpath(f"{module}.py").write_text(
+            checker.format(name=name) + "    return {'value': stats.mean([1, 2, 3])}\n"
+        )
     contract = pytester.mkdir("contracts") / "mean-v1.yaml"
-    contract.write_text(CONTRACT.format(bound="value >= 1"))
+    contract.write_text(CONTRACT.format(bound="value >= 1", blocking="false"))
     _git(pytester, "init", "-q", "-b", "main")
     _git(pytester, "add", "-A")
     _git(pytester, "commit", "-q", "-m", "base")
@@ -52,7 +41,7 @@ def test_only_what_the_change_touches_is_marked(pytester: pytest.Pytester) -> No
         return sorted(line.split("::")[1] for line in done.outlines if "::FALSIFY-" in line)
 
     assert marked() == []
-    contract.write_text(CONTRACT.format(bound="value >= 1.5"))  # one bound moves
+    contract.write_text(CONTRACT.format(bound="value >= 1.5", blocking="false"))  # one bound moves
     assert marked() == ["FALSIFY-MEAN-002"]
     stats = pytester.path / "mysystem" / "stats.py"
     stats.write_text(stats.read_text() + "\n# a comment is a change of the code under test too\n")
