@@ -80,3 +80,71 @@ def test_git_commit_and_dirty_flag_ignore_the_evidence_folder(tmp_path: Path) ->
     assert environment.git_state(tmp_path, [tmp_path / "evidence"])[1] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     assert environment.git_state(tmp_path, [tmp_path / "evidence"])[1] is True
+
+
+def test_every_field_of_the_capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import platform
+
+    import psutil
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([("NVIDIA L4", 24 << 30)]))
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8 if logical else 4)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(total=int(15.5 * (1 << 30))))
+    monkeypatch.setattr(environment, "git_state", lambda root, exclude=(): ("c" * 40, True))
+    monkeypatch.setattr(environment, "cpu_model", lambda: "Test CPU")
+    env = environment.capture(tmp_path)
+    assert (env.git_commit, env.git_dirty, env.cpu_model) == ("c" * 40, True, "Test CPU")
+    assert (env.cpu_cores_physical, env.cpu_cores_logical, env.memory_gib) == (4, 8, 15.5)
+    assert env.gpu == "NVIDIA L4" and [(g.name, g.memory_gib) for g in env.gpus] == [("NVIDIA L4", 24.0)]
+    assert env.python == platform.python_version() and env.machine == platform.machine()
+    assert env.implementation == f"{platform.python_implementation()} {sys.version.split()[0]}"
+    assert env.os == f"{platform.system()} {platform.release()}"
+    assert list(env.packages) == list(environment.PACKAGES)
+
+
+def test_the_cpu_model_from_cpuinfo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import builtins
+
+    real_open = builtins.open
+    texts = {
+        "x86": "processor\t: 0\nvendor_id\t: x\nmodel name\t: Some CPU @ 2GHz\n",
+        "arm": "processor\t: 0\nHardware\t: \nModel\t: Raspberry Pi 5\n",
+        "none": "processor\t: 0\n",
+    }
+    for kind, text in texts.items():
+        path = tmp_path / kind
+        path.write_text(text)
+        monkeypatch.setattr(
+            builtins, "open", lambda f, *a, _p=path, **k: real_open(_p if f == "/proc/cpuinfo" else f, *a, **k)
+        )
+        expected = {"x86": "Some CPU @ 2GHz", "arm": "Raspberry Pi 5"}.get(kind)
+        got = environment.cpu_model()
+        assert got == (expected or environment.platform.processor() or environment.platform.machine()), kind
+    monkeypatch.setattr(builtins, "open", lambda *a, **k: (_ for _ in ()).throw(OSError("no /proc")))
+    monkeypatch.setattr(environment.platform, "processor", lambda: "")
+    monkeypatch.setattr(environment.platform, "machine", lambda: "")
+    assert environment.cpu_model() == "unknown"
+
+
+def test_a_gpu_probe_that_fails_midway_keeps_what_it_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = fake_nvml([("NVIDIA A", 8 << 30), ("NVIDIA B", 8 << 30)])
+    names = iter([b"NVIDIA A"])
+    mod.nvmlDeviceGetName = lambda h: next(names)  # type: ignore[attr-defined]  # the second raises StopIteration
+    shut: list[bool] = []
+    mod.nvmlShutdown = lambda: shut.append(True)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    assert [g.name for g in environment.gpus()] == ["NVIDIA A"] and shut == [True]
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert environment.gpus() == []
+
+
+def test_git_state_excludes_only_paths_inside_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, ...]] = []
+
+    def fake(root: Path, *args: str) -> str | None:
+        calls.append(args)
+        return "abc\n" if args[0] == "rev-parse" else " M x.py\n"
+
+    monkeypatch.setattr(environment, "_git", fake)
+    assert environment.git_state(tmp_path, [tmp_path / "evidence", tmp_path.parent / "outside"]) == ("abc", True)
+    assert calls[1] == ("status", "--porcelain", "--", ".", ":(exclude)evidence")
