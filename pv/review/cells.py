@@ -57,7 +57,8 @@ def history(row: Row, v: Value) -> str:
 
 def verdict(row: Row, icons: bool = True) -> str:
     before, after = row.base_verdict or "—", row.head_verdict or "not run"
-    icon = ICON.get(row.head_verdict or "not_run", "") + " " if icons else ""
+    key = row.head_verdict or "not_run"
+    icon = f"{ICON[key]} " if icons and key in ICON else ""
     return f"{icon}{after}" if before == after else f"{before} → {icon}**{after}**"
 
 
