@@ -84,7 +84,9 @@ def plan(
     for bundle in find_bundles(evidence_dir):
         by_contract.setdefault(bundle.parent, []).append(bundle)
     for bundles in by_contract.values():
-        current = [b for b in sorted(bundles, key=lambda p: p.name, reverse=True) if b.resolve() not in old]
+        newest_first = sorted(bundles, key=lambda p: p.name, reverse=True)
+        # a bundle backing a status is listed as protected even when it is history as well
+        current = [b for b in newest_first if b.resolve() not in old or b.resolve() in protect]
         for bundle in bundles:
             if bundle.resolve() in old and bundle.resolve() not in protect:
                 result.history.append(bundle)
