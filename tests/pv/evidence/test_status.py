@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,3 +181,55 @@ def test_the_summaries_of_what_was_not_counted() -> None:
     assert _ignored_summary(one) == "2 ignored: partial run"
     two = {**one, Path("c"): "faults switched on", Path("d"): "a run on another commit"}
     assert _ignored_summary(two) == "4 ignored: a run on another commit (and 2 other reasons)"
+
+
+def _entry(fid: str, verdict: str, *, ship: bool = True, **extra: Any) -> Any:
+    from pv.bundle.model import FalsifierEntry, MutantEntry
+
+    mutant = extra.pop("mutant", MutantEntry(declared=None, verdict=None))
+    fields: dict[str, Any] = {"verdict": verdict, "mutant": mutant, **extra}
+    return FalsifierEntry(id=fid, ship_blocking=ship, selected=verdict != "not_run", **fields)
+
+
+def test_the_status_from_entries_and_why_not_higher() -> None:
+    from pv.bundle.model import MutantEntry
+    from pv.evidence.status import status_from_entries
+
+    killed = MutantEntry(declared="m:f", verdict="falsified", killed=True)
+    survived_it = MutantEntry(declared="m:f", verdict="survived", killed=False)
+    unrun = MutantEntry(declared="m:f", verdict=None)
+    assert status_from_entries([]) == (Status.DRAFT, ["no ship-blocking falsifier"], [])
+    assert status_from_entries([_entry("A", "survived", ship=False)]) == (
+        Status.DRAFT,
+        ["no ship-blocking falsifier"],
+        [],
+    )
+    assert status_from_entries([_entry("A", "survived", mutant=killed), _entry("B", "survived")]) == (
+        Status.ACTIVE,
+        [],
+        [],
+    )
+    assert status_from_entries([_entry("A", "survived", mutant=survived_it)]) == (
+        Status.DRAFT,
+        ["A: mutant m:f survived it (survived)"],
+        [],
+    )
+    assert status_from_entries([_entry("A", "survived", mutant=unrun)])[1] == ["A: mutant m:f not run"]
+    hw = _entry("B", "skipped", skip_kind="hardware", skip_reason="no CUDA")
+    assert status_from_entries([_entry("A", "survived"), hw]) == (
+        Status.ACTIVE_ALGORITHM_LEVEL,
+        ["B: skipped (no CUDA)"],
+        [],
+    )
+    assert status_from_entries([hw]) == (Status.DRAFT, ["B: skipped (no CUDA)", "no ship-blocking falsifier ran"], [])
+    failing = [
+        _entry("A", "falsified", message="x(=3) <= 2\nmore"),
+        _entry("B", "error"),
+        _entry("C", "skipped", skip_kind="other", skip_reason="missing package peft"),
+        _entry("D", "not_run"),
+    ]
+    assert status_from_entries(failing) == (
+        Status.DRAFT,
+        ["A: falsified: x(=3) <= 2", "B: error", "C: skipped (missing package peft)", "D: not_run"],
+        ["A"],
+    )
