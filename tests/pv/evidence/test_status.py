@@ -233,3 +233,76 @@ def test_the_status_from_entries_and_why_not_higher() -> None:
         ["A: falsified: x(=3) <= 2", "B: error", "C: skipped (missing package peft)", "D: not_run"],
         ["A"],
     )
+
+
+def _report(run_id: str, *entries: Any) -> Any:
+    from types import SimpleNamespace
+
+    bundle = SimpleNamespace(
+        run_id=run_id, falsifiers=list(entries), falsifier=lambda fid: next((e for e in entries if e.id == fid), None)
+    )
+    return SimpleNamespace(path=Path(run_id), bundle=bundle)
+
+
+def test_which_verdict_counts_for_each_falsifier() -> None:
+    from pv.bundle.model import MutantEntry
+    from pv.evidence.status import pick_sources
+
+    killed = MutantEntry(declared="m:f", verdict="falsified", killed=True)
+    pending = MutantEntry(declared="m:f", verdict=None)
+    newest_first = [
+        _report(
+            "r3",
+            _entry("A", "skipped"),
+            _entry("B", "survived", mutant=pending),
+            _entry("C", "not_run"),
+            _entry("E", "inconclusive"),
+        ),
+        _report("r2", _entry("A", "falsified"), _entry("B", "survived", mutant=killed), _entry("D", "not_run")),
+        _report("r1", _entry("A", "survived"), _entry("C", "survived"), _entry("E", "skipped")),
+        _report("r0"),
+    ]
+    newest_first.append(type(newest_first[0])(path=Path("rx"), bundle=None))
+    got = pick_sources(newest_first)
+    assert list(got) == ["A", "B", "C", "E", "D"]  # in the order the newest bundles name them
+    assert (got["A"].run_id, got["A"].entry.verdict) == ("r2", "falsified")  # a skip replaces no decided verdict
+    assert (got["B"].run_id, got["B"].entry.mutant, got["B"].mutant_from) == ("r3", killed, Path("r2"))
+    assert (got["C"].run_id, got["C"].entry.verdict) == ("r1", "survived")  # not run replaces nothing
+    assert (got["D"].run_id, got["D"].entry.verdict) == ("r2", "not_run")  # only ever not run
+    assert (got["E"].run_id, got["E"].entry.verdict) == ("r3", "inconclusive")  # the newest of the undecided
+    assert got["A"].bundle_path == Path("r2") and got["A"].mutant_from is None
+
+
+def test_a_pending_mutant_takes_only_an_earlier_survivors_kill() -> None:
+    from pv.bundle.model import MutantEntry
+    from pv.evidence.status import pick_sources
+
+    pending = MutantEntry(declared="m:f", verdict=None)
+    killed = MutantEntry(declared="m:f", verdict="falsified", killed=True)
+    undecided = MutantEntry(declared="m:f", verdict="inconclusive")
+    newest_first = [
+        _report("r3", _entry("A", "survived", mutant=pending)),
+        _report("r2", _entry("A", "survived", mutant=undecided)),
+        _report("r1", _entry("A", "falsified", mutant=killed)),
+    ]
+    source = pick_sources(newest_first)["A"]
+    assert source.entry.mutant == pending and source.mutant_from is None
+
+
+def test_a_newer_verdict_in_a_bundle_that_is_gone() -> None:
+    from pv.evidence.ledger import Entry
+    from pv.evidence.status import Source, _gone_newer
+
+    sources = {
+        "A": Source(_entry("A", "survived"), Path("b"), "r2"),
+        "B": Source(_entry("B", "survived"), Path("b"), "r2"),
+    }
+    removed = [
+        Entry(3, "pruned", "r1", "d", {"A": "falsified"}),  # older than the counting one
+        Entry(4, "forgotten", "r3", "d", {"A": "falsified", "B": "skipped"}, reason="disk died"),
+        Entry(5, "pruned", "r4", "d", {"B": "error"}),
+    ]
+    assert _gone_newer(sources, removed) == {
+        "A": "A: its newest verdict (falsified) was in bundle r3, which is gone (forgotten: disk died); run it again",
+        "B": "B: its newest verdict (error) was in bundle r4, which is gone (pruned); run it again",
+    }
