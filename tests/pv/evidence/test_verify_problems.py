@@ -14,7 +14,7 @@ import pytest
 from pv.bundle.digest import sha256_file
 from pv.evidence.verify import verify_bundle
 from pv.evidence.writer import manifest_text
-from tests.pv.evidence.conftest import Writer, all_survive, reseal
+from tests.pv.evidence.conftest import Project, Writer, all_survive, reseal
 
 
 @pytest.fixture
@@ -148,3 +148,58 @@ def test_the_statement(bundle: Path) -> None:
     assert _problems(bundle) == [("tampered", "statement.intoto.json", "type or subjects differ from bundle.json")]
     reseal(bundle, data, [statement])  # type: ignore[arg-type]
     assert _problems(bundle) == [("tampered", "statement.intoto.json", "predicate differs from bundle.json")]
+
+
+def test_the_binding_to_the_contract_now(bundle: Path, project: Project) -> None:
+    contract = project.contract
+    text = contract.read_text()
+    rel = "contracts/demo-v1.yaml"
+    assert _problems(bundle) == []
+    contract.write_text(text.replace("status: DRAFT", "status: ACTIVE", 1))  # what promote writes: not a change
+    report = verify_bundle(bundle)
+    assert report.problems == [] and report.notes == [
+        "contract bytes changed since the run (status, promotion changelog or formatting only)"
+    ]
+    contract.write_text(text.replace("<= 3.0", "<= 2.5").replace("version: 1.0.0", "version: 1.1.0", 1))
+    assert _problems(bundle) == [("superseded", rel, "bound to version 1.0.0; the contract is 1.1.0")]
+    contract.write_text(text.replace("<= 3.0", "<= 2.5").replace("version: 1.0.0", "version: 0.9.0", 1))
+    assert _problems(bundle) == [("stale", rel, "contract edited since the run without a version bump")]
+    contract.write_text("metadata: [1\n")
+    ((kind, file, detail),) = _problems(bundle)
+    assert (kind, file) == ("stale", rel) and detail.startswith("contract no longer loads: ")
+    contract.unlink()
+    assert _problems(bundle) == [("stale", rel, "contract file not found")]
+
+
+def test_a_binding_by_an_earlier_method(bundle: Path) -> None:
+    data = _data(bundle)
+    data["contract"]["binding_method"] = "pv-canonical-v1"
+    reseal(bundle, data)
+    assert _problems(bundle) == [
+        (
+            "stale",
+            "contracts/demo-v1.yaml",
+            "bound with pv-canonical-v1, which read the contract by other YAML rules than the run; "
+            "re-run the falsifiers",
+        )
+    ]
+
+
+def test_the_falsifiers_must_be_the_contracts(bundle: Path, project: Project) -> None:
+    data = _data(bundle)
+    first = data["falsifiers"][0]
+    data["falsifiers"] = [first, {**first, "id": "FALSIFY-EXTRA-009"}, first]
+    reseal(bundle, data)
+    assert (
+        "tampered",
+        "bundle.json",
+        "its falsifiers are not the contract's (not declared by the contract: "
+        "FALSIFY-EXTRA-009; declared but absent: FALSIFY-DEMO-002, FALSIFY-DEMO-003; a falsifier listed twice)",
+    ) in _problems(bundle)
+    data = _data(bundle)
+    data["contract"]["path"] = "contracts/other.yaml"
+    reseal(bundle, data)
+    against = verify_bundle(bundle, contract_file=project.contract)  # as assess checks it: against this contract
+    assert ("tampered", "bundle.json", "contract path contracts/other.yaml is not this contract's file") in [
+        (p.kind, p.file, p.detail) for p in against.problems
+    ]
