@@ -4,6 +4,7 @@ falsifier's history along the base's line."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,3 +142,38 @@ def test_history_along_the_line() -> None:
     assert [p.run_id for p in _history(runs, line, "F1", ["loss"], 2)] == ["r8", "r9"]
     assert _history(runs, line, "F1", ["loss"], 0) == []
     assert [p.run_id for p in _history(runs, None, "F1", ["loss"], 20)] == ["r1", "r2", "r3", "r4", "r5", "r8", "r9"]
+
+
+def test_a_bound_read_from_the_params() -> None:
+    head = {"observations": {"loss": 1.5}, "expect": "loss <= limit", "params": {"limit": 3.0}}
+    base = {"observations": {"loss": 1.0}, "expect": "loss <= limit", "params": {"limit": 2.0}}
+    got = compare_value("loss", base, head, 0.05)
+    assert (got.limit, got.used, got.base_used) == (3.0, 0.5, 0.5)
+
+
+def test_intervals_that_touch_from_below_overlap() -> None:
+    got = compare_value("loss", _entry(1.0, interval=[0.9, 1.1]), _entry(0.8, interval=[0.5, 0.9]), 0.0)
+    assert got.within_noise is True and got.moved == ""
+
+
+def test_the_lines_of_each_id_and_its_mutant(tmp_path: Path) -> None:
+    from pv.review.compare import id_lines
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "metadata: {id: c-v1}\n"
+        "falsification_tests:\n"
+        "  - id: FALSIFY-A-001\n"
+        "    mutant: m:a\n"
+        "    mutant: m:again\n"
+        '  - id: "FALSIFY-B-002"\n'
+        "    check: x\n"
+        "  -   id: 'FALSIFY-C-003'\n"
+        "    mutant: m:c\n"
+        "  - id: FALSIFY-A-001\n"
+        "    mutant: m:later\n"
+    )
+    assert id_lines(path) == {"FALSIFY-A-001": (3, 4), "FALSIFY-B-002": (6, None), "FALSIFY-C-003": (8, 9)}
+    assert id_lines(tmp_path / "absent.yaml") == {}
+    (tmp_path / "m.yaml").write_text("mutant: before any id\n")
+    assert id_lines(tmp_path / "m.yaml") == {}
