@@ -176,3 +176,56 @@ def test_gc_keeps_the_bundle_a_promotion_names(cli, project: Project, write: Wri
     code, out = cli("evidence", "gc", "--keep", "1")
     assert code == 0, out
     assert [p.exists() for p in (first, *later)] == [True, False, False, True]
+
+
+def test_the_reviews_rows_field_by_field(  # type: ignore[no-untyped-def]
+    cli, project: Project, write: Writer, tmp_path: Path
+) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    first = write(
+        [result("FALSIFY-DEMO-001", Verdict.SURVIVED), result("FALSIFY-DEMO-002", Verdict.SURVIVED)],
+        started="2026-03-01T10:00:00+00:00",
+    )
+    _git(project.root, "init", "-q", "-b", "main")
+    _git(project.root, "add", ".")
+    _git(project.root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "base")
+    # the pull request edits the contract's description: the head's run measured other contract bytes
+    project.contract.write_text(project.contract.read_text().replace("a tiny training loop", "a small one"))
+    failing = result("FALSIFY-DEMO-001", Verdict.FALSIFIED, observations={"step0_loss": 3.5}, mutant=None)
+    failing.message = "FALSIFIED demo-v1::FALSIFY-DEMO-001: step0_loss(=3.5) <= 3.0\nmore"
+    second = write([failing, result("FALSIFY-DEMO-002", Verdict.SURVIVED)], started="2026-03-02T10:00:00+00:00")
+    code, out = cli("report", "--base", "main", "--format", "json")
+    assert code == 0, out
+    doc = json.loads(out)
+    rows = {r["falsifier_id"]: r for r in doc["rows"]}
+    text = project.contract.read_text().splitlines()
+    line = next(n for n, t in enumerate(text, 1) if "id: FALSIFY-DEMO-001" in t)
+    mutant_line = next(n for n, t in enumerate(text, 1) if n > line and "mutant:" in t)
+    one = rows["FALSIFY-DEMO-001"]
+    assert (one["contract_id"], one["contract_path"], one["line"], one["mutant_line"]) == (
+        "demo-v1",
+        "contracts/demo-v1.yaml",
+        line,
+        mutant_line,
+    )
+    assert (one["kind"], one["why"], one["base_verdict"], one["head_verdict"]) == (
+        "regressed",
+        "survived → falsified",
+        "survived",
+        "falsified",
+    )
+    assert (one["base_run"], one["head_run"], one["ship_blocking"]) == (first.name, second.name, True)
+    assert one["message"] == "FALSIFIED demo-v1::FALSIFY-DEMO-001: step0_loss(=3.5) <= 3.0"
+    assert one["reproduce"] == "pytest contracts/demo-v1.yaml::FALSIFY-DEMO-001 --pv-mutants -p no:cacheprovider"
+    assert (one["base_mutant"], one["head_mutant"], one["mutant"]) == (True, None, "engine.faults:demo_fault")
+    assert (one["base_expect"], one["head_expect"], one["bound_moved"], one["changed"]) == (
+        "step0_loss <= 3.0",
+        "step0_loss <= 0.7 * ln(vocab_size)",  # the contract's own; the runs recorded theirs
+        False,
+        [],
+    )
+    assert one["expect_now"] == "step0_loss(=3.5) <= 3.0"
+    assert [(v["name"], v["base"], v["head"]) for v in one["values"]] == [("step0_loss", 2.1, 3.5)]
+    two = rows["FALSIFY-DEMO-002"]
+    assert (two["kind"], two["base_run"], two["head_run"], two["message"]) == ("unchanged", first.name, second.name, "")
