@@ -115,3 +115,16 @@ def test_what_left_a_bound_undecided() -> None:
         "rate in [1.235, 2.5] (loadavg_1m 3, reference_cv 0.01235)"
     )
     assert noise_note({}) == "inconclusive: the noise left the bound undecided"
+
+
+def test_a_row_writes_each_value_into_its_expect() -> None:
+    entry = _entry("survived", {"xs": [1.0, 2.0], "y": 1.23456}, expect="max(xs) < 5 and y > 1")
+    observation, bound = observation_and_bound(entry)
+    assert bound == "max(xs(=(1.0, 2.0))) < 5 and y(=1.235) > 1"  # a falsifier's own row: every value as it is
+    assert observation == "y = 1.235"
+    for verdict in ("not_run", "skipped"):
+        assert observation_and_bound(_entry(verdict, {"y": 2.0}, expect="y > 1")) == ("", "y > 1")
+    assert observation_and_bound(_entry("survived", {}, expect="y > 1")) == ("", "y > 1")
+    assert observation_and_bound(_entry("survived", {"y": 2.0}, expect="y >")) == ("", "y >")
+    assert observation_and_bound(_entry("survived", {"y": 2.0}, expect="")) == ("", "")
+    assert observation_and_bound(_entry("survived", {"z": 2.0}, expect="1 < 2")) == ("", "1 < 2")
