@@ -111,8 +111,7 @@ def test_what_left_a_bound_undecided() -> None:
         "lat": {"figures": {"cpus": 2.0}},
     }
     assert noise_note(two) == (
-        "inconclusive: cv in [0.01, 0.09]; lat (cpus 2); "
-        "rate in [1.235, 2.5] (loadavg_1m 3, reference_cv 0.01235)"
+        "inconclusive: cv in [0.01, 0.09]; lat (cpus 2); rate in [1.235, 2.5] (loadavg_1m 3, reference_cv 0.01235)"
     )
     assert noise_note({}) == "inconclusive: the noise left the bound undecided"
 
