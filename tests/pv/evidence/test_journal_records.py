@@ -160,3 +160,21 @@ def test_a_journal_of_a_living_session_or_this_one_is_no_orphan(tmp_path: Path) 
     (folder / "d-1.txt").write_text("")
     assert [p.name for p in orphans(tmp_path)] == ["c-nopid.jsonl"]
     assert orphans(tmp_path / "elsewhere") == []
+
+
+def test_a_ship_blocking_falsifier_that_never_ended_and_a_head_without_times(tmp_path: Path) -> None:
+    path = tmp_path / "bare-9.jsonl"
+    lines = [
+        {"kind": "session", "mutants_enabled": True},
+        {
+            "kind": "start",
+            "nodeid": "c.yaml::FALSIFY-1",
+            "contract_id": "c-v1",
+            "falsify_id": "FALSIFY-1",
+            "ship_blocking": True,
+        },
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = record_from(path)
+    assert got is not None and (got.started_at, got.finished_at, got.mutants_enabled) == ("", "", True)
+    assert [(r.falsify_id, r.ship_blocking) for r in got.results] == [("FALSIFY-1", True)]

@@ -162,3 +162,30 @@ def test_the_verdicts_a_line_records(tmp_path: Path) -> None:
         SimpleNamespace(id="F4", selected=True, verdict="falsified"),
     ]
     assert lg.verdicts_of(SimpleNamespace(falsifiers=falsifiers)) == {"F1": "survived", "F4": "falsified"}  # type: ignore[arg-type]
+
+
+def test_a_line_git_saw_and_the_file_lost(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    folder = tmp_path / "evidence" / "c-v1"
+    _built(folder, ("bundle", "r1"), ("bundle", "r2"))
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "evidence"], check=True)
+    path = folder / lg.LEDGER_FILE
+    kept = path.read_text().splitlines()[0]
+    path.write_text(kept + "\n{not json}\n")  # the second line removed, a line no one can read added
+    found = lg.history(path)
+    assert found.problems == [
+        "evidence/c-v1/ledger.jsonl: the working tree removed the line of bundle r2; if that was an accident, "
+        "`pv evidence forget r2 --reason ...` records it"
+    ]
+    assert list(found.lost) == ["r2"] and found.notes == []
+    subprocess.run([*git, "commit", "-q", "-am", "lose it"], check=True)
+    committed = lg.history(path)
+    assert len(committed.problems) == 1 and "commit " in committed.problems[0] and list(committed.lost) == ["r2"]
+    assert lg.history(tmp_path.parent / "elsewhere" / "ledger.jsonl").notes[0].startswith("not in a git repository")
