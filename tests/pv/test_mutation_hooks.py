@@ -235,6 +235,7 @@ def test_a_forked_checker_leaves_what_it_reached_for_the_test_that_ran_it(
     assert outcome.value == 1, outcome
     hits = sorted(tmp_path.glob("*.hits"))
     if mode == "stats":  # only mutmut's stats run asks which functions a test reaches
-        assert len(hits) == 1 and "pv.demo.x_reached_in_the_child" in hits[0].read_text().split()
+        # one file per process that reached something: the checker's, and under mutmut the reaper's too
+        assert any("pv.demo.x_reached_in_the_child" in h.read_text().split() for h in hits), hits
     else:
         assert hits == []
