@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import tomllib
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from tests.scripts_loader import load_script
 
 judge = load_script("scripts/mutation/judge.py")
+records_of = importlib.import_module("judge_records")  # as judge.py imported it (scripts/mutation on the path)
 
 
 def test_only_the_judging_core_is_mutated() -> None:
@@ -77,15 +79,15 @@ def test_verdicts_are_kept_across_sessions_while_what_they_rest_on_holds(tmp_pat
     records: dict[str, object] = {}
     assert judge.harvest(mutants, records, reach) == 3
     path = tmp_path / "judge-results.jsonl"
-    judge.write_records(path, records)  # type: ignore[arg-type]
-    back = judge.read_records(path)
-    assert back == records and judge.tests_path(path).is_file()
+    records_of.write_records(path, records)
+    back = records_of.read_records(path)
+    assert back == records and records_of.tests_path(path).is_file()
     killed, survived, untested = (back[f"pv.expr.{n}"] for n in ("x_f__mutmut_1", "x_f__mutmut_2", "x_g__mutmut_1"))
     assert killed.tests == survived.tests and set(killed.tests) == {"tests/pv/test_a.py", "tests/conftest.py"}
     assert (killed.status, survived.status, untested.status) == ("killed", "survived", "no tests")
 
     def holds(record: object, digest: str = "f0", now: dict[str, set[str]] | None = None) -> bool:
-        return judge.holds(record, digest, reach if now is None else now, judge.FileDigests(mutants))
+        return records_of.holds(record, digest, reach if now is None else now, records_of.FileDigests(mutants))
 
     assert all(holds(r, d) for r, d in ((killed, "f0"), (survived, "f0"), (untested, "g0")))
     assert not holds(killed, "f1") and not holds(survived, "f1")  # the function changed
@@ -129,17 +131,17 @@ def test_a_chunk_takes_the_cheapest_undecided_mutants_that_fit(tmp_path: Path) -
 
 def test_stats_of_changed_tests_or_collected_another_way_are_collected_again(tmp_path: Path) -> None:
     mutants = _workspace(tmp_path)
-    digests = judge.FileDigests(mutants)
+    digests = records_of.FileDigests(mutants)
     files = {f: digests(f) for f in ("tests/pv/test_a.py", "tests/conftest.py")}
     (mutants / judge.STATS_FILES).write_text(json.dumps({"version": judge.STATS_VERSION, "files": files}))
-    assert judge.stale_test_nodes(mutants, judge.FileDigests(mutants)) == []
+    assert judge.stale_test_nodes(mutants, records_of.FileDigests(mutants)) == []
     (mutants / "tests" / "pv" / "test_a.py").write_text("def test_one(): assert 1\n")
-    assert judge.stale_test_nodes(mutants, judge.FileDigests(mutants)) == ["tests/pv/test_a.py::test_one"]
+    assert judge.stale_test_nodes(mutants, records_of.FileDigests(mutants)) == ["tests/pv/test_a.py::test_one"]
     stats = json.loads((mutants / "mutmut-stats.json").read_text())
     stats["duration_by_test"]["tests/pv/test_b.py::test_two"] = 0.1  # reached nothing in-process
     (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
     (mutants / judge.STATS_FILES).write_text(json.dumps(files))  # an earlier way of collecting them: all again
-    assert judge.stale_test_nodes(mutants, judge.FileDigests(mutants)) == [
+    assert judge.stale_test_nodes(mutants, records_of.FileDigests(mutants)) == [
         "tests/pv/test_a.py::test_one",
         "tests/pv/test_b.py::test_two",
     ]
