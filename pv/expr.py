@@ -273,9 +273,7 @@ class Expression:
 
     def names_in_order(self) -> list[str]:
         """:attr:`names` in the order they first appear in the text."""
-        found = [n for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id in self.names]
-        found.sort(key=lambda n: (n.lineno, n.col_offset))
-        return list(dict.fromkeys(n.id for n in found))
+        return _by_position(self.tree, self.names)
 
     def deciding_name(self, env: Mapping[str, Value], candidates: Collection[str]) -> str | None:
         """The name among ``candidates`` (the observations) whose comparison decides the verdict.
@@ -357,11 +355,18 @@ def _conjuncts(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
+def _by_position(node: ast.AST, names: Collection[str]) -> list[str]:
+    """Those of ``names`` that ``node`` reads, in the order they first appear in its text (by
+    position, not by a substring search: ``a`` is not found inside ``rate``)."""
+    found = sorted(
+        (n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names), key=lambda n: (n.lineno, n.col_offset)
+    )
+    return list(dict.fromkeys(n.id for n in found))
+
+
 def _first_name(node: ast.AST, names: Collection[str]) -> str | None:
-    """The one of ``names`` that comes first in ``node``'s text (by position, not by a substring
-    search: ``a`` is not found inside ``rate``)."""
-    found = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names]
-    return min(found, key=lambda n: (n.lineno, n.col_offset)).id if found else None
+    """The one of ``names`` that comes first in ``node``'s text."""
+    return next(iter(_by_position(node, names)), None)
 
 
 def _margins(
