@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import cache  # noqa: E402
 import equivalents  # noqa: E402
 import stopping  # noqa: E402
-from judge_records import FileDigests, Record, holds, read_records, test_files, write_records  # noqa: E402
+from judge_records import FileDigests, Record, holds, key_of, read_records, test_files, write_records  # noqa: E402
 
 from pv.mutation import (  # noqa: E402
     CHILD_HITS_ENV,
@@ -205,7 +205,7 @@ def generated(mutants: Path) -> dict[str, tuple[str, str | None, int | None]]:
         data = _read_meta(meta)
         hashes: dict[str, str] = data.get("hash_by_function_name", {})
         for name, code in data["exit_code_by_key"].items():
-            function = name.rpartition(".")[2].rpartition("__mutmut_")[0]
+            function = key_of(name).rpartition(".")[2]
             out[name] = (module, hashes.get(function), code)
     return out
 
@@ -215,7 +215,7 @@ def give_back(mutants: Path, verdicts: Mapping[str, int]) -> int:
     other verdict there is cleared (it rests on nothing this run recorded)."""
     given = 0
     for meta in _metas(mutants):
-        data = json.loads(meta.read_text(encoding="utf-8"))
+        data = _read_meta(meta)
         codes: dict[str, int | None] = data["exit_code_by_key"]
         new = {name: verdicts.get(name) for name in codes}
         given += sum(code is not None for code in new.values())
@@ -261,8 +261,7 @@ def harvest(mutants: Path, records: dict[str, Record], reach: Mapping[str, set[s
     for name, (module, digest, code) in generated(mutants).items():
         if code is None or digest is None or name in records:
             continue
-        key = name.rpartition("__mutmut_")[0]
-        records[name] = Record(name, module, digest, code, digests.of_tests(reach.get(key, ())))
+        records[name] = Record(name, module, digest, code, digests.of_tests(reach.get(key_of(name), ())))
         new += 1
     return new
 
@@ -295,7 +294,7 @@ def todo(mutants: Path, reach: Mapping[str, set[str]], minutes: float, children:
     stats = json.loads((mutants / "mutmut-stats.json").read_text(encoding="utf-8"))
     durations: dict[str, float] = stats.get("duration_by_test", {})
     cost = {
-        name: OVERHEAD_S + sum(durations.get(t, 0.0) for t in reach.get(name.rpartition("__mutmut_")[0], ()))
+        name: OVERHEAD_S + sum(durations.get(t, 0.0) for t in reach.get(key_of(name), ()))
         for name, (_, _, code) in generated(mutants).items()
         if code is None
     }

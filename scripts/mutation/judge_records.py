@@ -18,6 +18,11 @@ from pathlib import Path
 from pv.mutation import KILLED, function_of, status_of
 
 
+def key_of(mutant: str) -> str:
+    """The mutated function as mutmut's stats name it: ``pv.expr.x_f__mutmut_3`` -> ``pv.expr.x_f``."""
+    return mutant.rpartition("__mutmut_")[0]
+
+
 def test_files(node: str, tests_root: Path) -> list[str]:
     """The files a test's verdict depends on besides pv: its own file and every conftest.py above it."""
     path = node.split("::", 1)[0]
@@ -67,7 +72,7 @@ class Record:
     @property
     def key(self) -> str:
         """The mutated function as mutmut's stats name it."""
-        return self.mutant.rpartition("__mutmut_")[0]
+        return key_of(self.mutant)
 
 
 def holds(record: Record, function_digest: str | None, reach: Mapping[str, set[str]], digests: FileDigests) -> bool:
