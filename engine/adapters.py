@@ -137,8 +137,21 @@ def _json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+# what a merged manifest carries over from the base check, when it happened
+BASE_NOTES: tuple[str, ...] = ("base_override", "base_unchecked")
+
+
+def unchecked_base_note(adapter: AdapterFolder) -> str | None:
+    """What to say when ``adapter`` records no base weights digest (a folder PEFT wrote, or a run
+    whose manifest lost it): it applies to any base of its shape, and nothing checked that base."""
+    if adapter.base_sha256 is not None or FAULTS.active("adapter_unrecorded_base_unsaid"):
+        return None  # the fault's defect: applied as if the base had matched, and recorded so
+    return f"adapter {adapter.path} records no base weights digest; the base it is applied to was not checked"
+
+
 def check_base(adapter: AdapterFolder, base: str | Path, loaded: LoadedCheckpoint, allow_other_base: bool) -> str:
-    """The base's weights digest; refuses a base other than the one the adapter was trained on.
+    """The base's weights digest; refuses a base other than the one the adapter was trained on,
+    and records in ``loaded.manifest["base_unchecked"]`` that an adapter recording no base had none.
 
     An adapter of the right shape on another base loads without complaint and answers with
     neither model's behaviour; only the digest tells.  ``allow_other_base`` lets it through, and
@@ -146,6 +159,9 @@ def check_base(adapter: AdapterFolder, base: str | Path, loaded: LoadedCheckpoin
     """
     actual = weights_digest(loaded.model)
     expected = adapter.base_sha256
+    unchecked = unchecked_base_note(adapter)
+    if unchecked is not None:
+        loaded.manifest["base_unchecked"] = unchecked
     if expected is not None and expected != actual and not FAULTS.active("adapter_base_unchecked"):
         if not allow_other_base:
             raise AdapterError(
@@ -224,6 +240,6 @@ def merge_to_checkpoint(
         "adapter_sha256": digest,
         "method": adapter.method,
         "base_weights_sha256": loaded.manifest["base_weights_sha256"],
-        **({"base_override": loaded.manifest["base_override"]} if "base_override" in loaded.manifest else {}),
+        **{key: loaded.manifest[key] for key in BASE_NOTES if key in loaded.manifest},
     }
     return save_checkpoint(Path(out), model, loaded.tokenizer, manifest)

@@ -105,9 +105,12 @@ def merge(
 ) -> None:
     """Fold an adapter into its base: a full checkpoint holding W + B·A·alpha/r (the base must be
     the one the adapter was trained on, by weights digest)."""
-    from engine.adapters import find_adapter, merge_to_checkpoint
+    from engine.adapters import find_adapter, merge_to_checkpoint, unchecked_base_note
 
     with cli.progress(f"merging {adapter} into {base.name}"):
         folder = cli.guarded(lambda: find_adapter(adapter))
         target = cli.guarded(lambda: merge_to_checkpoint(base, folder, out, nf4, allow_other_base))
+    unchecked = unchecked_base_note(folder)
+    if unchecked is not None:
+        cli.err.print(f"warning: {unchecked}", markup=False)
     cli.err.print(f"wrote merged checkpoint {target}", markup=False)

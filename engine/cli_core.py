@@ -90,7 +90,15 @@ Nf4Option = Annotated[
 def _adapted(checkpoint: Path, adapter: Path, device: str, nf4: bool | None, allow_other_base: bool) -> Any:
     from engine.adapters import find_adapter, load_adapted
 
-    return cli.guarded(lambda: load_adapted(checkpoint, find_adapter(adapter), device, nf4, allow_other_base))
+    model, loaded = cli.guarded(lambda: load_adapted(checkpoint, find_adapter(adapter), device, nf4, allow_other_base))
+    _warn_unchecked(loaded.manifest)
+    return model, loaded
+
+
+def _warn_unchecked(manifest: dict[str, Any]) -> None:
+    """Say on stderr that the base under an adapter was not checked (it recorded none to check)."""
+    if "base_unchecked" in manifest:
+        cli.err.print(f"warning: {manifest['base_unchecked']}", markup=False)
 
 
 @app.command()
@@ -241,6 +249,7 @@ def export(
 
             status(f"merging {adapter}")
             model, loaded = cli.guarded(lambda: merged(checkpoint, find_adapter(adapter), "cpu", nf4, allow_other_base))
+            _warn_unchecked(loaded.manifest)
         else:
             loaded = cli.load(checkpoint)
             model = loaded.model

@@ -372,3 +372,16 @@ FAULTS.register(
 FAULTS.register(
     "safetensors_header_unsorted", "save_tensors leaves a safetensors header in the writer's hash-map order"
 )
+FAULTS.register(
+    "tokenizer_cache_ignores_training",
+    "the tokenizer cache keys an entry by size and corpus alone, so an older trainer's entry is read back",
+)
+FAULTS.register("mean_loss_leaves_eval", "mean_loss leaves a model it found training in eval mode")
+FAULTS.register(
+    "adapter_unrecorded_base_unsaid",
+    "an adapter that records no base digest is applied as if its base had matched, unsaid",
+)
+FAULTS.register(
+    "hf_shard_copies_unchecked",
+    "a sharded HF import reads each shard whole, so a tensor's last copy wins wherever the index places it",
+)

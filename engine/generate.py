@@ -16,7 +16,7 @@ import torch
 
 from engine.errors import GenerationError
 from engine.faults import FAULTS
-from engine.model import DecoderLM, KVCache, fused_layers
+from engine.model import DecoderLM, KVCache, evaluating, fused_layers
 
 
 @dataclass
@@ -205,44 +205,37 @@ def generate(
 
     # The planted defect: the loop bound counts the prompt's last logits as a produced token.
     limit = max_new_tokens - 1 if FAULTS.active("max_tokens_off_by_one") and max_new_tokens > 0 else max_new_tokens
-    was_training = model.training
-    model.eval()
     steps = 0
-    try:
-        with torch.inference_mode(), fused_layers(model):
-            cache: KVCache | None = None
-            if max_new_tokens > 0:
-                out = model(
-                    input_ids=seq[:, :width], attention_mask=mask[:, :width], use_cache=use_cache, logits_to_keep=1
-                )
-                cache = out.past_key_values
-                logits = out.logits[:, -1].float()
-            for step in range(limit):
-                pos = width + step
-                if return_logits:
-                    scores.append(logits)
-                nxt = choose_next(logits, temperature, top_k, top_p, generator)
-                steps = step + 1
-                if eos_ids:
-                    nxt = nxt.masked_fill(finished, pad_token_id)
-                    hit = torch.isin(nxt, eos_tensor) & ~finished
-                    lengths = torch.where(hit, torch.full_like(lengths, steps), lengths)
-                    finished = finished | hit
-                seq[:, pos] = nxt
-                # the planted defect: the whole batch stops when its first row finishes
-                done = finished.any() if FAULTS.active("batch_stops_at_first_eos") else finished.all()
-                if eos_ids and bool(done):
-                    break
-                if steps == limit:
-                    break
-                if use_cache:
-                    # New tokens are real: the cache carries the prompt's padding and each row's position.
-                    out = model(input_ids=seq[:, pos : pos + 1], past_key_values=cache)
-                else:
-                    out = model(input_ids=seq[:, : pos + 1], attention_mask=mask[:, : pos + 1])
-                logits = out.logits[:, -1].float()
-    finally:
-        model.train(was_training)
+    with evaluating(model), torch.inference_mode(), fused_layers(model):
+        cache: KVCache | None = None
+        if max_new_tokens > 0:
+            out = model(input_ids=seq[:, :width], attention_mask=mask[:, :width], use_cache=use_cache, logits_to_keep=1)
+            cache = out.past_key_values
+            logits = out.logits[:, -1].float()
+        for step in range(limit):
+            pos = width + step
+            if return_logits:
+                scores.append(logits)
+            nxt = choose_next(logits, temperature, top_k, top_p, generator)
+            steps = step + 1
+            if eos_ids:
+                nxt = nxt.masked_fill(finished, pad_token_id)
+                hit = torch.isin(nxt, eos_tensor) & ~finished
+                lengths = torch.where(hit, torch.full_like(lengths, steps), lengths)
+                finished = finished | hit
+            seq[:, pos] = nxt
+            # the planted defect: the whole batch stops when its first row finishes
+            done = finished.any() if FAULTS.active("batch_stops_at_first_eos") else finished.all()
+            if eos_ids and bool(done):
+                break
+            if steps == limit:
+                break
+            if use_cache:
+                # New tokens are real: the cache carries the prompt's padding and each row's position.
+                out = model(input_ids=seq[:, pos : pos + 1], past_key_values=cache)
+            else:
+                out = model(input_ids=seq[:, : pos + 1], attention_mask=mask[:, : pos + 1])
+            logits = out.logits[:, -1].float()
 
     sequences = seq[:, : width + steps]
     lengths_list = [min(int(n), steps) for n in lengths.tolist()]

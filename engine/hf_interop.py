@@ -408,24 +408,30 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _weight_files(folder: Path) -> list[Path]:
+def _weight_files(folder: Path) -> dict[Path, frozenset[str] | None]:
+    """Each weight file, with the tensor names the index places in it (None for a single file)."""
     single = folder / "model.safetensors"
     if single.is_file():
-        return [single]
+        return {single: None}
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         weight_map = _read_json(index).get("weight_map")
         if not isinstance(weight_map, dict):
             raise ExportError(f"{index}: no weight_map")
-        return [folder / name for name in sorted(set(weight_map.values()))]
+        placed: dict[str, set[str]] = {}
+        for name, shard in weight_map.items():
+            placed.setdefault(str(shard), set()).add(str(name))
+        return {folder / shard: frozenset(names) for shard, names in sorted(placed.items())}
     if any(folder.glob("*.bin")):
         raise ExportError(f"{folder}: only pickle (*.bin) weights found; the engine reads safetensors only")
     raise ExportError(f"{folder}: no model.safetensors")
 
 
-def _read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
+def _read_weights(files: Mapping[Path, frozenset[str] | None]) -> dict[str, torch.Tensor]:
+    """Every tensor of the weight files; a shard must hold exactly the tensors the index places
+    in it, so no tensor is read from a copy the index does not name (or left out)."""
     state: dict[str, torch.Tensor] = {}
-    for path in files:
+    for path, placed in files.items():
         if not path.is_file():
             raise ExportError(f"{path}: weight shard missing")
         try:
@@ -434,11 +440,30 @@ def _read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
             raise ExportError(str(exc)) from None
         try:
             with safe_open(str(path), framework="pt", device="cpu") as fh:
-                for name in fh.keys():  # noqa: SIM118 (safe_open has no __iter__)
+                names = set(fh.keys())
+                if placed is not None and not FAULTS.active("hf_shard_copies_unchecked"):
+                    _check_shard(path, names, placed, files)
+                for name in sorted(names):
                     state[name] = fh.get_tensor(name)
+        except ExportError:
+            raise
         except Exception as exc:  # safetensors raises its own SafetensorError, and others below it
             raise ExportError(f"{path}: cannot read safetensors weights: {exc}") from None
     return state
+
+
+def _check_shard(
+    path: Path, names: set[str], placed: frozenset[str], files: Mapping[Path, frozenset[str] | None]
+) -> None:
+    """Refuse a shard whose tensors are not the ones the index places in it, naming the first."""
+    index = path.parent / "model.safetensors.index.json"
+    stray, missing = sorted(names - placed), sorted(placed - names)
+    if stray:
+        elsewhere = [p.name for p, there in files.items() if there is not None and stray[0] in there]
+        where = f"places it in {elsewhere[0]}" if elsewhere else "does not list it"
+        raise ExportError(f"{path}: holds tensor `{stray[0]}`, but {index.name} {where}")
+    if missing:
+        raise ExportError(f"{path}: lacks tensor `{missing[0]}`, which {index.name} places there")
 
 
 def import_hf(

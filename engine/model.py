@@ -319,6 +319,22 @@ class DecoderLayer(nn.Module):
 
 
 @contextmanager
+def evaluating(model: nn.Module) -> Iterator[None]:
+    """The block runs ``model`` in eval mode; on exit every module's training flag is as it was.
+
+    A caller's training loop goes on after a validation or a sample as it was going: dropout (a
+    LoRA adapter's included) stays on where it was on, and a module the caller froze in eval mode
+    stays there (``model.train(flag)`` would set one flag for all)."""
+    flags = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, flag in flags:
+            module.training = flag
+
+
+@contextmanager
 def fused_layers(model: nn.Module) -> Iterator[None]:
     """Within the block, each eligible decoder layer runs as 4 matmuls on rearranged weights.
 

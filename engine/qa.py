@@ -46,6 +46,7 @@ from engine.checkpoint import LoadedCheckpoint, load_checkpoint
 from engine.errors import EngineError
 from engine.faults import FAULTS
 from engine.generate import generate
+from engine.model import evaluating
 from pv.noise import cpu_seconds
 
 Status = Literal["pass", "fail", "skipped", "inconclusive"]
@@ -192,7 +193,7 @@ def _roundtrip(loaded: LoadedCheckpoint) -> Gate:
 
 def _logits(loaded: LoadedCheckpoint, ids: Sequence[int]) -> torch.Tensor:
     device = next(loaded.model.parameters()).device
-    with torch.no_grad():
+    with evaluating(loaded.model), torch.no_grad():
         logits: torch.Tensor = loaded.model(torch.tensor([list(ids)], device=device)).logits
     return logits[0].float()
 

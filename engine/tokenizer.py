@@ -6,18 +6,22 @@ the merges, of pairs that occur at least twice (``MIN_PAIR_FREQUENCY``).  Byte-l
 pre-tokenization means every UTF-8 string encodes and decodes back to itself, with no unknown token.
 
 Trained tokenizers are cached in ``$PV_ENGINE_CACHE`` (default ``~/.cache/pv-engine``) under
-``tokenizers/bpe-v<vocab>-<corpus digest>.json``, so tests and runs reuse one instead of retraining.
+``tokenizers/bpe-v<vocab>-<corpus digest>-<training digest>.json``, so tests and runs reuse one
+instead of retraining; the training digest (:func:`training_digest`) changes with anything else
+that decides what training gives, so an entry an older trainer wrote is never read as this one's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import tokenizers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from engine.atomic import write_atomic
@@ -305,12 +309,32 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "pv-engine"
 
 
+def training_digest(vocab_size: int) -> str:
+    """sha256 of what decides a trained tokenizer besides its corpus: the vocabulary size, the
+    trainer's settings, the untrained backend (model, pre-tokenizer, decoder), the tokenizers
+    library's version, this module's source (how training is done) and the faults switched on."""
+    recipe = {
+        "vocab_size": vocab_size,
+        "min_frequency": MIN_PAIR_FREQUENCY,
+        "special_tokens": list(SPECIAL_TOKENS),
+        "backend": json.loads(_new_backend().to_str()),
+        "tokenizers": tokenizers.__version__,
+        "source": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        "faults": FAULTS.active_names(),
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+
+
 def cached_tokenizer(vocab_size: int, files: Iterable[str | Path | CorpusFile] | None = None) -> EngineTokenizer:
-    """Like :func:`train_tokenizer`, reusing a cached result keyed by (vocab_size, corpus digest)."""
+    """Like :func:`train_tokenizer`, reusing a cached result keyed by (vocab_size, corpus digest,
+    :func:`training_digest`)."""
     corpus = default_corpus_files() if files is None else as_corpus_files(files)
     texts = read_corpus(corpus)
     digest = corpus_digest(texts)[:16]
-    path = cache_dir() / "tokenizers" / f"bpe-v{vocab_size}-{digest}.json"
+    trained_by = training_digest(vocab_size)[:16]
+    if FAULTS.active("tokenizer_cache_ignores_training"):  # the defect: an older trainer's entry is read back
+        trained_by = "0" * 16  # pragma: no mutate
+    path = cache_dir() / "tokenizers" / f"bpe-v{vocab_size}-{digest}-{trained_by}.json"
     if FAULTS.active("tokenizer_cache_key_ignores_size"):  # the defect: one entry per corpus, any size
         path = cache_dir() / "tokenizers" / f"bpe-{digest}.json"  # pragma: no mutate
     if path.is_file():

@@ -31,6 +31,7 @@ from engine import distributed
 from engine.atomic import atomic_dir
 from engine.errors import NonFiniteLossError
 from engine.faults import FAULTS
+from engine.model import evaluating
 from engine.safetensors_io import save_tensors
 from engine.train.state import (
     LATEST_NAME,
@@ -329,11 +330,12 @@ def save_training_checkpoint(
 
 
 def mean_loss(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], device: torch.device) -> float:
+    """The loss per learned token over ``batches``, computed in eval mode without gradients; every
+    module's training flag is left as it was found (:func:`engine.model.evaluating`)."""
     if not batches:
         raise ValueError("no validation batches: the validation split is shorter than one window")
-    model.eval()
     total, count = 0.0, 0
-    with torch.no_grad():
+    with evaluating(model), torch.no_grad():
         for ids, labels in batches:
             ids, labels = ids.to(device), labels.to(device)
             n = int((labels[:, 1:] != -100).sum())
@@ -341,4 +343,6 @@ def mean_loss(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]
                 n = 1  # pragma: no mutate -- the defect: a batch of 2 learned tokens weighs as much as one of 200
             total += float(model(ids, labels=labels).loss) * n
             count += n
+    if FAULTS.active("mean_loss_leaves_eval"):  # the defect: a caller's training goes on without dropout
+        model.eval()  # pragma: no mutate
     return total / count

@@ -29,6 +29,7 @@ from engine.tokenizer import (
     EngineTokenizer,
     cached_tokenizer,
     train_tokenizer_from_texts,
+    training_digest,
 )
 from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
@@ -111,12 +112,13 @@ def tokenizer_tables(engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[
         files[-1].write_bytes(text.encode("utf-8"))
     texts = [f.read_text(encoding="utf-8") for f in files]
     trained = train_tokenizer_from_texts(texts, VOCAB)
+    entry = f"bpe-v{VOCAB}-{_digest(texts)[:16]}-{training_digest(VOCAB)[:16]}.json"
     unwritable = work / "a-file"
     unwritable.write_text("not a folder", encoding="utf-8")
     with mock.patch.dict(os.environ, {CACHE_ENV: str(work / "cache")}):
         fresh = cached_tokenizer(VOCAB, files)
         names = sorted(p.name for p in (work / "cache" / "tokenizers").iterdir())
-        out["cache_entry"] = names == [f"bpe-v{VOCAB}-{_digest(texts)[:16]}.json"] and fresh == trained
+        out["cache_entry"] = names == [entry] and fresh == trained
     with mock.patch.dict(os.environ, {CACHE_ENV: str(unwritable)}):
         out["unwritable_cache_gives_trained"] = cached_tokenizer(VOCAB, files) == trained and unwritable.is_file()
     # PV_ENGINE_CACHE unset, then empty: the documented default, ~/.cache/pv-engine
@@ -129,7 +131,6 @@ def tokenizer_tables(engine_tokenizer: EngineTokenizer, tmp_path: Path) -> dict[
                 os.environ.pop(CACHE_ENV, None)
             cached_tokenizer(VOCAB, files)
         out["default_cache_entries"].append(
-            sorted(str(p.relative_to(home)) for p in home.rglob("*.json"))
-            == [f".cache/pv-engine/tokenizers/bpe-v{VOCAB}-{_digest(texts)[:16]}.json"]
+            sorted(str(p.relative_to(home)) for p in home.rglob("*.json")) == [f".cache/pv-engine/tokenizers/{entry}"]
         )
     return out

@@ -9,7 +9,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-import engine.cli_convert  # registers import and merge (cli_core and cli_train come with it)
+# each module registers its commands on import: inspect and generate, import and merge, finetune
+import engine.cli_convert
+import engine.cli_core
 import engine.cli_train  # noqa: F401
 from engine.adapters import AdapterError, find_adapter, load_adapted
 from engine.app import app

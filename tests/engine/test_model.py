@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from engine.config import preset
 from engine.faults import FAULTS
-from engine.model import build_model, rope_cos_sin
+from engine.model import build_model, evaluating, rope_cos_sin
 from tests.engine.core_helpers import tiny_config
 
 
@@ -57,3 +59,14 @@ def test_tables_are_built_where_the_activations_are() -> None:
     out = meta(torch.tensor([[1, 2, 3]], device="meta"))
     assert out.logits.device.type == "meta" and tuple(out.logits.shape) == (1, 3, meta.config.vocab_size)
     assert meta.rotary.cos.device.type == "meta"
+
+
+def test_evaluating_restores_every_modules_flag_even_when_the_block_raises() -> None:
+    model = build_model(preset("tiny"))
+    model.train()
+    model.model.layers[0].mlp.eval()  # a caller's own choice
+    before = [m.training for m in model.modules()]
+    with pytest.raises(RuntimeError, match="inside"), evaluating(model):
+        assert not any(m.training for m in model.modules())
+        raise RuntimeError("inside")
+    assert [m.training for m in model.modules()] == before
