@@ -2,8 +2,10 @@
 
 Three sources, so the page cannot drift from the code:
 
-- ``docs/engine-outputs.yaml`` (by hand): every ``python -m engine`` command's output, and every
-  field of every file the engine writes with the falsifiers that read it or ``unclaimed: why``
+- ``docs/engine-outputs.yaml`` (by hand): every ``python -m engine`` command's output, the state
+  a call leaves, the defaults taken when a file lacks a field, what each cache keys on, which of
+  several candidates a read takes, what a recorded field says was done, and every field of every
+  file the engine writes, with the falsifiers that read it or ``unclaimed: why``
   (its completeness is tested against a real run in tests/engine/test_engine_outputs.py);
 - the source of ``engine/``: every public function, class and method, with its return annotation,
   the exceptions it raises itself and its docstring's first sentence;
@@ -165,6 +167,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    out = ["", f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+
+
 def render(inventory: dict[str, Any], names: list[PublicName], reach: dict[tuple[str, str], Reach]) -> str:
     out: list[str] = [
         "# What a user of the engine can observe, and what claims it",
@@ -209,6 +216,26 @@ def render(inventory: dict[str, Any], names: list[PublicName], reach: dict[tuple
     ]
     for name, spec in inventory["state"].items():
         out.append(f"| `{name}`: {_cell(spec['what'])} | {_cell(spec['second_call'])} | {_cell(_claimed_by(spec))} |")
+    out += _table(
+        "Defaults taken when a file lacks a field",
+        ("file", "what the engine takes", "claimed by"),
+        [(spec["file"], spec["defaults"], _claimed_by(spec)) for spec in inventory["defaults"].values()],
+    )
+    out += _table(
+        "What each cache keys an entry on",
+        ("cache", "keyed on", "claimed by"),
+        [(f"`{name}`", spec["keys_on"], _claimed_by(spec)) for name, spec in inventory["cache_keys"].items()],
+    )
+    out += _table(
+        "Which of several candidates a read takes",
+        ("read", "takes", "claimed by"),
+        [(f"`{name}`", spec["reads"], _claimed_by(spec)) for name, spec in inventory["selections"].items()],
+    )
+    out += _table(
+        "What a recorded field says was done",
+        ("field", "says", "claimed by"),
+        [(spec["field"], spec["says"], _claimed_by(spec)) for spec in inventory["recorded"].values()],
+    )
     out += ["", "## Files the engine writes, field by field", ""]
     for art, spec in inventory["files"].items():
         writers = ", ".join(f"`{w}`" for w in spec.get("written_by", []))
