@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
 
 from engine.adapters import find_adapter, load_adapted
 from engine.checkpoint import load_checkpoint, save_checkpoint, weights_digest
 from engine.data import InstructionData
+from falsifiers.lora_trains_base_frozen.merge_options import _manifest
 from falsifiers.shared.cli import cli_runner
 from falsifiers.shared.training import trained_adapter
 from falsifiers.shared.workdir import fresh_dir
@@ -31,12 +31,6 @@ from pv.checkers import checker
 
 def _note(adapter: Path) -> str:
     return f"adapter {adapter} records no base weights digest; the base it is applied to was not checked"
-
-
-def _manifest(checkpoint: Path) -> dict[str, Any]:
-    with safe_open(str(checkpoint), framework="pt") as fh:
-        manifest: dict[str, Any] = json.loads(fh.metadata()["manifest"])
-    return manifest
 
 
 @checker(

@@ -221,3 +221,38 @@ def test_the_mutant_run_gets_its_own_tmp_path(toy: ToyProject) -> None:
     (entry,) = toy.run_record()["results"]
     assert entry["mutant"]["verdict"] == "falsified"
     assert entry["mutant"]["observations"] == {"value": 2.0, "leftovers": 0}
+
+
+UNDECIDED = "mutant pv_unit_faults:broken run inconclusive: the noise left the bound undecided"
+VACUOUS = "VACUOUS: the prediction survived the mutant pv_unit_faults:broken; this falsifier cannot detect that fault"
+
+
+@pytest.mark.parametrize(
+    ("verdict", "message", "said"),
+    [
+        (Verdict.FALSIFIED, "ignored", "killed"),
+        (Verdict.INCONCLUSIVE, "", UNDECIDED),
+        (Verdict.INCONCLUSIVE, "x = 1", UNDECIDED + "\nx = 1"),
+        (Verdict.SURVIVED, "held", VACUOUS),
+        (Verdict.ERROR, "", "mutant pv_unit_faults:broken was not killed: its run ended in error"),
+        (Verdict.SKIPPED, "why", "mutant pv_unit_faults:broken was not killed: its run ended in skipped\nwhy"),
+    ],
+)
+def test_each_verdict_of_a_mutant_run_is_said_in_its_own_words(
+    as_module: str, verdict: Verdict, message: str, said: str
+) -> None:
+    result = run_mutant(as_module, lambda: Evaluation(verdict, {"x": 1}, message))
+    assert (result.mutant, result.verdict, result.observations, result.message) == (as_module, verdict, {"x": 1}, said)
+
+
+def test_a_mutant_outside_the_allowed_packages_is_a_broken_reference_and_never_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "pv_never_imported", raising=False)
+    result = run_mutant("pv_never_imported:broken", lambda: Evaluation(Verdict.FALSIFIED), allowed=["toyfalsifiers"])
+    assert (result.mutant, result.verdict) == ("pv_never_imported:broken", Verdict.ERROR)
+    assert result.message == (
+        "broken reference: mutant 'pv_never_imported:broken' cannot be resolved: module 'pv_never_imported' is "
+        "outside the checker and fault packages (toyfalsifiers); it was not imported"
+    )
+    assert "pv_never_imported" not in sys.modules

@@ -180,3 +180,30 @@ def test_a_forked_checker_and_what_it_started_end_with_the_call(tmp_path: Path, 
     assert (outcome.value is not None) == (checker is _spawn_and_return), outcome
     checker_pid, grandchild = (int(x) for x in out.read_text().split())
     assert _gone(checker_pid) and _gone(grandchild)
+
+
+def test_an_inconclusive_report_names_each_noisy_observation_with_its_interval_and_figures() -> None:
+    from pv.run_checker import inconclusive_report
+
+    noise = {
+        "rate": {"interval": [0.5, 1.25], "figures": {"runs": 5, "cv": 0.1}},
+        "latency": {"interval": [2.0, 3.0], "figures": [1, 2]},
+    }
+    report = inconclusive_report(TEXT, "rate >= 1", "1.1 >= 1", noise, {"rate": 1.1, "latency": 2.5})
+    assert report == (
+        "INCONCLUSIVE c::FALSIFY-C-001: the measurement's noise leaves the bound undecided\n"
+        "  expect:       rate >= 1\n"
+        "  with values:  1.1 >= 1\n"
+        "  latency = 2.5, within [2, 3]: [1, 2]\n"
+        '  rate = 1.1, within [0.5, 1.25]: {"cv": 0.1, "runs": 5}\n'
+        "  neither survived nor falsified: rerun on a quieter machine (the figures above say how busy it was)"
+    )
+
+
+def test_a_checker_process_ending_early_is_described_by_how_it_ended() -> None:
+    from pv.run_checker import _exit_text
+
+    assert _exit_text(9) == "the checker's process was killed by SIGKILL (9) before it returned"
+    # a real-time signal has no name in the signal module: its number stands in
+    assert _exit_text(40) == "the checker's process was killed by signal 40 (40) before it returned"
+    assert _exit_text(3 << 8) == "the checker's process exited with status 3 before it returned"

@@ -412,3 +412,34 @@ def test_statuses_and_contracts_promote_refuses(project: Project) -> None:
     assert str(caught.value).endswith(
         f"fix it (`pv validate {project.contract}` shows where), then run `pv promote` again"
     )
+
+
+def test_the_text_positions_an_edit_is_placed_by() -> None:
+    import yaml
+
+    from pv.promote import _after_line, _content_end
+
+    assert [_after_line(t, 0) for t in ("a\nb", "ab", "\nab")] == [2, 2, 1]
+    text = "a:\nb: |\n  valueX\n\n\nc: [1, 2]   \nd: plain  \n"
+    mapping = yaml.compose(text)
+    (_, empty), (_, block), (_, flow), (_, plain) = mapping.value
+    assert _content_end(text, empty) == empty.start_mark.index  # an empty value ends where it starts
+    # a block scalar's mark runs on over the blank lines after it: they are left out, nothing else
+    assert text[: _content_end(text, block)].endswith("  valueX")
+    assert text[: _content_end(text, flow)].endswith("c: [1, 2]")
+    assert text[: _content_end(text, plain)].endswith("d: plain")
+    assert _content_end(text, mapping) == _content_end(text, plain)  # a block mapping ends at its last value
+
+
+def test_the_refusal_to_edit_a_layout_gives_the_two_lines_to_write_by_hand(tmp_path: Path) -> None:
+    from pv.model import Status
+    from pv.promote import Decision, _by_hand
+
+    decision = Decision(tmp_path / "c.yaml", "c-v1", "1.0.0", Status.DRAFT, Status.ACTIVE, "verified")
+    entry = {"version": "1.0.0", "date": "2026-12-02", "change": "status DRAFT -> ACTIVE"}
+    assert _by_hand(decision, entry) == (
+        f"{tmp_path / 'c.yaml'}: pv cannot place its edit in this file's layout without changing something else, "
+        "so nothing was written; set `status: ACTIVE` under metadata and add this first entry to "
+        'metadata.changelog by hand:\n    - {version: 1.0.0, date: "2026-12-02", change: "status DRAFT -> ACTIVE"}\n'
+        "then `pv promote --check` confirms the status"
+    )

@@ -212,3 +212,13 @@ def test_unsigned_bundles_pass_verify_only_when_allowed_and_gc_prunes_them_once_
     kinds = [json.loads(x)["kind"] for x in (project.evidence / "demo-v1" / "ledger.jsonl").read_text().splitlines()]
     assert kinds == ["bundle", "bundle", "pruned"]
     assert cli("evidence", "verify")[0] == 0
+
+
+def test_backing_status_hands_the_trusted_keys_to_the_assessment(project: Project, keys: tuple[Signer, Path]) -> None:
+    from pv.evidence.status import backing_status
+
+    signer, trusted = keys
+    bundle = signed_write(project, signer)
+    assert backing_status(project.evidence, project.contract, KeyRing.from_file(trusted)) == (Status.ACTIVE, bundle)
+    other = KeyRing.from_pem(generate()[1], "other")
+    assert backing_status(project.evidence, project.contract, other) == (Status.DRAFT, None)

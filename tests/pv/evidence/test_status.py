@@ -306,3 +306,12 @@ def test_a_newer_verdict_in_a_bundle_that_is_gone() -> None:
         "A": "A: its newest verdict (falsified) was in bundle r3, which is gone (forgotten: disk died); run it again",
         "B": "B: its newest verdict (error) was in bundle r4, which is gone (pruned); run it again",
     }
+
+
+def test_the_ignored_summary_counts_the_other_reasons() -> None:
+    from pv.evidence.status import _ignored_summary
+
+    one, two = Path("a"), Path("b")
+    assert _ignored_summary({one: "stale"}) == "1 ignored: stale"
+    assert _ignored_summary({one: "stale", two: "stale"}) == "2 ignored: stale"
+    assert _ignored_summary({one: "untrusted", two: "stale"}) == "2 ignored: stale (and 1 other reasons)"

@@ -333,3 +333,19 @@ def test_on_a_pull_request_evidence_its_changes_left_behind_is_a_warning(assessm
     else:
         assert mu.code in ("PVL701", "PVL703") and mu.severity is Severity.ERROR
     assert _status_findings(assessment, pull_request=False)[0][0].code != "PVL704"  # only on a pull request
+
+
+def test_evidence_left_behind_by_every_kind_at_once_is_still_left_behind() -> None:
+    from types import SimpleNamespace
+
+    from pv.lint.gates.status import _left_behind
+
+    def found(*kinds: str, blocked: bool = False, counted: bool = False) -> Any:
+        problems = [SimpleNamespace(kind=k) for k in kinds]
+        return SimpleNamespace(blocked=blocked, counted=counted, rejected=[SimpleNamespace(problems=problems)])
+
+    assert _left_behind(found("stale", "superseded", "untrusted"))
+    assert _left_behind(found("stale"))
+    assert not _left_behind(found("stale", "tampered"))
+    assert not _left_behind(found("stale", blocked=True))
+    assert not _left_behind(found("stale", counted=True))

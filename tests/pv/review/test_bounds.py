@@ -49,3 +49,27 @@ def test_a_value_moves_only_beyond_the_noise_or_the_threshold() -> None:
     assert apart.within_noise is False and apart.moved == "worse"
     higher = compare_value("x", _entry(5, "x >= 1"), _entry(6, "x >= 1"), 0.05)
     assert higher.moved == "better" and higher.used == pytest.approx(1 / 6)
+
+
+def test_a_limit_is_a_finite_number_never_a_flag_a_text_or_an_infinity() -> None:
+    params = {"flag": True, "name": "fast", "big": float("inf"), "nan": float("nan"), "n": 3}
+    for term in ("flag", "name", "big", "nan"):
+        assert limit_of(f"x >= {term}", "x", params) is None, term
+    assert limit_of("x >= n", "x", params) == Limit("x", 3.0, "higher")
+
+
+def test_a_comparison_of_another_shape_is_passed_over_not_the_end_of_the_search() -> None:
+    assert limit_of("x == 3 and x >= 2", "x", {}) == Limit("x", 2.0, "higher")
+    assert limit_of("1 < x < 5 or 0.5 >= x", "x", {}) == Limit("x", 0.5, "lower")
+
+
+def test_only_an_expression_has_a_limit_not_a_statement() -> None:
+    assert limit_of("assert x >= 1", "x", {}) is None
+    assert limit_of("x >= 1\ny <= 2", "x", {}) is None
+
+
+def test_a_zero_limit_or_a_zero_value_uses_no_share() -> None:
+    assert Limit("x", 0.0, "lower").used(1.0) is None
+    assert Limit("x", 2.0, "higher").used(0.0) is None
+    assert Limit("x", 2.0, "lower").used(1.0) == 0.5
+    assert Limit("x", 2.0, "higher").used(4.0) == 0.5

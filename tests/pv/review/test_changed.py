@@ -122,3 +122,63 @@ def test_code_reasons_name_at_most_three_files() -> None:
     assert _code_reasons(now, base, "contracts/x.yaml") == ["code: 2 edited and 3 added (m/a.py, m/b.py, m/c.py…)"]
     assert _code_reasons({"m/a.py": "x"}, {"m/a.py": "x"}, "c.yaml") == []
     assert _code_reasons({"m/a.py": "x"}, {}, "c.yaml") == ["code: 1 added (m/a.py)"]
+
+
+def test_an_entry_field_alone_moves_no_bound_and_the_contract_file_is_not_code(project: Path) -> None:
+    (project / "contracts" / "mean-v1.yaml").write_text(CONTRACT.format(bound="value >= 1", blocking="true"))
+    assert changed(project) == [
+        Changed("mean-v1", "contracts/mean-v1.yaml", "FALSIFY-MEAN-002", ["contract: ship_blocking changed"])
+    ]
+
+
+def test_the_contract_s_reasons_come_before_the_code_s(project: Path) -> None:
+    text = CONTRACT.format(bound="value >= 1.5", blocking="true").replace(
+        "the mean of three, again", "the mean of three, once more"
+    )
+    (project / "contracts" / "mean-v1.yaml").write_text(text)
+    stats = project / "mysystem" / "stats.py"
+    stats.write_text(stats.read_text() + "# edited\n")
+    by_id = {c.falsifier_id: c.reasons for c in changed(project)}
+    assert by_id == {
+        "FALSIFY-MEAN-001": ["code: 1 edited (mysystem/stats.py)"],
+        "FALSIFY-MEAN-002": [
+            "contract: prediction, ship_blocking changed",
+            "bound moved",
+            "code: 1 edited (mysystem/stats.py)",
+        ],
+    }
+
+
+def test_a_new_falsifier_says_so_before_its_code(project: Path) -> None:
+    text = CONTRACT.format(bound="value >= 1", blocking="false") + (
+        "  - id: FALSIFY-MEAN-003\n    prediction: p\n    check: mychecks.checks:mean_of_three\n"
+        '    expect: "value == 2"\n    ship_blocking: false\n'
+    )
+    (project / "contracts" / "mean-v1.yaml").write_text(text)
+    stats = project / "mysystem" / "stats.py"
+    stats.write_text(stats.read_text() + "# edited\n")
+    by_id = {c.falsifier_id: c.reasons for c in changed(project)}
+    assert by_id["FALSIFY-MEAN-003"] == ["new falsifier", "code: 1 edited (mysystem/stats.py)"]
+
+
+def test_the_code_reason_shows_three_files_and_an_ellipsis_past_three() -> None:
+    base: dict[str, str | None] = {"a.py": "0", "b.py": "0", "c.py": "0", "d.py": None}
+    now = {"a.py": "1", "b.py": "1", "c.py": "1", "d.py": "1", "k.yaml": "1"}
+    assert _code_reasons(now, base, "k.yaml") == ["code: 3 edited and 1 added (a.py, b.py, c.py…)"]
+    assert _code_reasons({k: now[k] for k in ("a.py", "b.py", "d.py")}, base, "k.yaml") == [
+        "code: 2 edited and 1 added (a.py, b.py, d.py)"
+    ]
+
+
+def test_only_a_text_bound_is_shown() -> None:
+    from pv.review.changed import _text
+
+    assert (_text("x >= 1"), _text(5), _text(None)) == ("x >= 1", None, None)
+
+
+def test_a_falsifier_without_a_check_is_read_with_the_contract_s_own_scope(project: Path) -> None:
+    text = CONTRACT.format(bound="value >= 1", blocking="false") + (
+        '  - id: FALSIFY-MEAN-003\n    prediction: p\n    expect: "value == 2"\n    ship_blocking: false\n'
+    )
+    (project / "contracts" / "mean-v1.yaml").write_text(text)
+    assert [(c.falsifier_id, c.reasons) for c in changed(project)] == [("FALSIFY-MEAN-003", ["new falsifier"])]
