@@ -297,3 +297,46 @@ def test_the_default_reference_is_a_fixed_piece_of_work() -> None:
     assert probe() is None and probe() is None  # callable again and again
     t = interleaved(lambda: None, 2, calibration=1)  # the machine's own probe by default
     assert len(t.reference_s) == 2 and all(r > 0 for r in t.reference_s) and t.reference_best_s > 0
+
+
+def test_the_machine_probe_copies_and_hashes_the_sizes_it_is_given() -> None:
+    from pv.noise import machine_probe
+
+    def sizes(probe: Any) -> dict[str, int]:
+        cells = dict(zip(probe.__code__.co_freevars, probe.__closure__, strict=True))
+        return {name: len(cell.cell_contents) for name, cell in cells.items()}
+
+    assert sizes(machine_probe()) == {"dst": 32 << 20, "small": 256 << 10, "src": 32 << 20}
+    assert sizes(machine_probe(buffer_mib=2, hashed_kib=8)) == {"dst": 2 << 20, "small": 8 << 10, "src": 2 << 20}
+
+
+def test_the_reference_takes_out_the_dispersion_the_machine_caused() -> None:
+    from pv.noise import cv, dispersion
+
+    reference = [1.0, 1.5, 1.0, 1.5, 1.0, 1.5]
+    samples = [1.0, 1.5, 1.0, 1.5, 1.0, 1.52]
+    rel = 2 / math.sqrt(10)
+    got = dispersion(samples, reference, widen=0.0)
+    steady = cv([1.0, 1.0, 1.0, 1.0, 1.0, 1.52 / 1.5])
+    assert got.noise["cv_at_reference_speed"] == pytest.approx(steady)
+    assert got.low == pytest.approx(steady * (1 - rel)) and got.low < cv(samples) * (1 - rel)
+
+
+def test_a_median_interval_never_inverts_at_any_confidence() -> None:
+    from pv.noise import median_interval
+
+    assert (median_interval([4, 1, 3, 2], confidence=0.0).low, median_interval([4, 1, 3, 2], confidence=0.0).high) == (
+        2,
+        3,
+    )
+    for n in range(1, 9):
+        for confidence in (0.0, 0.3, 0.5, 0.95):
+            m = median_interval(list(range(n)), confidence=confidence)
+            assert m.low <= m.value <= m.high, (n, confidence)
+
+
+def test_a_repeat_of_no_wall_time_is_left_out_of_the_rate_at_the_machine_s_best() -> None:
+    from pv.noise import rate_interval
+
+    got = rate_interval(10.0, [0.0, 1.0, 2.0], [0.0, 1.0, 2.0], reference_s=[1.0, 1.0, 1.0])
+    assert got.noise["rate_at_reference_speed"] == 7.5 and got.value == 7.5

@@ -121,3 +121,18 @@ def test_run_ids_and_artifacts(tmp_path: Path) -> None:
         ("artifacts/logs/F1/train.log", "log"),
     ]
     assert _artifact_copies("F1", [str(tmp_path / "gone.txt")]) == ([], [str(tmp_path / "gone.txt")])
+
+
+def test_a_case_entry_keeps_its_noise_and_every_field_the_case_measured() -> None:
+    from pv.evidence.writer import _case_entry
+
+    noise = {"rate": {"interval": [1.0, 2.0], "figures": {"runs": 5}}}
+    case = FalsifierResult(
+        "demo-v1", "FALSIFY-DEMO-001", Verdict.SURVIVED, True, params={"n": 2}, observations={"rate": 1.5},
+        noise=noise, seed=3, duration_s=1, message="m", case="[n=2]", worker="gw1",
+    )  # fmt: skip
+    entry = _case_entry(case)
+    assert (entry.id, entry.verdict, entry.params, entry.observations, entry.noise) == (
+        "[n=2]", "survived", {"n": 2}, {"rate": 1.5}, noise,
+    )  # fmt: skip
+    assert (entry.seed, entry.duration_s, entry.message, entry.mutant, entry.worker) == (3, 1.0, "m", None, "gw1")

@@ -177,3 +177,64 @@ def test_the_lines_of_each_id_and_its_mutant(tmp_path: Path) -> None:
     assert id_lines(tmp_path / "absent.yaml") == {}
     (tmp_path / "m.yaml").write_text("mutant: before any id\n")
     assert id_lines(tmp_path / "m.yaml") == {}
+
+
+def test_malformed_noise_and_mutant_entries_read_as_absent() -> None:
+    from pv.review.compare import _interval, _mutant
+
+    assert _interval({"noise": ["loss"]}, "loss") is None
+    assert _interval({"noise": {"loss": {"interval": [1, 2]}}}, "loss") == [1.0, 2.0]
+    assert [_mutant(e) for e in ({"mutant": "m"}, {"mutant": {"killed": "yes"}}, {"mutant": {"killed": False}})] == [
+        None,
+        None,
+        False,
+    ]
+
+
+def _sides(**changed: Any) -> Any:
+    from pv.review.compare import _Sides
+
+    head = {"F1": {"verdict": "survived", "message": "first line\nsecond"}}
+    return _Sides(head, {"F1": "run-h"}, {}, {}, [], changed, None, False)
+
+
+def test_a_row_reads_the_entry_as_declared_and_the_change_as_found() -> None:
+    from pv.review.changed import Changed
+    from pv.review.compare import _row
+
+    entry = {"id": "F1", "mutant": 5}
+    change = Changed("c-v1", "contracts/c.yaml", "F1", ["code: 1 edited (x.py)"])
+    row = _row(entry, "c-v1", "contracts/c.yaml", {}, _sides(F1=change))
+    assert (row.line, row.mutant_line, row.mutant, row.head_expect) == (None, None, None, None)
+    assert (row.changed, row.bound_moved, row.message, row.head_run) == (
+        ["code: 1 edited (x.py)"],
+        False,
+        "first line",
+        "run-h",
+    )
+    row = _row({"id": "F1", "mutant": "m:f", "expect": "x >= 1"}, "c-v1", "c.yaml", {"F1": (4, 9)}, _sides())
+    assert (row.line, row.mutant_line, row.mutant, row.head_expect, row.changed) == (4, 9, "m:f", "x >= 1", [])
+
+
+def test_ancestry_is_the_base_s_line_and_nothing_for_an_unknown_commit(tmp_path: Path) -> None:
+    import subprocess
+
+    from pv.review.compare import _ancestry
+
+    def git(*args: str) -> str:
+        cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args]
+        return subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    commits = []
+    for n in range(2):
+        (tmp_path / "f.txt").write_text(str(n))
+        git("add", "-A")
+        git("commit", "-q", "-m", f"c{n}")
+        commits.append(git("rev-parse", "HEAD"))
+    git("checkout", "-q", "-b", "side", commits[0])
+    (tmp_path / "g.txt").write_text("side")
+    git("add", "-A")
+    git("commit", "-q", "-m", "side")
+    assert _ancestry(tmp_path, commits[1]) == set(commits)
+    assert _ancestry(tmp_path, "f" * 40) == set()
