@@ -156,7 +156,10 @@ class Tree:
 
     @classmethod
     def at(cls, root: Path, ref: str) -> Tree:
-        commit = run_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+        try:
+            commit = run_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+        except GitError:  # --quiet: git says nothing of a ref it does not know, so pv says it
+            raise GitError(f"`{ref}` names no commit of the repository at {root}") from None
         tree = cls(root, commit)
         for line in run_git(root, "ls-tree", "-r", "--full-tree", commit).splitlines():
             meta, _, path = line.partition("\t")

@@ -127,3 +127,41 @@ def test_a_row_writes_each_value_into_its_expect() -> None:
     assert observation_and_bound(_entry("survived", {"y": 2.0}, expect="y >")) == ("", "y >")
     assert observation_and_bound(_entry("survived", {"y": 2.0}, expect="")) == ("", "")
     assert observation_and_bound(_entry("survived", {"z": 2.0}, expect="1 < 2")) == ("", "1 < 2")
+
+
+def test_each_case_of_a_parametrized_falsifier_gets_its_own_row() -> None:
+    from pv.bundle.model import CaseEntry
+    from pv.review.sections import Row, _rows
+
+    entry = FalsifierEntry(
+        id="FALSIFY-X-003",
+        ship_blocking=True,
+        selected=True,
+        verdict="falsified",
+        expect="loss <= limit",
+        mutant=MutantEntry(declared=None, verdict=None),
+        cases=[
+            CaseEntry(id="a", verdict="survived", params={"limit": 2.0}, observations={"loss": 1.5}, duration_s=0.5),
+            CaseEntry(
+                id="b", verdict="falsified", params={"limit": 2.0}, observations={"loss": 2.5}, duration_s=1.5,
+                message="loss too high\nsecond line",
+            ),
+            CaseEntry(id="c", verdict="skipped", params={"limit": 2.0}, skip_reason="no CUDA", message="ignored"),
+            CaseEntry(id="d", verdict="not_run", params={"limit": 2.0}),
+        ],
+    )  # fmt: skip
+    assert _rows(entry)[1:] == [
+        Row("FALSIFY-X-003[a]", True, "survived", "loss = 1.5", "loss(=1.5) <= limit(=2)", 0.5, ""),
+        Row("FALSIFY-X-003[b]", True, "falsified", "loss = 2.5", "loss(=2.5) <= limit(=2)", 1.5, "loss too high"),
+        Row("FALSIFY-X-003[c]", True, "skipped", "", "loss <= limit", 0.0, "no CUDA"),
+        Row("FALSIFY-X-003[d]", True, "not_run", "", "loss <= limit", 0.0, ""),
+    ]
+
+
+def test_a_bound_is_the_text_as_written_when_nothing_ran_or_it_does_not_parse() -> None:
+    from pv.review.sections import _bound
+
+    assert _bound("loss <= 1", {"loss": 0.5}, {"loss": 0.5}) == ("loss = 0.5", "loss(=0.5) <= 1")
+    assert _bound("loss <= 1", {"loss": 0.5}, {"loss": 0.5}, "skipped") == ("", "loss <= 1")
+    assert _bound("loss <= limit", {"loss": 0.5}, {"loss": 0.5}) == ("loss = 0.5", "loss(=0.5) <= limit(=?)")
+    assert _bound("loss <=", {}, {"loss": 0.5}) == ("", "loss <=")

@@ -71,3 +71,14 @@ def test_missing_rows_are_grouped_by_contract_and_reason() -> None:
     r.contracts[0].base_missing = ""
     ((_, lines),) = _missing(r, rows[:1])
     assert lines[2] == "- `demo-v1`: 1 falsifier (`F0`): changed here and not measured in this run"
+
+
+def test_missing_rows_are_a_block_of_their_own_lines_with_six_ids_shown_whole() -> None:
+    from pv.review.markdown import _missing
+
+    why = "changed here and not measured in this run"
+    for n, shown in ((6, "`F0`, `F1`, `F2`, `F3`, `F4`, `F5`"), (7, "`F0`, `F1`, `F2`, `F3`, `F4`, `F5` and 1 more")):
+        rows = [row(f"F{i}", "missing", why=why) for i in range(n)]
+        assert _missing(review(rows), rows) == [
+            ("text", [f"### Missing ({n})", "", f"- `demo-v1`: {n} falsifiers ({shown}): {why}", ""])
+        ]

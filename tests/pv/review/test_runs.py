@@ -161,3 +161,55 @@ def test_runs_read_field_by_field_from_the_folder_and_from_git_history(tmp_path:
     assert _run("x", {"run_id": 3}, None, False, "w") is None and _run("x", [], None, False, "w") is None
     bare = _run("x", {"run_id": "r", "environment": [], "contract": "c", "code": {"files": []}}, None, False, "w")
     assert bare is not None and (bare.commit, bare.contract_sha256, bare.code, bare.finished_at) == (None, "", None, "")
+
+
+def test_several_bundles_only_history_has_are_each_read_with_their_own_files(tmp_path: Path) -> None:
+    from pv.review.runs import read_runs
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = tmp_path / "repo"
+    evidence = root / "evidence" / "demo-v1"
+    p, q, r = (f"2026010{n}T000000000001Z-0000000{n}" for n in (1, 2, 3))
+    _plain_bundle(evidence, p)
+    (evidence / p / "bundle.json").write_text("{not json")  # unreadable: skipped, the others still read
+    _plain_bundle(evidence, q, signed=True, finished_at="2026-01-02T00:00:00Z")
+    _plain_bundle(evidence, r, finished_at="2026-01-03T00:00:00Z")
+    (evidence / r / "MANIFEST.sha256").unlink()  # a bundle from before manifests: no digest
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "evidence"], check=True)
+    for run_id in (p, q, r):
+        shutil.rmtree(evidence / run_id)
+    runs = {run.run_id: run for run in read_runs(root / "evidence", root, ["demo-v1"])["demo-v1"]}
+    assert sorted(runs) == [q, r]
+    manifest_digest = hashlib.sha256(f"manifest of {q}\n".encode()).hexdigest()
+    assert (runs[q].contract_id, runs[q].digest, runs[q].signed) == ("demo-v1", manifest_digest, True)
+    assert (runs[r].contract_id, runs[r].digest, runs[r].signed) == ("demo-v1", None, False)
+
+
+def test_a_tree_lists_the_repository_s_files_from_its_top_blobs_only(tmp_path: Path) -> None:
+    from pv.git import GitError
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "a.txt").write_text("a")
+    (tmp_path / "top.txt").write_text("t")
+    subprocess.run([*git, "add", "-A"], check=True)
+    # a submodule's entry is a commit, not a file of this repository
+    subprocess.run([*git, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "files"], check=True)
+    tree = Tree.at(tmp_path / "project", "HEAD")  # a project in a subfolder of its repository
+    assert (tree.has("project/a.txt"), tree.has("top.txt"), tree.has("a.txt"), tree.has("vendored")) == (
+        True,
+        True,
+        False,
+        False,
+    )
+    with pytest.raises(GitError) as refused:
+        Tree.at(tmp_path, "no-such-ref")
+    assert str(refused.value) == f"`no-such-ref` names no commit of the repository at {tmp_path}"
