@@ -95,6 +95,22 @@ def _adapted(checkpoint: Path, adapter: Path, device: str, nf4: bool | None, all
     return model, loaded
 
 
+def _is_gguf(source: Path) -> bool:
+    from engine.gguf_import import PACKAGE_PREFIX
+
+    return str(source).startswith(PACKAGE_PREFIX) or source.suffix == ".gguf"
+
+
+def _quantized_gguf(source: Path, device: str) -> Any:
+    """A GGUF file (or package:NAME's) run as it is: its Q4_0, Q4_1 and Q8_0 matrices kept in their
+    blocks (engine.quantized), the rest float32."""
+    from engine.gguf_import import PACKAGE_PREFIX, gguf_in_distribution, import_gguf
+
+    if str(source).startswith(PACKAGE_PREFIX):
+        source = cli.guarded(lambda: gguf_in_distribution(str(source).removeprefix(PACKAGE_PREFIX)))
+    return cli.guarded(lambda: import_gguf(source, device, quantized=True))
+
+
 def _warn_unchecked(manifest: dict[str, Any]) -> None:
     """Say on stderr that the base under an adapter was not checked (it recorded none to check)."""
     if "base_unchecked" in manifest:
@@ -151,7 +167,12 @@ def _chat_ids(tok: EngineTokenizer, prompt: str, system: str | None) -> list[int
 
 @app.command()
 def generate(
-    checkpoint: Annotated[Path, typer.Argument(help="A .safetensors engine checkpoint.")],
+    checkpoint: Annotated[
+        Path,
+        typer.Argument(
+            help="A .safetensors engine checkpoint, or a GGUF file (or package:NAME) run from its quantized blocks."
+        ),
+    ],
     prompt: Annotated[list[str], typer.Option("--prompt", "-p", help="Prompt text; repeat for a batch.")],
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", "-n", min=0)] = 32,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 = greedy.")] = 0.0,
@@ -188,6 +209,9 @@ def generate(
             if FAULTS.active("generate_nf4_flag_ignored"):  # the defect: --nf4/--no-nf4 accepted, never applied
                 nf4 = None  # pragma: no mutate
             model, loaded = _adapted(checkpoint, adapter, device, nf4, allow_other_base)
+        elif _is_gguf(checkpoint):
+            loaded = _quantized_gguf(checkpoint, device)
+            model = loaded.model
         else:
             loaded = cli.load(checkpoint, device)
             model = loaded.model

@@ -28,12 +28,13 @@ from tokenizers import AddedToken, Tokenizer, decoders, models
 
 from engine.architectures import ARCHITECTURES, Architecture, by_gguf_name
 from engine.atomic import file_sha256
-from engine.checkpoint import LoadedCheckpoint, make_manifest, model_from_state
+from engine.checkpoint import EMBEDDING, TIED_HEAD, LoadedCheckpoint, make_manifest, model_from_state
 from engine.config import ModelConfig
 from engine.errors import CheckpointError, ExportError
 from engine.faults import FAULTS
-from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf
+from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf, unpermute_qk
 from engine.pretokenizers import PRE_TOKENIZERS, gpt2
+from engine.quantized import KINDS, quantized_linear, unpack
 from engine.tokenizer import EngineTokenizer
 
 ROPE_FREQS = "rope_freqs.weight"  # per-dimension RoPE frequency factors (llama.cpp's LLM_TENSOR_ROPE_FREQS)
@@ -42,6 +43,7 @@ _USER_DEFINED = int(gguf.TokenType.USER_DEFINED)
 
 
 PACKAGE_PREFIX = "package:"
+EMBEDDING_GGUF = "token_embd.weight"
 
 
 def gguf_in_distribution(name: str) -> Path:
@@ -183,13 +185,19 @@ def gguf_tokenizer(fields: Mapping[str, Any]) -> EngineTokenizer:
 
 
 def import_gguf(
-    path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+    path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | None = None, *, quantized: bool = False
 ) -> LoadedCheckpoint:
-    """Load a llama/qwen2 GGUF file; every tensor is dequantized to float32 (or ``dtype``)."""
+    """Load a llama/qwen2 GGUF file; every tensor is dequantized to float32 (or ``dtype``).
+
+    ``quantized``: every linear layer whose matrix the file holds as Q4_0, Q4_1 or Q8_0 keeps its
+    blocks and runs through torch's int kernels (:mod:`engine.quantized`); the rest is float32.
+    The manifest's ``quantized`` lists those layers' kinds by count."""
     path = Path(path)
     if not path.is_file():
         raise ExportError(f"{path}: no such GGUF file")
-    contents = read_gguf(path)
+    # the matrices kept in their blocks are never dequantized; the embedding is, for its lookups
+    kept_blocks = (lambda name, kind: kind in KINDS and name != EMBEDDING_GGUF) if quantized else None
+    contents = read_gguf(path, kept_blocks)
     config = gguf_config(contents)
     tokenizer = gguf_tokenizer(contents.fields)
     if tokenizer.vocab_size > config.vocab_size:
@@ -216,6 +224,11 @@ def import_gguf(
         model = model_from_state(config, state, device=device, dtype=wanted)
     except CheckpointError as exc:
         raise ExportError(f"{path}: {exc}") from None
+    kept: dict[str, str] = {}
+    if quantized:
+        if torch.device(device).type != "cpu" or wanted not in (None, torch.float32):
+            raise ExportError("quantized layers run on the CPU under float32 activations: drop --device and --dtype")
+        kept = keep_quantized(model, contents, config)
     file_type: Any = contents.fields.get("general.file_type")  # whatever the file holds there
     try:
         file_type_name = gguf.LlamaFileType(file_type).name
@@ -229,5 +242,33 @@ def import_gguf(
         "source_sha256": file_sha256(path),
         "source_file_type": file_type_name,
         "source_tensor_types": dict(sorted(Counter(contents.tensor_types.values()).items())),
+        **({"quantized": dict(sorted(Counter(kept.values()).items()))} if quantized else {}),
     }
     return LoadedCheckpoint(model, tokenizer, config, manifest, {}, path)
+
+
+def keep_quantized(model: torch.nn.Module, contents: GgufContents, config: ModelConfig) -> dict[str, str]:
+    """Replace each linear layer whose GGUF matrix is Q4_0, Q4_1 or Q8_0 by one that runs its blocks
+    (a tied head runs the embedding's blocks; the embedding itself stays float32 for its lookups);
+    the engine names of the layers replaced, with their kind.  ``contents`` is read with the kept
+    matrices as placeholders (gguf-py's tensors in ``contents.raw``), the embedding dequantized."""
+    family = by_gguf_name(contents.arch)
+    permutes = family is not None and family.gguf_permutes_qk
+    kept: dict[str, str] = {}
+    for name, module in list(model.named_modules()):
+        if type(module) is not torch.nn.Linear:
+            continue
+        weight = f"{name}.weight"
+        source = gguf_tensor_name(EMBEDDING if weight == TIED_HEAD and config.tie_word_embeddings else weight)
+        tensor = contents.raw.get(source)
+        if tensor is None or tensor.tensor_type.name not in KINDS:
+            continue
+        blocks = unpack(tensor.tensor_type.name, np.array(tensor.data), (module.out_features, module.in_features))
+        rows = {"q_proj": config.num_attention_heads, "k_proj": config.num_key_value_heads}
+        heads = rows.get(name.rsplit(".", 1)[-1])
+        if permutes and heads is not None:
+            blocks = blocks.rows(unpermute_qk(np.arange(module.out_features), heads))
+        parent, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent), child, quantized_linear(blocks, module.bias))
+        kept[name] = blocks.kind
+    return kept

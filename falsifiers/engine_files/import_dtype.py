@@ -9,11 +9,13 @@ embedding.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from engine.checkpoint import LoadedCheckpoint
 from engine.gguf_export import export_gguf
 from engine.gguf_import import import_gguf
 from engine.hf_interop import export_hf, import_hf
@@ -39,7 +41,7 @@ def imports_in_the_dtype_asked(
     out["heads_untied"] = 0
     for name in ("llama", "qwen2"):
         model = realistic_model(tiny_model_factory, 0, name)
-        files = {
+        files: dict[str, tuple[Path, Callable[..., LoadedCheckpoint]]] = {
             "gguf": (export_gguf(model, engine_tokenizer, work / f"{name}.gguf", "f32"), import_gguf),
             "hf": (export_hf(model, engine_tokenizer, work / f"{name}-hf"), import_hf),
         }

@@ -1,0 +1,86 @@
+"""Blocks as gguf-py writes and reads them, and the layers that run them (``engine.quantized``).
+
+The reference for every block is gguf-py: its ``quantize`` writes the raw bytes of seeded random
+matrices in each kind, its ``dequantize`` gives the float32 values those bytes encode.  A layer's
+output is compared with ``x @ W.T`` in float64 over that dequantized W, against a bound worked out
+here from what the kernels round to bfloat16 (8 significant bits: a relative error of at most
+2^-9 per rounding): the input, each block's scale and zero (so each weight moves by at most 2^-9
+of ``|q - 8| |scale| + |zero|``), and the output (per block column for Q8_0).  Twice that, plus
+2^-9 of the output, bounds every element; float32 accumulation adds far less.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.quantized import GROUP, quantized_linear, unpack
+from pv.checkers import checker
+
+KINDS = ("Q4_0", "Q4_1", "Q8_0")
+SHAPES = ((64, 128), (192, 576))  # (rows N, inputs K): the second is SmolLM2's k_proj
+
+
+def _quantized(kind: str, shape: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Raw bytes of a seeded N(0, 1) matrix (a row offset so Q4_1's m is not zero) and gguf-py's
+    dequantization of them."""
+    # gguf is the reference: it loads only in the checkers that compare with it
+    import gguf
+
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal(shape) + rng.standard_normal((shape[0], 1))).astype(np.float32)
+    qtype = gguf.GGMLQuantizationType[kind]
+    raw = gguf.quants.quantize(w, qtype)
+    return raw, np.asarray(gguf.quants.dequantize(raw, qtype), dtype=np.float32).reshape(shape)
+
+
+@checker(observes=["matrices", "values_differing", "kinds"], ids=["FALSIFY-QDEC-001"])
+def blocks_read_as_gguf_py_reads_them(seed: int = 0) -> dict[str, Any]:
+    """Q4_0, Q4_1 and Q8_0 bytes of two matrices each, unpacked and dequantized, against gguf-py."""
+    out: dict[str, Any] = {"matrices": 0, "values_differing": 0, "kinds": []}
+    for kind in KINDS:
+        for n, shape in enumerate(SHAPES):
+            raw, want = _quantized(kind, shape, seed + n)
+            blocks = unpack(kind, raw, shape)
+            out["matrices"] += 1
+            out["values_differing"] += int(np.count_nonzero(blocks.dequantize() != want))
+            out["kinds"].append(blocks.kind)
+    return out
+
+
+def _bound(x: torch.Tensor, w: np.ndarray, blocks: Any) -> torch.Tensor:
+    n, k = blocks.shape
+    offset = 0 if blocks.kind == "Q8_0" else 8
+    codes = np.abs(blocks.codes.reshape(n, k // GROUP, GROUP).astype(np.float64) - offset)
+    moved = (codes * np.abs(blocks.scales[..., None]) + np.abs(blocks.zeros[..., None])).reshape(n, k)
+    ax = x.abs().double()
+    spread = ax @ torch.from_numpy(np.abs(w).astype(np.float64) + moved).T
+    exact = x.double() @ torch.from_numpy(w.astype(np.float64)).T
+    return 2.0**-8 * spread + 2.0**-9 * exact.abs() + 1e-6
+
+
+@checker(observes=["layers", "elements", "over_bound", "worst_share_of_bound"], ids=["FALSIFY-QDEC-002"])
+def layers_within_their_rounding(seed: int = 0, rows: int = 5) -> dict[str, Any]:
+    """Each kind's layer on two shapes, 5 seeded input rows (one with a bias): the output against
+    float64 ``x @ W.T`` within the bound worked out from the kernels' bfloat16 roundings."""
+    out: dict[str, Any] = {"layers": 0, "elements": 0, "over_bound": 0, "worst_share_of_bound": 0.0}
+    gen = torch.Generator().manual_seed(seed)
+    for kind in KINDS:
+        for n, shape in enumerate(SHAPES):
+            raw, w = _quantized(kind, shape, seed + n)
+            blocks = unpack(kind, raw, shape)
+            bias = torch.randn(shape[0], generator=gen) if n == 0 else None
+            layer = quantized_linear(blocks, bias)
+            x = torch.randn(rows, shape[1], generator=gen) * 3
+            got = layer(x).double()
+            want = x.double() @ torch.from_numpy(w.astype(np.float64)).T
+            if bias is not None:
+                want = want + bias.double()
+            err, bound = (got - want).abs(), _bound(x, w, blocks)
+            out["layers"] += 1
+            out["elements"] += err.numel()
+            out["over_bound"] += int((err > bound).sum())
+            out["worst_share_of_bound"] = max(out["worst_share_of_bound"], float((err / bound).max()))
+    return out
