@@ -7,9 +7,10 @@ without renaming, and PEFT targets the same module names in both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from torch import nn
 
 from engine.config import ModelConfig
 from engine.faults import FAULTS
+from engine.quantized import Int4Linear, can_stack, stacked
 
 # torch >= 2.5 lets SDPA broadcast kv heads itself, saving a repeat_interleave copy per layer and step.
 _SDPA_GQA = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
@@ -232,15 +234,20 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
+Project = Callable[[torch.Tensor], torch.Tensor]
+
+
 @dataclass(frozen=True)
 class FusedLayer:
     """One decoder layer's weights rearranged for decoding (see :func:`fused_layers`)."""
 
-    qkv_weight: torch.Tensor  # q, k and v rows stacked, input_layernorm's weight folded into the columns
-    qkv_bias: torch.Tensor | None
-    o_weight: torch.Tensor
-    gate_up_weight: torch.Tensor  # gate and up rows stacked, post_attention_layernorm's weight folded in
-    down_weight: torch.Tensor
+    qkv: Project  # q, k and v rows stacked
+    o: Project
+    gate_up: Project  # gate and up rows stacked
+    down: Project
+    # the norms' weights, or None where they are folded into the columns of qkv and gate_up
+    input_norm: torch.Tensor | None
+    post_norm: torch.Tensor | None
     eps: float
 
 
@@ -275,24 +282,36 @@ class DecoderLayer(nn.Module):
         attn = self.self_attn
         b, s, hidden = x.shape
         heads, kv_heads = attn.num_heads, attn.num_kv_heads
-        h = F.rms_norm(x, (hidden,), None, f.eps)
-        qkv = F.linear(h, f.qkv_weight, f.qkv_bias).view(b, s, heads + 2 * kv_heads, attn.head_dim).transpose(1, 2)
+        h = F.rms_norm(x, (hidden,), f.input_norm, f.eps)
+        qkv = f.qkv(h).view(b, s, heads + 2 * kv_heads, attn.head_dim).transpose(1, 2)
         qk = rotate(qkv[:, : heads + kv_heads], cos, sin)  # q and k rotated together
-        x = x + F.linear(attn.attend(qk[:, :heads], qk[:, heads:], qkv[:, heads + kv_heads :], mask, cache), f.o_weight)
-        gate, up = F.linear(F.rms_norm(x, (hidden,), None, f.eps), f.gate_up_weight).chunk(2, dim=-1)
-        return x + F.linear(F.silu(gate) * up, f.down_weight)
+        x = x + f.o(attn.attend(qk[:, :heads], qk[:, heads:], qkv[:, heads + kv_heads :], mask, cache))
+        gate, up = f.gate_up(F.rms_norm(x, (hidden,), f.post_norm, f.eps)).chunk(2, dim=-1)
+        return x + f.down(F.silu(gate) * up)
 
     def fuse(self) -> FusedLayer | None:
         """This layer's :class:`FusedLayer`, or None where fusing would change what it computes.
 
         Only float32 layers of plain ``nn.Linear`` and :class:`RMSNorm` modules qualify: LoRA- or
         4-bit-wrapped projections keep their own forward, and other dtypes take RMSNorm's upcasting
-        path, which the fused norm does not copy.
+        path, which the fused norm does not copy.  A layer whose seven projections all run a GGUF
+        file's 4-bit blocks (:class:`engine.quantized.Int4Linear`) fuses too, its norms kept apart,
+        where its q/k/v and its gate/up rows can be stacked (:func:`engine.quantized.can_stack`).
         """
         attn, mlp = self.self_attn, self.mlp
         linears = (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj, mlp.down_proj)
         norms = (self.input_layernorm, self.post_attention_layernorm)
-        if any(type(m) is not nn.Linear for m in linears) or any(type(n) is not RMSNorm for n in norms):
+        if any(type(n) is not RMSNorm for n in norms):
+            return None
+        if self.input_layernorm.eps != self.post_attention_layernorm.eps:  # the fused path has one eps
+            return None
+        blocks: list[Any] = [m for m in linears if type(m) is Int4Linear]
+        if len(blocks) == len(linears):
+            q, k, v, _, gate, up, _ = blocks
+            stackable = can_stack([q, k, v]) and can_stack([gate, up])
+            float_norms = all(n.weight.dtype == torch.float32 for n in norms)
+            return self._fuse_blocks(blocks) if stackable and float_norms else None
+        if any(type(m) is not nn.Linear for m in linears):
             return None
         q, k, v, o, gate, up, down = (m for m in linears if isinstance(m, nn.Linear))
         weights = [m.weight for m in (q, k, v, o, gate, up, down)] + [n.weight for n in norms]
@@ -303,19 +322,36 @@ class DecoderLayer(nn.Module):
             return None
         if gate.bias is not None or up.bias is not None or down.bias is not None:
             return None
-        if self.input_layernorm.eps != self.post_attention_layernorm.eps:  # the fused path has one eps
-            return None
         with torch.no_grad():
             biases = [m.weight.new_zeros(m.out_features) if m.bias is None else m.bias for m in (q, k, v)]
             qkv_bias = torch.cat(biases) if any(m.bias is not None for m in (q, k, v)) else None
-            return FusedLayer(
-                qkv_weight=torch.cat((q.weight, k.weight, v.weight)) * self.input_layernorm.weight,
-                qkv_bias=qkv_bias,
-                o_weight=o.weight.detach(),
-                gate_up_weight=torch.cat((gate.weight, up.weight)) * self.post_attention_layernorm.weight,
-                down_weight=down.weight.detach(),
-                eps=self.input_layernorm.eps,
-            )
+            qkv_weight = torch.cat((q.weight, k.weight, v.weight)) * self.input_layernorm.weight
+            gate_up_weight = torch.cat((gate.weight, up.weight)) * self.post_attention_layernorm.weight
+            o_weight, down_weight = o.weight.detach(), down.weight.detach()
+        return FusedLayer(
+            qkv=partial(F.linear, weight=qkv_weight, bias=qkv_bias),
+            o=partial(F.linear, weight=o_weight),
+            gate_up=partial(F.linear, weight=gate_up_weight),
+            down=partial(F.linear, weight=down_weight),
+            input_norm=None,
+            post_norm=None,
+            eps=self.input_layernorm.eps,
+        )
+
+    def _fuse_blocks(self, projections: list[Int4Linear]) -> FusedLayer:
+        """The fused layer of seven 4-bit projections (q, k, v, o, gate, up, down): q/k/v and
+        gate/up stacked into one kernel call each; the norms' weights cannot be folded into blocks,
+        so they stay in the norms."""
+        q, k, v, o, gate, up, down = projections
+        return FusedLayer(
+            qkv=stacked([q, k, v]),
+            o=o,
+            gate_up=stacked([gate, up]),
+            down=down,
+            input_norm=self.input_layernorm.weight.detach(),
+            post_norm=self.post_attention_layernorm.weight.detach(),
+            eps=self.input_layernorm.eps,
+        )
 
 
 @contextmanager

@@ -44,3 +44,22 @@ def test_a_kept_import_runs_its_layers_from_blocks_and_says_which(q8_file: Path)
 def test_a_kept_import_refuses_another_device_or_dtype(q8_file: Path, device: str, dtype: torch.dtype | None) -> None:
     with pytest.raises(ExportError, match=r"^quantized layers run on the CPU under float32 activations"):
         import_gguf(q8_file, device, dtype, quantized=True)
+
+
+def test_layers_stack_only_where_every_part_but_the_last_is_whole_row_tiles() -> None:
+    from engine.quantized import QuantBlocks, can_stack, stacked
+
+    def layer(rows: int) -> Int4Linear:
+        rng = np.random.default_rng(rows)
+        codes = rng.integers(0, 16, (rows, 64)).astype(np.int16)
+        scales, zeros = rng.random((rows, 2)).astype(np.float32), rng.random((rows, 2)).astype(np.float32)
+        return Int4Linear(QuantBlocks("Q4_1", codes, scales, zeros), torch.randn(rows))
+
+    x = torch.randn(3, 64)
+    for rows in ((64, 32), (128, 64, 64)):
+        parts = [layer(n) for n in rows]
+        assert can_stack(parts)
+        assert torch.equal(stacked(parts)(x), torch.cat([p(x) for p in parts], dim=-1))
+    assert not can_stack([layer(32), layer(32)]) and not can_stack([layer(96), layer(32)])
+    with pytest.raises(ValueError, match=r"^layers of \[32, 32\] rows cannot be stacked$"):
+        stacked([layer(32), layer(32)])
