@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from pv.review.compare import Value
-from pv.review.github import WORKFLOW_ANNOTATION_CAP, annotation, conclusion, find_annotations, workflow_commands
+from pv.review.github import (
+    WORKFLOW_ANNOTATION_CAP,
+    annotation,
+    capped_bytes,
+    conclusion,
+    find_annotations,
+    workflow_commands,
+)
 from tests.pv.review.helpers import review, row
 
 
@@ -88,3 +95,33 @@ def test_workflow_commands_escape_and_cap() -> None:
         "::warning file=p,line=1,title=t::m",
     ]
     assert len(workflow_commands(found * 20)) == WORKFLOW_ANNOTATION_CAP
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        ("ACTIVE", "RETIRED", "failure"),  # leaving the ladder from a rung on it drops the claim
+        ("ACTIVE_ALGORITHM_LEVEL", "RETIRED", "failure"),
+        ("ACTIVE", "ACTIVE_ALGORITHM_LEVEL", "failure"),
+        ("ACTIVE_ALGORITHM_LEVEL", "ACTIVE", "success"),
+    ],
+)
+def test_a_status_leaving_the_ladder_or_stepping_down_it_fails_the_gate(before: str, after: str, expected: str) -> None:
+    assert conclusion(review([row("F1")], before, after)) == expected
+
+
+def test_ship_blocking_failures_are_annotated_first_then_by_id() -> None:
+    rows = [
+        row("F1", "regressed", head="survived"),  # regressed in a value, not failing
+        row("F2", "regressed", head="falsified", ship_blocking=False),
+        row("F3", "regressed", head="falsified"),
+        row("F4", "unchanged", head="error"),
+    ]
+    assert [a["title"].split(" ")[0] for a in find_annotations(review(rows))] == ["F3", "F4", "F1", "F2"]
+
+
+def test_a_text_is_capped_at_a_line_so_that_it_and_its_note_fit() -> None:
+    text = "a\n" * 6  # 12 bytes
+    assert capped_bytes(text, 12, "N") == text  # exactly at the limit: whole
+    assert capped_bytes(text, 11, "N") == "a\n" * 4 + "N\n"  # room 11 - 1 - 1 = 9 bytes: 4 lines
+    assert capped_bytes("é\n" * 4, 7, "N") == "é\n" + "N\n"  # bytes, not characters: é is 2

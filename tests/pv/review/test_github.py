@@ -15,6 +15,8 @@ import pytest
 from pv.review.compare import Value
 from pv.review.github import (
     ANNOTATIONS_PER_REQUEST,
+    CHECK_NAME,
+    FILES,
     Forms,
     PublishError,
     capped_bytes,
@@ -230,3 +232,77 @@ def test_publish_from_the_environment(
     assert done.comment_created and done.check_run_id == 555 and done.annotations == 1
     assert state.calls[0][1] == "/repos/own/repo/issues/3/comments?per_page=100&page=1"
     assert publish_from_env(folder, "o/r", 3, "f" * 40).comment_id == done.comment_id  # --repo wins
+
+
+def test_the_environment_s_words_and_github_com_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pv.review.github as github_module
+    from pv.review.github import publish_from_env
+
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    with pytest.raises(PublishError) as refused:
+        publish_from_env(tmp_path, None, 3, "f" * 40)
+    assert str(refused.value) == "no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY"
+    monkeypatch.delenv("GITHUB_API_URL", raising=False)
+    seen: list[tuple[str, str]] = []
+    monkeypatch.setattr(github_module, "http_transport", lambda api, token: seen.append((api, token)) or "call")
+    monkeypatch.setattr(github_module, "publish", lambda out, repo, pr, sha, call: (out, repo, pr, sha, call))
+    assert publish_from_env(tmp_path, "o/r", 3, "f" * 40) == (tmp_path, "o/r", 3, "f" * 40, "call")  # type: ignore[comparison-overlap]
+    assert seen == [("https://api.github.com", "t0ken")]
+
+
+def test_a_check_file_without_a_name_is_posted_under_pv_s(github: tuple[FakeGitHub, str], tmp_path: Path) -> None:
+    state, api = github
+    folder = _folder(tmp_path, failing=1)
+    check_file = folder / FILES["check"]
+    check = json.loads(check_file.read_text(encoding="utf-8"))
+    check.pop("name")
+    check_file.write_text(json.dumps(check), encoding="utf-8")
+    publish(folder, "o/r", 12, "f" * 40, http_transport(api, "t0ken"))
+    (created,) = [b for m, p, b in state.calls if m == "POST" and p.endswith("/check-runs")]
+    assert created["name"] == CHECK_NAME == "pv review"
+    check["name"] = "claims"
+    check_file.write_text(json.dumps(check), encoding="utf-8")
+    publish(folder, "o/r", 12, "f" * 40, http_transport(api, "t0ken"))
+    assert [b["name"] for m, p, b in state.calls if m == "POST" and p.endswith("/check-runs")][-1] == "claims"
+
+
+class _Response:
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def __enter__(self) -> _Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def read(self) -> bytes:
+        return self.raw
+
+
+def test_a_call_waits_a_minute_reads_an_empty_answer_as_nothing_and_any_bytes_of_a_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import urllib.error
+    import urllib.request
+
+    seen: list[tuple[str, float | None]] = []
+
+    def answer_nothing(request: urllib.request.Request, timeout: float | None = None) -> _Response:
+        seen.append((request.full_url, timeout))
+        return _Response(b"")
+
+    monkeypatch.setattr(urllib.request, "urlopen", answer_nothing)
+    call = http_transport("https://ghe.example/apiX/", "t0ken")
+    assert call("PATCH", "/repos/o/r/issues/comments/1", {"body": "x"}) is None  # 204: no content
+    assert seen == [("https://ghe.example/apiX/repos/o/r/issues/comments/1", 60)]
+
+    def refuse(request: urllib.request.Request, timeout: float | None = None) -> _Response:
+        raise urllib.error.HTTPError(request.full_url, 502, "Bad Gateway", {}, io.BytesIO(b"proxy \xff\xfe said no"))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    with pytest.raises(PublishError) as refused:
+        call("GET", "/repos/o/r", None)
+    assert str(refused.value) == "GitHub answered 502 to GET /repos/o/r: proxy \ufffd\ufffd said no"

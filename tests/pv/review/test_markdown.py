@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pv.review.cells import sparkline
-from pv.review.compare import Value
+from pv.review.compare import ContractReview, Value
 from pv.review.markdown import COMMENT_LIMIT, MARKER, render
+from tests.pv.review.golden_review import golden_review
 from tests.pv.review.helpers import review, row
 
 
@@ -82,3 +85,33 @@ def test_missing_rows_are_a_block_of_their_own_lines_with_six_ids_shown_whole() 
         assert _missing(review(rows), rows) == [
             ("text", [f"### Missing ({n})", "", f"- `demo-v1`: {n} falsifiers ({shown}): {why}", ""])
         ]
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_the_comment_writes_every_section_note_and_cell_as_the_golden_file() -> None:
+    text = render(golden_review(), link="https://example.invalid/r.html")
+    assert text == (GOLDEN / "review.md").read_text(encoding="utf-8")
+
+
+def test_a_comment_cut_mid_section_ends_at_a_line_with_the_count_of_rows_left_out() -> None:
+    assert render(golden_review(), limit=2600) == (GOLDEN / "review-cut-2600.md").read_text(encoding="utf-8")
+
+
+def test_a_cut_inside_the_folded_evidence_table_closes_the_fold() -> None:
+    r = golden_review()
+    r.contracts += [
+        ContractReview(f"c{i:03d}-v1", f"contracts/c{i:03d}-v1.yaml", "ACTIVE", "ACTIVE", "verified", f"run-{i}",
+                       "ab" * 32, "", [f"head-{i}"])
+        for i in range(60)
+    ]  # fmt: skip
+    whole = render(r)
+    cut = render(r, limit=len(whole) - 1000).splitlines()
+    note = cut[-1]
+    assert cut[-3] == "</details>" and cut[-2] == ""
+    kept = sum(line.startswith("| `c") for line in cut)
+    assert 0 < kept < 60 and note == (
+        f"_Cut to GitHub's {len(whole) - 1000:,}-character limit: {60 - kept} more table rows are in "
+        "the HTML report (`pv report --format html`)._"
+    )
