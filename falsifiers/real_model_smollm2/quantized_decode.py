@@ -12,22 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from engine.generate import generate
 from engine.gguf_import import import_gguf
-from falsifiers.real_model_smollm2.real_model import CHAT_PROMPTS, _chat_ids
+from falsifiers.real_model_smollm2.real_model import CHAT_PROMPTS, greedy_continuations, llama_cpp_gaps
 from pv.checkers import checker
-
-
-def _continuations(loaded: Any, n_tokens: int) -> list[tuple[list[int], list[int]]]:
-    out = []
-    for prompt in CHAT_PROMPTS:
-        ids = _chat_ids(loaded, prompt)
-        new = generate(loaded.model, torch.tensor([ids]), max_new_tokens=n_tokens, eos_token_id=[]).new_tokens[0]
-        out.append((ids, [int(t) for t in new]))
-    return out
 
 
 def _logits(model: Any, ids: list[int]) -> torch.Tensor:
@@ -48,7 +37,7 @@ def quantized_logits_vs_dequantized(smollm2_gguf: Path, n_tokens: int = 12) -> d
     reference = import_gguf(smollm2_gguf)
     quantized = import_gguf(smollm2_gguf, quantized=True)
     worst, scale, gap, agree, positions = 0.0, 0.0, 0.0, 0, 0
-    for ids, new in _continuations(reference, n_tokens):
+    for ids, new in greedy_continuations(reference, n_tokens):
         sequence = ids + new
         want, got = _logits(reference.model, sequence), _logits(quantized.model, sequence)
         worst = max(worst, float((want - got).abs().max()))
@@ -75,13 +64,5 @@ def quantized_greedy_vs_llama_cpp(smollm2_gguf: Path, smollm2_llama_cpp: Any, n_
     """Teacher-forced over the quantized engine's greedy chat continuations: how far each of its
     tokens trails llama.cpp's argmax on the same file."""
     quantized = import_gguf(smollm2_gguf, quantized=True)
-    gap, agree, steps = 0.0, 0, 0
-    for ids, new in _continuations(quantized, n_tokens):
-        smollm2_llama_cpp.reset()
-        smollm2_llama_cpp.eval(ids + new)
-        scores = np.asarray(smollm2_llama_cpp.scores[len(ids) - 1 : len(ids) - 1 + len(new)])
-        for step, token in enumerate(new):
-            gap = max(gap, float(scores[step].max() - scores[step, token]))
-            agree += int(np.argmax(scores[step])) == token
-            steps += 1
+    gap, agree, steps = llama_cpp_gaps(smollm2_llama_cpp, greedy_continuations(quantized, n_tokens))
     return {"steps": steps, "worst_gap": gap, "argmax_agreement": agree / steps}

@@ -196,6 +196,31 @@ def qa_on_real_files(smollm2_gguf: Path, tmp_path: Path) -> dict[str, Any]:
 # how far.
 
 
+def greedy_continuations(loaded: LoadedCheckpoint, n_tokens: int) -> list[tuple[list[int], list[int]]]:
+    """(chat prompt ids, the model's ``n_tokens`` greedy tokens after them, no EOS stop) per chat prompt."""
+    out = []
+    for prompt in CHAT_PROMPTS:
+        ids = _chat_ids(loaded, prompt)
+        new = generate(loaded.model, torch.tensor([ids]), max_new_tokens=n_tokens, eos_token_id=[]).new_tokens[0]
+        out.append((ids, [int(t) for t in new]))
+    return out
+
+
+def llama_cpp_gaps(llm: Any, continuations: list[tuple[list[int], list[int]]]) -> tuple[float, int, int]:
+    """Teacher-forced in llama.cpp over each (prompt, tokens): how far the worst token trails
+    llama.cpp's argmax, at how many steps it is the argmax, and of how many steps."""
+    worst_gap, agree, steps = 0.0, 0, 0
+    for ids, new in continuations:
+        llm.reset()
+        llm.eval(ids + new)
+        scores = np.asarray(llm.scores[len(ids) - 1 : len(ids) - 1 + len(new)])
+        for step, token in enumerate(new):
+            worst_gap = max(worst_gap, float(scores[step].max() - scores[step, token]))
+            agree += int(np.argmax(scores[step])) == token
+            steps += 1
+    return worst_gap, agree, steps
+
+
 @checker(
     observes=[
         "tokenizer_mismatched_texts",
@@ -222,20 +247,8 @@ def llama_cpp_agreement(
         smollm2_llama_cpp.tokenize(t.encode("utf-8"), add_bos=False, special=True) != loaded.tokenizer.encode(t)
         for t in CORPUS
     )
-    worst_gap, agree, steps = 0.0, 0, 0
-    continuations = []
-    for prompt in CHAT_PROMPTS:
-        ids = _chat_ids(loaded, prompt)
-        out = generate(loaded.model, torch.tensor([ids]), max_new_tokens=n_tokens, eos_token_id=[])
-        new = [int(t) for t in out.new_tokens[0]]
-        continuations.append((ids, new))
-        smollm2_llama_cpp.reset()
-        smollm2_llama_cpp.eval(ids + new)
-        scores = np.asarray(smollm2_llama_cpp.scores[len(ids) - 1 : len(ids) - 1 + len(new)])
-        for step, token in enumerate(new):
-            worst_gap = max(worst_gap, float(scores[step].max() - scores[step, token]))
-            agree += int(np.argmax(scores[step])) == token
-            steps += 1
+    continuations = greedy_continuations(loaded, n_tokens)
+    worst_gap, agree, steps = llama_cpp_gaps(smollm2_llama_cpp, continuations)
 
     reexport = export_gguf(loaded.model, loaded.tokenizer, tmp_path / "smollm2-f32.gguf")
     llm = llama_cpp.Llama(model_path=str(reexport), n_ctx=256, logits_all=True, verbose=False, n_threads=2, seed=0)

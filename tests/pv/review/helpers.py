@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pv.review.compare import ContractReview, Point, Review, Row, Value
 
 
@@ -40,3 +43,20 @@ falsification_tests:
     expect: "{bound}"
     ship_blocking: {blocking}
 """
+
+PYPROJECT = '[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["mychecks"]\nfault_packages = ["mysystem"]\n'
+CHECKER = "import pv\nfrom mysystem import stats\n\n\n@pv.checker(observes=['value'])\ndef {name}():\n"
+
+
+def means_project(pytester: Any, bound: str, blocking: str) -> Path:
+    """The two-falsifier project of :data:`CONTRACT` over ``mysystem.stats.mean`` in ``pytester``'s
+    folder, its checkers in two modules; the contract's path."""
+    pytester.makefile(".toml", pyproject=PYPROJECT)
+    pytester.mkpydir("mysystem").joinpath("stats.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n")
+    checks = pytester.mkpydir("mychecks")
+    for module, name in (("checks", "mean_of_three"), ("other", "mean_again")):
+        body = CHECKER.format(name=name) + "    return {'value': stats.mean([1, 2, 3])}\n"
+        checks.joinpath(f"{module}.py").write_text(body)
+    contract: Path = pytester.mkdir("contracts") / "mean-v1.yaml"
+    contract.write_text(CONTRACT.format(bound=bound, blocking=blocking))
+    return contract

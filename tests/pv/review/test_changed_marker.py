@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.pv.review.helpers import CONTRACT
+from tests.pv.review.helpers import CONTRACT, means_project
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -18,17 +18,7 @@ def _git(where: pytest.Pytester, *args: str) -> None:
 
 
 def test_only_what_the_change_touches_is_marked(pytester: pytest.Pytester) -> None:
-    pyproject = '[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["mychecks"]\nfault_packages = ["mysystem"]\n'
-    pytester.makefile(".toml", pyproject=pyproject)
-    pytester.mkpydir("mysystem").joinpath("stats.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n")
-    checker = "import pv\nfrom mysystem import stats\n\n\n@pv.checker(observes=['value'])\ndef {name}():\n"
-    checks = pytester.mkpydir("mychecks")
-    for module, name in (("checks", "mean_of_three"), ("other", "mean_again")):
-        checks.joinpath(f"{module}.py").write_text(
-            checker.format(name=name) + "    return {'value': stats.mean([1, 2, 3])}\n"
-        )
-    contract = pytester.mkdir("contracts") / "mean-v1.yaml"
-    contract.write_text(CONTRACT.format(bound="value >= 1", blocking="false"))
+    contract = means_project(pytester, "value >= 1", "false")
     _git(pytester, "init", "-q", "-b", "main")
     _git(pytester, "add", "-A")
     _git(pytester, "commit", "-q", "-m", "base")

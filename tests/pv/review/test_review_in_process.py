@@ -16,12 +16,9 @@ from pv.project import Project
 from pv.review.compare import review
 from pv.review.markdown import render
 from pv.review.sections import build
-from tests.pv.review.helpers import CONTRACT
+from tests.pv.review.helpers import CONTRACT, means_project
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-PYPROJECT = '[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["mychecks"]\nfault_packages = ["mysystem"]\n'
-CHECKER = "import pv\nfrom mysystem import stats\n\n\n@pv.checker(observes=['value'])\ndef {name}():\n"
 
 
 def _git(where: Path, *args: str) -> str:
@@ -31,15 +28,7 @@ def _git(where: Path, *args: str) -> str:
 
 @pytest.fixture
 def reviewed(pytester: pytest.Pytester) -> tuple[Path, Any]:
-    pytester.makefile(".toml", pyproject=PYPROJECT)
-    pytester.mkpydir("mysystem").joinpath("stats.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n")
-    checks = pytester.mkpydir("mychecks")
-    for module, name in (("checks", "mean_of_three"), ("other", "mean_again")):
-        checks.joinpath(f"{module}.py").write_text(
-            CHECKER.format(name=name) + "    return {'value': stats.mean([1, 2, 3])}\n"
-        )
-    contract = pytester.mkdir("contracts") / "mean-v1.yaml"
-    contract.write_text(CONTRACT.format(bound="value >= 1", blocking="true"))
+    contract = means_project(pytester, "value >= 1", "true")
     root = pytester.path
     _git(root, "init", "-q", "-b", "main")
     _git(root, "add", "-A")
