@@ -5,6 +5,7 @@ commit (committed) and at the head (a change of the code under test and of one b
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -72,9 +73,18 @@ def test_the_review_reads_each_falsifier_base_against_head(reviewed: tuple[Path,
         "mean-v1", "contracts/mean-v1.yaml", "", 1,
     )  # fmt: skip
     assert contract.base_run is not None and contract.base_digest is not None and len(contract.base_digest) == 64
-    data = r.to_json()
+    data = json.loads(json.dumps(r.to_json()))  # JSON as written, every value
+    assert sorted(data) == [
+        "base", "contracts", "counts", "head", "rows", "schema", "status_changes", "threshold", "trust",
+    ]  # fmt: skip
     assert data["counts"] == {"regressed": 1, "improved": 1, "unchanged": 0, "new": 0, "missing": 0, "bounds_moved": 1}
     assert data["base"] == {"ref": "main", "commit": r.base_commit} and data["schema"] == "pv-review/1"
+    assert data["head"] == {"commit": r.head_commit} and data["threshold"] == 0.05 and data["trust"] == r.trust
+    # the ship-blocking claim survived (no mutant declared), the failing one is advisory: ACTIVE is backed
+    assert data["status_changes"] == [{"contract": "mean-v1", "before": "DRAFT", "after": "ACTIVE"}]
+    assert data["contracts"][0]["id"] == "mean-v1"
+    assert data["contracts"][0]["base_digest"] == contract.base_digest
+    assert data["rows"][0]["values"][0]["name"] == "value" and data["rows"][1]["bound_moved"] is True
     assert [row["falsifier_id"] for row in data["rows"]] == ["FALSIFY-MEAN-001", "FALSIFY-MEAN-002"]
     assert "### Regressed (1)" in render(r)
 
