@@ -39,7 +39,7 @@ from engine.config import ARCHITECTURE_KEYS, BOOL_KEYS, FLOAT_KEYS, INT_KEYS, SP
 from engine.errors import CheckpointError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM, build_model
-from engine.quantized import Int4Linear, Int8BlockLinear
+from engine.quantized import BlockLinear
 from engine.safetensors_io import save_tensors
 from engine.tokenizer import EngineTokenizer
 
@@ -154,7 +154,7 @@ def save_checkpoint(
         raise CheckpointError(
             f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is {model.config.vocab_size}"
         )
-    kinds = sorted({m.kind for m in model.modules() if isinstance(m, Int4Linear | Int8BlockLinear)})
+    kinds = sorted({m.kind for m in model.modules() if isinstance(m, BlockLinear)})
     if kinds:
         raise CheckpointError(
             f"the model runs {', '.join(kinds)} blocks, which an engine checkpoint does not hold yet: "

@@ -47,10 +47,9 @@ def import_model(
     from engine.checkpoint import save_checkpoint
 
     torch_dtype = getattr(torch, CHECKPOINT_TORCH_DTYPES[dtype.value]) if dtype else None
-    from engine.gguf_import import PACKAGE_PREFIX, gguf_in_distribution
+    from engine.gguf_import import resolve_source
 
-    if str(source).startswith(PACKAGE_PREFIX):
-        source = cli.guarded(lambda: gguf_in_distribution(str(source).removeprefix(PACKAGE_PREFIX)))
+    source = cli.guarded(lambda: resolve_source(source))
     with cli.progress(f"importing {source}") as status:
         if source.is_file():
             from engine.gguf_import import import_gguf

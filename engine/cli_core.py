@@ -104,11 +104,10 @@ def _is_gguf(source: Path) -> bool:
 def _quantized_gguf(source: Path, device: str) -> Any:
     """A GGUF file (or package:NAME's) run as it is: its Q4_0, Q4_1 and Q8_0 matrices kept in their
     blocks (engine.quantized), the rest float32."""
-    from engine.gguf_import import PACKAGE_PREFIX, gguf_in_distribution, import_gguf
+    from engine.gguf_import import import_gguf, resolve_source
 
-    if str(source).startswith(PACKAGE_PREFIX):
-        source = cli.guarded(lambda: gguf_in_distribution(str(source).removeprefix(PACKAGE_PREFIX)))
-    return cli.guarded(lambda: import_gguf(source, device, quantized=True))
+    path = cli.guarded(lambda: resolve_source(source))
+    return cli.guarded(lambda: import_gguf(path, device, quantized=True))
 
 
 def _warn_unchecked(manifest: dict[str, Any]) -> None:

@@ -276,7 +276,7 @@ class GgufContents:
     fields: dict[str, Any]
     tensors: dict[str, np.ndarray]  # quantized tensors dequantized to float32
     tensor_types: dict[str, str]  # as stored: F32, F16, Q8_0, Q4_0
-    raw: dict[str, Any] = field(default_factory=dict)  # with placeholders: gguf-py's tensors, blocks unread
+    raw: dict[str, Any] = field(default_factory=dict)  # with `unread`: gguf-py's tensors, their blocks not dequantized
 
     def field(self, key: str) -> Any:
         return self.fields[key]
@@ -295,11 +295,11 @@ def _field_value(field: Any) -> Any:
     return field.parts[field.data[0]].tolist()[0]
 
 
-def read_gguf(path: str | Path, placeholders: Callable[[str, str], bool] | None = None) -> GgufContents:
+def read_gguf(path: str | Path, unread: Callable[[str, str], bool] | None = None) -> GgufContents:
     """Metadata and tensors of a GGUF file (tensors in PyTorch row-major order, as written).
 
-    ``placeholders(name, type)``: a tensor it picks is not dequantized but stands as zeros of its
-    shape (allocated lazily), for a caller that reads its blocks itself (engine.quantized)."""
+    ``unread(name, type)``: a tensor it picks is not dequantized but stands as zeros of its shape
+    (allocated lazily), for a caller that reads its blocks itself (engine.quantized)."""
     try:
         reader = gguf.GGUFReader(str(path))
     except Exception as exc:
@@ -308,13 +308,13 @@ def read_gguf(path: str | Path, placeholders: Callable[[str, str], bool] | None 
     tensors = {
         t.name: (
             np.zeros([int(d) for d in reversed(t.shape)], dtype=np.float32)
-            if placeholders is not None and placeholders(t.name, t.tensor_type.name)
+            if unread is not None and unread(t.name, t.tensor_type.name)
             else _tensor_values(t)
         )
         for t in reader.tensors
     }
     types = {t.name: t.tensor_type.name for t in reader.tensors}
-    raw = {t.name: t for t in reader.tensors} if placeholders is not None else {}
+    raw = {t.name: t for t in reader.tensors} if unread is not None else {}
     return GgufContents(
         arch=str(fields.get("general.architecture")), fields=fields, tensors=tensors, tensor_types=types, raw=raw
     )

@@ -66,6 +66,12 @@ def gguf_in_distribution(name: str) -> Path:
     return Path(str(dist.locate_file(files[0])))
 
 
+def resolve_source(source: Path) -> Path:
+    """``source`` itself, or for ``package:NAME`` the GGUF file the installed distribution ships."""
+    text = str(source)
+    return gguf_in_distribution(text.removeprefix(PACKAGE_PREFIX)) if text.startswith(PACKAGE_PREFIX) else source
+
+
 def _field(fields: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
     if key not in fields:
         if default is ...:
@@ -251,9 +257,10 @@ def keep_quantized(model: torch.nn.Module, contents: GgufContents, config: Model
     """Replace each linear layer whose GGUF matrix is Q4_0, Q4_1 or Q8_0 by one that runs its blocks
     (a tied head runs the embedding's blocks; the embedding itself stays float32 for its lookups);
     the engine names of the layers replaced, with their kind.  ``contents`` is read with the kept
-    matrices as placeholders (gguf-py's tensors in ``contents.raw``), the embedding dequantized."""
+    matrices left unread (zeros; gguf-py's tensors in ``contents.raw``), the embedding dequantized."""
     family = by_gguf_name(contents.arch)
     permutes = family is not None and family.gguf_permutes_qk
+    heads_of = {"q_proj": config.num_attention_heads, "k_proj": config.num_key_value_heads}
     kept: dict[str, str] = {}
     for name, module in list(model.named_modules()):
         if type(module) is not torch.nn.Linear:
@@ -264,8 +271,7 @@ def keep_quantized(model: torch.nn.Module, contents: GgufContents, config: Model
         if tensor is None or tensor.tensor_type.name not in KINDS:
             continue
         blocks = unpack(tensor.tensor_type.name, np.array(tensor.data), (module.out_features, module.in_features))
-        rows = {"q_proj": config.num_attention_heads, "k_proj": config.num_key_value_heads}
-        heads = rows.get(name.rsplit(".", 1)[-1])
+        heads = heads_of.get(name.rsplit(".", 1)[-1])
         if permutes and heads is not None:
             blocks = blocks.rows(unpermute_qk(np.arange(module.out_features), heads))
         parent, _, child = name.rpartition(".")

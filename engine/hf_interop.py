@@ -44,6 +44,7 @@ from engine.model import DecoderLM
 from engine.safetensors_io import save_tensors
 from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
 
+SHARD_INDEX = "model.safetensors.index.json"  # which shard holds each tensor of a sharded folder
 HF_FILES = (
     "config.json",
     "model.safetensors",
@@ -413,7 +414,7 @@ def _weight_files(folder: Path) -> dict[Path, frozenset[str] | None]:
     single = folder / "model.safetensors"
     if single.is_file():
         return {single: None}
-    index = folder / "model.safetensors.index.json"
+    index = folder / SHARD_INDEX
     if index.is_file():
         weight_map = _read_json(index).get("weight_map")
         if not isinstance(weight_map, dict):
@@ -456,7 +457,7 @@ def _check_shard(
     path: Path, names: set[str], placed: frozenset[str], files: Mapping[Path, frozenset[str] | None]
 ) -> None:
     """Refuse a shard whose tensors are not the ones the index places in it, naming the first."""
-    index = path.parent / "model.safetensors.index.json"
+    index = path.parent / SHARD_INDEX
     stray, missing = sorted(names - placed), sorted(placed - names)
     if stray:
         elsewhere = [p.name for p, there in files.items() if there is not None and stray[0] in there]

@@ -23,6 +23,7 @@ then the codes (Q4: 16 bytes, the low nibbles weights 0-15 and the high nibbles 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -91,30 +92,50 @@ def unpack(kind: str, raw: np.ndarray, shape: tuple[int, int]) -> QuantBlocks:
     return QuantBlocks(kind, codes.reshape(n, k), d, zeros)
 
 
-class Int4Linear(nn.Module):
-    """A linear layer of Q4_0 / Q4_1 blocks through torch's int4 kernel (bfloat16 activations)."""
+class BlockLinear(nn.Module, ABC):
+    """A linear layer that multiplies through a kernel of quantized blocks (bfloat16 activations);
+    its output in the input's dtype, plus its bias."""
+
+    def __init__(self, in_features: int, out_features: int, kind: str, bias: torch.Tensor | None) -> None:
+        super().__init__()
+        self.in_features, self.out_features, self.kind = in_features, out_features, kind
+        self.bias = nn.Parameter(bias.detach().clone(), requires_grad=False) if bias is not None else None
+
+    @abstractmethod
+    def multiply(self, flat: torch.Tensor) -> torch.Tensor:
+        """``flat`` ([rows, in] bfloat16) times the blocks' matrix transposed: [rows, out]."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.multiply(x.reshape(-1, self.in_features).to(ACTIVATION_DTYPE))
+        out = out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+        return out + self.bias.to(x.dtype) if self.bias is not None else out
+
+
+class Int4Linear(BlockLinear):
+    """A linear layer of Q4_0 / Q4_1 blocks through torch's int4 kernel."""
 
     packed: torch.Tensor  # the kernel's own layout of the codes
     scale_zeros: torch.Tensor  # [K/32, N, 2] bfloat16
 
-    def __init__(self, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> None:
-        super().__init__()
+    def __init__(self, packed: torch.Tensor, scale_zeros: torch.Tensor, kind: str, bias: torch.Tensor | None) -> None:
+        groups, out_features, _ = scale_zeros.shape
+        super().__init__(groups * GROUP, out_features, kind, bias)
+        self.register_buffer("packed", packed)
+        self.register_buffer("scale_zeros", scale_zeros)
+
+    @classmethod
+    def from_blocks(cls, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> Int4Linear:
         n, k = blocks.shape
-        self.in_features, self.out_features, self.kind = k, n, blocks.kind
         codes = torch.from_numpy(blocks.codes.astype(np.int32))
-        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1))
         pairs = np.stack([blocks.scales, blocks.zeros], axis=-1)  # [N, K/32, 2]
         layout = pairs.transpose(1, 0, 2)  # the kernel's [K/32, N, 2]
         if FAULTS.active("q4_scales_transposed"):  # the defect: scale and zero pairs in the file's row order
             layout = pairs.reshape(k // GROUP, n, 2)  # pragma: no mutate
-        self.register_buffer("scale_zeros", torch.from_numpy(np.ascontiguousarray(layout)).to(ACTIVATION_DTYPE))
-        self.bias = nn.Parameter(bias.detach().clone(), requires_grad=False) if bias is not None else None
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
+        return cls(packed, torch.from_numpy(np.ascontiguousarray(layout)).to(ACTIVATION_DTYPE), blocks.kind, bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).to(ACTIVATION_DTYPE)
-        out = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
-        out = out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
-        return out + self.bias.to(x.dtype) if self.bias is not None else out
+    def multiply(self, flat: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
 
 
 # torch's CPU int4 packing lays rows out in tiles of 64: two packed matrices concatenate into the
@@ -136,52 +157,45 @@ def stacked(layers: Sequence[Int4Linear]) -> Int4Linear:
     the packed rows and their scale pairs concatenate (see :data:`ROW_TILE`)."""
     if not can_stack(layers):
         raise ValueError(f"layers of {[m.out_features for m in layers]} rows cannot be stacked")
-    first = layers[0]
-    out = Int4Linear.__new__(Int4Linear)
-    nn.Module.__init__(out)
-    out.in_features, out.out_features = first.in_features, sum(layer.out_features for layer in layers)
-    out.kind = "+".join(sorted({layer.kind for layer in layers}))
-    out.register_buffer("packed", torch.cat([layer.packed for layer in layers]))
-    out.register_buffer("scale_zeros", torch.cat([layer.scale_zeros for layer in layers], dim=1))
     biases = [layer.bias for layer in layers]
-    if all(b is None for b in biases):
-        out.bias = None
-    else:
+    bias = None
+    if any(b is not None for b in biases):
         parts = [
             b.detach() if b is not None else torch.zeros(layer.out_features)
             for b, layer in zip(biases, layers, strict=True)
         ]
-        out.bias = nn.Parameter(torch.cat(parts), requires_grad=False)
-    return out
+        bias = torch.cat(parts)
+    return Int4Linear(
+        torch.cat([layer.packed for layer in layers]),
+        torch.cat([layer.scale_zeros for layer in layers], dim=1),
+        "+".join(sorted({layer.kind for layer in layers})),
+        bias,
+    )
 
 
-class Int8BlockLinear(nn.Module):
+class Int8BlockLinear(BlockLinear):
     """A linear layer of Q8_0 blocks: one int8 kernel call per block column, summed in float32."""
 
     codes: torch.Tensor  # [K/32, N, 32] int8
     scales: torch.Tensor  # [K/32, N] bfloat16
 
     def __init__(self, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> None:
-        super().__init__()
         n, k = blocks.shape
-        self.in_features, self.out_features, self.kind = k, n, blocks.kind
+        super().__init__(k, n, blocks.kind, bias)
         codes = torch.from_numpy(blocks.codes.astype(np.int8))
         self.register_buffer("codes", torch.stack(codes.split(GROUP, dim=1)).contiguous())  # [K/32, N, 32]
         self.register_buffer("scales", torch.from_numpy(blocks.scales.T.copy()).to(ACTIVATION_DTYPE))  # [K/32, N]
-        self.bias = nn.Parameter(bias.detach().clone(), requires_grad=False) if bias is not None else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).to(ACTIVATION_DTYPE)
+    def multiply(self, flat: torch.Tensor) -> torch.Tensor:
         out = torch.zeros(flat.shape[0], self.out_features, dtype=torch.float32, device=flat.device)
         shift = 1 if FAULTS.active("q8_block_scales_shifted") else 0  # the defect: a block boundary moved
         blocks = len(self.codes)
         for b, part in enumerate(flat.split(GROUP, dim=1)):
             scales = self.scales[(b + shift) % blocks]
             out += torch.ops.aten._weight_int8pack_mm(part.contiguous(), self.codes[b], scales).float()
-        out = out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
-        return out + self.bias.to(x.dtype) if self.bias is not None else out
+        return out
 
 
 def quantized_linear(blocks: QuantBlocks, bias: torch.Tensor | None = None) -> nn.Module:
     """The layer that runs ``blocks`` as they are: Int4Linear for Q4_0 / Q4_1, Int8BlockLinear for Q8_0."""
-    return Int8BlockLinear(blocks, bias) if blocks.kind == "Q8_0" else Int4Linear(blocks, bias)
+    return Int8BlockLinear(blocks, bias) if blocks.kind == "Q8_0" else Int4Linear.from_blocks(blocks, bias)

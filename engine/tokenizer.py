@@ -14,6 +14,7 @@ that decides what training gives, so an entry an older trainer wrote is never re
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -309,6 +310,12 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "pv-engine"
 
 
+@functools.cache
+def _source_digest() -> str:
+    """sha256 of this module's source, read once: a process runs one version of it."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
 def training_digest(vocab_size: int) -> str:
     """sha256 of what decides a trained tokenizer besides its corpus: the vocabulary size, the
     trainer's settings, the untrained backend (model, pre-tokenizer, decoder), the tokenizers
@@ -319,7 +326,7 @@ def training_digest(vocab_size: int) -> str:
         "special_tokens": list(SPECIAL_TOKENS),
         "backend": json.loads(_new_backend().to_str()),
         "tokenizers": tokenizers.__version__,
-        "source": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        "source": _source_digest(),
         "faults": FAULTS.active_names(),
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()

@@ -13,7 +13,7 @@ from engine.errors import ExportError
 from engine.gguf_export import export_gguf
 from engine.gguf_import import import_gguf
 from engine.model import build_model
-from engine.quantized import Int4Linear, Int8BlockLinear, unpack
+from engine.quantized import BlockLinear, Int4Linear, unpack
 from engine.tokenizer import cached_tokenizer
 
 
@@ -33,7 +33,7 @@ def q8_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_kept_import_runs_its_layers_from_blocks_and_says_which(q8_file: Path) -> None:
     loaded = import_gguf(q8_file, quantized=True)
-    layers = [m for m in loaded.model.modules() if isinstance(m, Int4Linear | Int8BlockLinear)]
+    layers = [m for m in loaded.model.modules() if isinstance(m, BlockLinear)]
     assert len(layers) == 15 and {m.kind for m in layers} == {"Q8_0"}
     assert loaded.manifest["quantized"] == {"Q8_0": 15}
     assert "quantized" not in import_gguf(q8_file).manifest
@@ -53,7 +53,7 @@ def test_layers_stack_only_where_every_part_but_the_last_is_whole_row_tiles() ->
         rng = np.random.default_rng(rows)
         codes = rng.integers(0, 16, (rows, 64)).astype(np.int16)
         scales, zeros = rng.random((rows, 2)).astype(np.float32), rng.random((rows, 2)).astype(np.float32)
-        return Int4Linear(QuantBlocks("Q4_1", codes, scales, zeros), torch.randn(rows))
+        return Int4Linear.from_blocks(QuantBlocks("Q4_1", codes, scales, zeros), torch.randn(rows))
 
     x = torch.randn(3, 64)
     for rows in ((64, 32), (128, 64, 64)):
