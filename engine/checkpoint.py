@@ -6,10 +6,15 @@ Layout of the safetensors metadata (all values are strings, as safetensors requi
 - one entry per architecture key (:data:`engine.config.ARCHITECTURE_KEYS`), its value JSON-encoded
   (``hidden_size`` = ``"64"``, ``architecture`` = ``"\\"llama\\""``); the special-token ids too when set;
 - ``tokenizer``: :meth:`EngineTokenizer.to_json` (vocabulary, merges, special tokens and ids);
-- ``manifest``: the training manifest as JSON (step, seed, data digest, versions, anything else).
+- ``manifest``: the training manifest as JSON (step, seed, data digest, versions, anything else);
+- ``quantized``, only in a checkpoint of a model that runs a GGUF file's blocks: ``{layer: kind}``
+  (``Q4_0``, ``Q4_1``, ``Q8_0``; :mod:`engine.quantized`).
 
 Tensors use the Hugging Face parameter names.  With tied embeddings the shared matrix is stored
-once, as ``model.embed_tokens.weight``; ``lm_head.weight`` is absent and re-tied on load.
+once, as ``model.embed_tokens.weight``; ``lm_head.weight`` is absent and re-tied on load.  A layer
+listed under ``quantized`` is stored as ``<layer>.raw``: its blocks byte for byte as the GGUF file
+holds them (uint8, one row of blocks per output row), instead of ``<layer>.weight``; a tied head in
+blocks stores the shared matrix once, as those blocks, and the embedding is their dequantization.
 
 Loading parses and checks the header before any tensor is read, and reports every defect as a
 :class:`CheckpointError` naming it.  Nothing here unpickles: ``torch.load`` is never used.
@@ -18,6 +23,7 @@ Saving is atomic: the file is written beside its target, fsynced, then renamed o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -39,7 +45,16 @@ from engine.config import ARCHITECTURE_KEYS, BOOL_KEYS, FLOAT_KEYS, INT_KEYS, SP
 from engine.errors import CheckpointError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM, build_model
-from engine.quantized import BlockLinear
+from engine.quantized import (
+    ACTIVATION_DTYPE,
+    BLOCK_BYTES,
+    BlockLinear,
+    block_kinds,
+    quantized_linear,
+    row_bytes,
+    stored_blocks,
+    unpack,
+)
 from engine.safetensors_io import save_tensors
 from engine.tokenizer import EngineTokenizer
 
@@ -47,6 +62,8 @@ FORMAT = "pv-engine-checkpoint"
 FORMAT_VERSION = "1"
 TIED_HEAD = "lm_head.weight"
 EMBEDDING = "model.embed_tokens.weight"
+QUANTIZED = "quantized"  # metadata key: the layers stored as their file's blocks, with their kind
+HEAD = "lm_head"
 _MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
 _DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
 
@@ -135,9 +152,22 @@ def _tensors_for_save(model: DecoderLM) -> dict[str, torch.Tensor]:
     state = model.state_dict()
     if model.config.tie_word_embeddings:
         state.pop(TIED_HEAD, None)
+        head = model.get_submodule(HEAD)
+        if isinstance(head, BlockLinear):
+            # the shared matrix once, as the head's blocks, when the embedding is exactly what they encode
+            shared = torch.from_numpy(stored_blocks(head).dequantize())
+            if not torch.equal(model.model.embed_tokens.weight.detach().cpu(), shared):
+                raise CheckpointError(
+                    "the embedding is tied to a head of quantized blocks but differs from their values: "
+                    "a checkpoint stores the shared matrix once"
+                )
+            state.pop(EMBEDDING)
     # The planted defect: a "space-saving" cast that silently loses precision.
     dtype = torch.float16 if FAULTS.active("checkpoint_downcast") else None
-    return {name: t.detach().to("cpu", dtype=dtype).contiguous() for name, t in state.items()}
+    return {
+        name: t.detach().to("cpu", dtype=dtype if t.is_floating_point() else None).contiguous()
+        for name, t in state.items()
+    }
 
 
 def save_checkpoint(
@@ -154,15 +184,12 @@ def save_checkpoint(
         raise CheckpointError(
             f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is {model.config.vocab_size}"
         )
-    kinds = sorted({m.kind for m in model.modules() if isinstance(m, BlockLinear)})
-    if kinds:
-        raise CheckpointError(
-            f"the model runs {', '.join(kinds)} blocks, which an engine checkpoint does not hold yet: "
-            "import the GGUF file without keeping its blocks (the default) to save it"
-        )
     meta = checkpoint_metadata(model.config, tokenizer, manifest)
+    kinds = block_kinds(model)
+    if kinds:
+        meta[QUANTIZED] = json.dumps(kinds, sort_keys=True)
     tensors = _tensors_for_save(model)
-    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in tensors.values()})
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in tensors.values() if t.is_floating_point()})
     if FAULTS.active("checkpoint_mixed_dtypes_saved"):  # the defect: a file load_checkpoint refuses is written
         dtypes = dtypes[:1]  # pragma: no mutate
     if len(dtypes) > 1:
@@ -336,21 +363,53 @@ def manifest_from_metadata(meta: Mapping[str, str]) -> dict[str, Any]:
     return manifest
 
 
-def expected_tensors(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Names and shapes a checkpoint of ``config`` must hold (computed on the meta device)."""
+def expected_tensors(config: ModelConfig, quantized: Mapping[str, str] | None = None) -> dict[str, tuple[int, ...]]:
+    """Names and shapes a checkpoint of ``config`` must hold (computed on the meta device), with
+    the layers in ``quantized`` ({layer: kind}) stored as their blocks."""
     model = build_model(config, device="meta")
     shapes = {name: tuple(t.shape) for name, t in model.state_dict().items()}
     if config.tie_word_embeddings:
         shapes.pop(TIED_HEAD, None)
+    for layer, kind in (quantized or {}).items():
+        linear = model.get_submodule(layer)
+        if not isinstance(linear, torch.nn.Linear):
+            raise CheckpointError(f"`{layer}` is not a linear layer of the model; it cannot be stored as blocks")
+        shapes.pop(f"{layer}.weight", None)
+        shapes[f"{layer}.raw"] = (linear.out_features, row_bytes(kind, linear.in_features))
+        if layer == HEAD and config.tie_word_embeddings:
+            shapes.pop(EMBEDDING)  # stored once, as the head's blocks
     return shapes
+
+
+def quantized_layers(meta: Mapping[str, str], config: ModelConfig) -> dict[str, str]:
+    """The ``quantized`` metadata ({layer: kind}) checked against ``config``: each a linear layer
+    of the model, each kind one the engine runs, each row a whole number of blocks."""
+    if QUANTIZED not in meta:
+        return {}
+    kinds = _json_value(meta, QUANTIZED)
+    if not isinstance(kinds, dict):
+        raise CheckpointError(f"metadata key `{QUANTIZED}` is not a JSON object")
+    linears = {name: m for name, m in build_model(config, device="meta").named_modules() if type(m) is torch.nn.Linear}
+    for layer, kind in kinds.items():
+        if layer not in linears:
+            raise CheckpointError(f"metadata `{QUANTIZED}` names `{layer}`, which is not a linear layer of the model")
+        if kind not in BLOCK_BYTES:
+            raise CheckpointError(
+                f"metadata `{QUANTIZED}` gives `{layer}` the kind {kind!r}; the engine runs {', '.join(BLOCK_BYTES)}"
+            )
+        if linears[layer].in_features % 32:
+            raise CheckpointError(f"`{layer}` rows of {linears[layer].in_features} weights are not whole {kind} blocks")
+    return dict(kinds)
 
 
 def _fmt_shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def check_tensors(tensors: Mapping[str, TensorInfo], config: ModelConfig) -> None:
-    expected = expected_tensors(config)
+def check_tensors(
+    tensors: Mapping[str, TensorInfo], config: ModelConfig, quantized: Mapping[str, str] | None = None
+) -> None:
+    expected = expected_tensors(config, quantized)
     missing = [n for n in expected if n not in tensors]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -363,9 +422,12 @@ def check_tensors(tensors: Mapping[str, TensorInfo], config: ModelConfig) -> Non
         info = tensors[name]
         if info.shape != shape:
             raise CheckpointError(f"tensor `{name}` has shape {_fmt_shape(info.shape)}, expected {_fmt_shape(shape)}")
-        if info.dtype not in _DTYPES:
+        blocks = name.endswith(".raw")
+        if blocks and info.dtype != "U8":
+            raise CheckpointError(f"tensor `{name}` has dtype {info.dtype}; quantized blocks are stored as U8 bytes")
+        if not blocks and info.dtype not in _DTYPES:
             raise CheckpointError(f"tensor `{name}` has dtype {info.dtype}; a checkpoint holds floating-point weights")
-    dtypes = {t.dtype for t in tensors.values()}
+    dtypes = {t.dtype for name, t in tensors.items() if not name.endswith(".raw")}
     if len(dtypes) > 1:
         raise CheckpointError(f"tensors mix dtypes {sorted(dtypes)}; a checkpoint holds one dtype")
 
@@ -380,7 +442,7 @@ def inspect_checkpoint(path: str | Path) -> tuple[ModelConfig, EngineTokenizer, 
     if FAULTS.active("checkpoint_pad_id_dropped"):  # the defect: the header's missing pad id stays missing
         config = config.replace(pad_token_id=stored_pad)  # pragma: no mutate
     manifest = manifest_from_metadata(meta)
-    check_tensors(tensors, config)
+    check_tensors(tensors, config, quantized_layers(meta, config))
     return config, tokenizer, manifest, meta
 
 
@@ -435,12 +497,35 @@ def model_from_state(
     state: dict[str, torch.Tensor],
     device: str | torch.device = "cpu",
     dtype: torch.dtype | None = None,
+    quantized: Mapping[str, str] | None = None,
 ) -> DecoderLM:
-    """Build a model of ``config`` from a (tied-once) state dict without a throwaway random init."""
+    """Build a model of ``config`` from a (tied-once) state dict without a throwaway random init;
+    the layers in ``quantized`` ({layer: kind}) from their blocks (``<layer>.raw``), on the CPU."""
     state = dict(state)
-    if config.tie_word_embeddings:
-        state[TIED_HEAD] = state[EMBEDDING]
+    kinds = dict(quantized or {})
+    if kinds and (torch.device(device).type != "cpu" or dtype not in (None, torch.float32)):
+        raise CheckpointError("quantized layers run on the CPU under float32 activations: drop --device and --dtype")
     model = build_model(config, device="meta")
+    for layer, kind in kinds.items():
+        linear = model.get_submodule(layer)
+        raw = state.get(f"{layer}.raw")
+        if not isinstance(linear, torch.nn.Linear) or raw is None:
+            raise CheckpointError(f"state dict lacks the blocks of `{layer}` ({layer}.raw)")
+        try:
+            blocks = unpack(kind, raw.numpy(), (linear.out_features, linear.in_features))
+        except ValueError as exc:
+            raise CheckpointError(f"`{layer}.raw`: {exc}") from None
+        bias = state.get(f"{layer}.bias")
+        parent, _, child = layer.rpartition(".")
+        setattr(model.get_submodule(parent), child, quantized_linear(blocks, bias))
+        if layer == HEAD and config.tie_word_embeddings and EMBEDDING not in state:
+            shared = blocks  # the shared matrix, stored as the head's blocks
+            if FAULTS.active("quantized_embedding_from_kernel_scales"):  # the defect: the kernel's bfloat16 scales
+                kernel = torch.from_numpy(blocks.scales).to(ACTIVATION_DTYPE).float().numpy()  # pragma: no mutate
+                shared = dataclasses.replace(blocks, scales=kernel)  # pragma: no mutate
+            state[EMBEDDING] = torch.from_numpy(shared.dequantize())
+    if config.tie_word_embeddings and HEAD not in kinds:
+        state[TIED_HEAD] = state[EMBEDDING]
     strict = True
     if FAULTS.active("state_dict_loaded_loosely"):  # pragma: no mutate
         strict = False  # pragma: no mutate -- the defect: a tensor the model lacks is dropped unread
@@ -448,7 +533,7 @@ def model_from_state(
         model.load_state_dict(state, strict=strict, assign=True)
     except RuntimeError as exc:
         raise CheckpointError(f"state dict does not fit the architecture: {exc}") from None
-    if config.tie_word_embeddings:
+    if config.tie_word_embeddings and HEAD not in kinds:
         model.lm_head.weight = model.model.embed_tokens.weight
     model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device=device)
     return model.eval()
@@ -463,5 +548,5 @@ def load_checkpoint(
     for name, tensor in state.items():
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"tensor `{name}` holds NaN or Inf values")
-    model = model_from_state(config, state, device=device, dtype=dtype)
+    model = model_from_state(config, state, device=device, dtype=dtype, quantized=quantized_layers(meta, config))
     return LoadedCheckpoint(model, tokenizer, config, manifest, dict(meta), Path(path))

@@ -37,11 +37,15 @@ def import_model(
     out: Annotated[Path, typer.Argument(help="The engine checkpoint to write (.safetensors).")],
     dtype: Annotated[
         CheckpointDtype | None,
-        typer.Option(help="Store weights as f32, f16 or bf16 (default: as found; a quantized GGUF: f32)."),
+        typer.Option(
+            help="Store weights as f32, f16 or bf16 (default: as found; a GGUF's Q4_0, Q4_1 and Q8_0 "
+            "matrices kept in their blocks, the rest f32; a dtype dequantizes them)."
+        ),
     ] = None,
 ) -> None:
     """Import a Hugging Face folder or a GGUF file as one engine checkpoint (architecture, tokenizer,
-    chat template and EOS ids kept; a GGUF's quantized weights dequantized)."""
+    chat template and EOS ids kept; a GGUF's Q4_0, Q4_1 and Q8_0 matrices kept in their blocks unless
+    --dtype asks for float weights, its other quantized types dequantized)."""
     import torch
 
     from engine.checkpoint import save_checkpoint
@@ -54,7 +58,7 @@ def import_model(
         if source.is_file():
             from engine.gguf_import import import_gguf
 
-            loaded = cli.guarded(lambda: import_gguf(source, dtype=torch_dtype))
+            loaded = cli.guarded(lambda: import_gguf(source, dtype=torch_dtype, quantized=torch_dtype is None))
             digest = str(loaded.manifest["source_sha256"])
         else:
             from engine.hf_interop import import_hf
@@ -73,6 +77,7 @@ def import_model(
                 "parameters": loaded.model.num_parameters(),
                 "eos_ids": list(cfg.eos_ids),
                 "source_sha256": digest,
+                **({"quantized": loaded.manifest["quantized"]} if "quantized" in loaded.manifest else {}),
             },
             indent=2,
             sort_keys=True,

@@ -14,6 +14,7 @@ torch (`python -X importtime -m engine --help` shows no torch).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -46,10 +47,13 @@ class WeightDtype(StrEnum):
 def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
     """Everything ``inspect`` reports, as plain JSON-able data."""
     from engine.checkpoint import read_header
+    from engine.quantized import BlockLinear
 
     cfg = loaded.config
     tensors, _ = read_header(path)
-    (dtype,) = {t.dtype for t in tensors.values()}  # one: load_checkpoint refused a file that mixes them
+    # one float dtype: load_checkpoint refused a file that mixes them; quantized blocks are bytes
+    (dtype,) = {t.dtype for name, t in tensors.items() if not name.endswith(".raw")}
+    blocks = Counter(m.kind for m in loaded.model.modules() if isinstance(m, BlockLinear))
     tok = loaded.tokenizer
     parameters = loaded.model.num_parameters()
     if FAULTS.active("inspect_counts_tied_head_twice"):  # the defect: a tied head counted again
@@ -63,6 +67,7 @@ def checkpoint_summary(path: Path, loaded: LoadedCheckpoint) -> dict[str, Any]:
         "parameters": parameters,
         "tensors": len(tensors),
         "dtype": dtype,
+        **({"quantized": dict(sorted(blocks.items()))} if blocks else {}),
         "tokenizer": {
             "type": "byte-level BPE",
             "vocab_size": tok.vocab_size,
@@ -147,6 +152,8 @@ def inspect(
         arch.add_row(key, str(value))
     arch.add_row("parameters", f"{summary['parameters']:,}")
     arch.add_row("tensors / dtype", f"{summary['tensors']} / {summary['dtype']}")
+    if "quantized" in summary:
+        arch.add_row("layers in blocks", ", ".join(f"{n} {kind}" for kind, n in summary["quantized"].items()))
     arch.add_row("file size", f"{summary['file_bytes']:,} bytes")
     cli.out.print(arch)
     tok = summary["tokenizer"]

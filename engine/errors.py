@@ -23,6 +23,10 @@ class GenerationError(EngineError, ValueError):
     """Generation arguments are invalid (a prompt longer than the context window, a bad top_p …)."""
 
 
+class BlocksError(EngineError, ValueError):
+    """A model that runs a GGUF file's quantized blocks was asked for float weights it does not hold."""
+
+
 class ExportError(EngineError, ValueError):
     """An export (Hugging Face folder, GGUF) cannot be written or an import cannot be read."""
 

@@ -386,6 +386,10 @@ FAULTS.register(
     "a sharded HF import reads each shard whole, so a tensor's last copy wins wherever the index places it",
 )
 FAULTS.register("q4_block_halves_swapped", "a Q4 block's high nibbles are read as its weights 0-15, the low as 16-31")
+FAULTS.register(
+    "quantized_embedding_from_kernel_scales",
+    "a checkpoint's tied embedding is rebuilt from its head's kernel scales (bfloat16), not the file's float16 ones",
+)
 FAULTS.register("q4_1_zero_off_by_8", "a Q4_1 block's m is taken as the weight at code 8 (its zero is off by 8 d)")
 FAULTS.register("q4_scales_transposed", "a Q4 layer's scale and zero pairs are laid out in the file's row order")
 FAULTS.register("q8_block_scales_shifted", "a Q8_0 layer applies each block's scales to the next block's column")

@@ -41,6 +41,7 @@ from engine.errors import ExportError
 from engine.faults import FAULTS
 from engine.model import DecoderLM
 from engine.pretokenizers import PRE_TOKENIZERS, llama_cpp_name
+from engine.quantized import require_float_weights
 from engine.tokenizer import EngineTokenizer
 
 GgufDtype = Literal["f32", "f16", "q8_0", "q4_0"]
@@ -109,6 +110,7 @@ def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
 
 def gguf_tensors(model: DecoderLM, dtype: GgufDtype = "f32") -> dict[str, np.ndarray]:
     """The model's tensors under llama.cpp names, permuted for the ``llama`` rope layout."""
+    require_float_weights(model, "a GGUF export")
     cfg = model.config
     permutes = exported_as(cfg).gguf_permutes_qk
     out: dict[str, np.ndarray] = {}

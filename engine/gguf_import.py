@@ -197,7 +197,8 @@ def import_gguf(
 
     ``quantized``: every linear layer whose matrix the file holds as Q4_0, Q4_1 or Q8_0 keeps its
     blocks and runs through torch's int kernels (:mod:`engine.quantized`); the rest is float32.
-    The manifest's ``quantized`` lists those layers' kinds by count."""
+    The manifest's ``quantized`` lists those layers' kinds by count, and ``dequantized`` the quantized
+    tensors held as float32 instead (the types without a kernel here, the embedding) by type."""
     path = Path(path)
     if not path.is_file():
         raise ExportError(f"{path}: no such GGUF file")
@@ -249,8 +250,25 @@ def import_gguf(
         "source_file_type": file_type_name,
         "source_tensor_types": dict(sorted(Counter(contents.tensor_types.values()).items())),
         **({"quantized": dict(sorted(Counter(kept.values()).items()))} if quantized else {}),
+        **({"dequantized": _dequantized(contents, kept, config)} if quantized else {}),
     }
     return LoadedCheckpoint(model, tokenizer, config, manifest, {}, path)
+
+
+def _matrix_source(layer: str, config: ModelConfig) -> str:
+    """The GGUF tensor a linear layer's matrix is read from (a tied head's is the embedding's)."""
+    weight = f"{layer}.weight"
+    return gguf_tensor_name(EMBEDDING if weight == TIED_HEAD and config.tie_word_embeddings else weight)
+
+
+def _dequantized(contents: GgufContents, kept: Mapping[str, str], config: ModelConfig) -> dict[str, int]:
+    """The quantized tensors a model with ``kept`` layers in blocks holds as float32 instead, counted by
+    type: the types it runs no kernel for (K-quants, Q5_0 ...), and the embedding, whose lookups read
+    float rows."""
+    read_in_blocks = {_matrix_source(name, config) for name in kept} - {EMBEDDING_GGUF}
+    floats = {"F32", "F16", "BF16"}
+    held = [kind for name, kind in contents.tensor_types.items() if kind not in floats and name not in read_in_blocks]
+    return dict(sorted(Counter(held).items()))
 
 
 def keep_quantized(model: torch.nn.Module, contents: GgufContents, config: ModelConfig) -> dict[str, str]:
@@ -265,9 +283,7 @@ def keep_quantized(model: torch.nn.Module, contents: GgufContents, config: Model
     for name, module in list(model.named_modules()):
         if type(module) is not torch.nn.Linear:
             continue
-        weight = f"{name}.weight"
-        source = gguf_tensor_name(EMBEDDING if weight == TIED_HEAD and config.tie_word_embeddings else weight)
-        tensor = contents.raw.get(source)
+        tensor = contents.raw.get(_matrix_source(name, config))
         if tensor is None or tensor.tensor_type.name not in KINDS:
             continue
         blocks = unpack(tensor.tensor_type.name, np.array(tensor.data), (module.out_features, module.in_features))

@@ -41,6 +41,7 @@ from engine.config import ModelConfig
 from engine.errors import ExportError, TokenizerError
 from engine.faults import FAULTS
 from engine.model import DecoderLM
+from engine.quantized import require_float_weights
 from engine.safetensors_io import save_tensors
 from engine.tokenizer import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, EngineTokenizer
 
@@ -259,6 +260,7 @@ def export_hf(
     model: DecoderLM, tokenizer: EngineTokenizer, out_dir: str | Path, dtype: torch.dtype | None = None
 ) -> Path:
     """Write ``model`` and ``tokenizer`` as a Hugging Face folder; each file is replaced atomically."""
+    require_float_weights(model, "a Hugging Face export")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a directory")

@@ -32,6 +32,7 @@ from engine.config import DEFAULT_TARGETS as DEFAULT_TARGETS
 from engine.config import MLP_PROJECTIONS as MLP_PROJECTIONS
 from engine.faults import FAULTS
 from engine.quant import NF4Config, dequantize_model, dequantize_weight, import_bnb, is_nf4_linear, quantize_model
+from engine.quantized import require_float_weights
 from engine.safetensors_io import save_tensors
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def _finish_wrap(model: PeftModel) -> PeftModel:
 def apply_lora(model: nn.Module, settings: LoraSettings | None = None, adapter_name: str = "default") -> PeftModel:
     """Wrap ``model`` with a new LoRA adapter; the base is frozen, LoRA weights are fp32."""
     s = settings or LoraSettings()
+    require_float_weights(model, "a LoRA adapter")
     peft_model = peft_module().get_peft_model(model, s.peft_config(), adapter_name=adapter_name)
     return _finish_wrap(peft_model)
 
@@ -119,6 +121,7 @@ def prepare_qlora(
 ) -> PeftModel:
     """QLoRA: quantize the base's linear layers to NF4, then wrap them with LoRA."""
     s = settings or LoraSettings()
+    require_float_weights(model, "QLoRA's NF4 base")
     if FAULTS.active("lora_before_nf4"):
         # The defect: the quantizer runs over an already wrapped model, so it also turns the
         # LoRA matrices into frozen NF4 and PEFT never chose its 4-bit layer.

@@ -19,7 +19,7 @@ from torch import nn
 
 from engine.config import ModelConfig
 from engine.faults import FAULTS
-from engine.quantized import Int4Linear, can_stack, stacked
+from engine.quantized import BlockLinear, Int4Linear, can_stack, stacked
 
 # torch >= 2.5 lets SDPA broadcast kv heads itself, saving a repeat_interleave copy per layer and step.
 _SDPA_GQA = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
@@ -430,8 +430,15 @@ class DecoderLM(nn.Module):
             nn.init.normal_(module.weight, std=0.02)
 
     def num_parameters(self) -> int:
-        """Parameters, a tied head once (``parameters()`` yields a shared tensor once)."""
-        return sum(p.numel() for p in self.parameters())
+        """Parameters, a tied head once (``parameters()`` yields a shared tensor once); a layer that
+        runs a GGUF file's blocks counts its matrix's weights (a tied head's are the embedding's)."""
+        tied = "lm_head" if self.config.tie_word_embeddings else None
+        blocks = sum(
+            m.in_features * m.out_features
+            for name, m in self.named_modules()
+            if isinstance(m, BlockLinear) and name != tied
+        )
+        return blocks + sum(p.numel() for p in self.parameters())
 
     def forward(
         self,
@@ -520,9 +527,10 @@ class DecoderLM(nn.Module):
             cache.next_positions = next_positions
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(
-                logits[:, :-1].reshape(-1, logits.size(-1)).float(), labels[:, 1:].reshape(-1), ignore_index=-100
-            )
+            # the labels shifted left, the last position ignored, rather than the logits sliced: a
+            # slice of [batch, seq - 1, vocab] is a copy of the step's largest tensor (and of its gradient)
+            shifted = F.pad(labels[:, 1:], (0, 1), value=-100)
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), shifted.reshape(-1), ignore_index=-100)
         return CausalLMOutput(logits=logits, past_key_values=cache, loss=loss)
 
 

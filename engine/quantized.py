@@ -24,6 +24,7 @@ then the codes (Q4: 16 bytes, the low nibbles weights 0-15 and the high nibbles 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -32,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.errors import BlocksError
 from engine.faults import FAULTS
 
 GROUP = 32  # weights per block, along the input dimension
@@ -46,6 +48,7 @@ class QuantBlocks:
     """One matrix's blocks as the file holds them, unpacked: codes and per-block scale and zero."""
 
     kind: str
+    raw: np.ndarray  # [N, K / 32 * block bytes] uint8: the blocks as the file stores them
     codes: np.ndarray  # [N, K]: 0..15 for Q4, -128..127 for Q8
     scales: np.ndarray  # [N, K / 32] float32 (the file's float16 d, exactly)
     zeros: np.ndarray  # [N, K / 32] float32: the weight at code 8 for Q4 (m + 8 d, or 0); 0 for Q8
@@ -63,7 +66,12 @@ class QuantBlocks:
 
     def rows(self, order: np.ndarray) -> QuantBlocks:
         """The same blocks with the output rows in ``order`` (the llama q/k un-permutation)."""
-        return QuantBlocks(self.kind, self.codes[order], self.scales[order], self.zeros[order])
+        return QuantBlocks(self.kind, self.raw[order], self.codes[order], self.scales[order], self.zeros[order])
+
+
+def row_bytes(kind: str, k: int) -> int:
+    """Bytes of one row of ``k`` weights in ``kind`` blocks."""
+    return k // GROUP * BLOCK_BYTES[kind]
 
 
 def unpack(kind: str, raw: np.ndarray, shape: tuple[int, int]) -> QuantBlocks:
@@ -73,11 +81,14 @@ def unpack(kind: str, raw: np.ndarray, shape: tuple[int, int]) -> QuantBlocks:
     n, k = shape
     if k % GROUP:
         raise ValueError(f"a {kind} row of {k} weights is not a whole number of {GROUP}-weight blocks")
+    if np.asarray(raw).size != n * row_bytes(kind, k):
+        raise ValueError(f"{np.asarray(raw).size} bytes are not the {kind} blocks of a [{n}, {k}] matrix")
     blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(n, k // GROUP, BLOCK_BYTES[kind])
+    stored = blocks.reshape(n, -1)
     d = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
     if kind == "Q8_0":
         codes = blocks[..., 2:].copy().view(np.int8).astype(np.int16)
-        return QuantBlocks(kind, codes.reshape(n, k), d, np.zeros_like(d))
+        return QuantBlocks(kind, stored, codes.reshape(n, k), d, np.zeros_like(d))
     qs = blocks[..., -16:]
     codes = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.int16)
     if FAULTS.active("q4_block_halves_swapped"):  # the defect: the high nibbles read as weights 0-15
@@ -89,16 +100,22 @@ def unpack(kind: str, raw: np.ndarray, shape: tuple[int, int]) -> QuantBlocks:
             zeros = m  # pragma: no mutate
     else:
         zeros = np.zeros_like(d)
-    return QuantBlocks(kind, codes.reshape(n, k), d, zeros)
+    return QuantBlocks(kind, stored, codes.reshape(n, k), d, zeros)
 
 
 class BlockLinear(nn.Module, ABC):
     """A linear layer that multiplies through a kernel of quantized blocks (bfloat16 activations);
     its output in the input's dtype, plus its bias."""
 
-    def __init__(self, in_features: int, out_features: int, kind: str, bias: torch.Tensor | None) -> None:
+    raw: torch.Tensor | None  # the file's blocks (QuantBlocks.raw): what a checkpoint stores
+
+    def __init__(
+        self, raw: np.ndarray | None, in_features: int, out_features: int, kind: str, bias: torch.Tensor | None
+    ) -> None:
         super().__init__()
         self.in_features, self.out_features, self.kind = in_features, out_features, kind
+        # the state dict holds the file's bytes; the kernels' layouts below are derived from them
+        self.register_buffer("raw", torch.from_numpy(np.array(raw, dtype=np.uint8)) if raw is not None else None)
         self.bias = nn.Parameter(bias.detach().clone(), requires_grad=False) if bias is not None else None
 
     @abstractmethod
@@ -117,11 +134,18 @@ class Int4Linear(BlockLinear):
     packed: torch.Tensor  # the kernel's own layout of the codes
     scale_zeros: torch.Tensor  # [K/32, N, 2] bfloat16
 
-    def __init__(self, packed: torch.Tensor, scale_zeros: torch.Tensor, kind: str, bias: torch.Tensor | None) -> None:
+    def __init__(
+        self,
+        raw: np.ndarray | None,
+        packed: torch.Tensor,
+        scale_zeros: torch.Tensor,
+        kind: str,
+        bias: torch.Tensor | None,
+    ) -> None:
         groups, out_features, _ = scale_zeros.shape
-        super().__init__(groups * GROUP, out_features, kind, bias)
-        self.register_buffer("packed", packed)
-        self.register_buffer("scale_zeros", scale_zeros)
+        super().__init__(raw, groups * GROUP, out_features, kind, bias)
+        self.register_buffer("packed", packed, persistent=False)
+        self.register_buffer("scale_zeros", scale_zeros, persistent=False)
 
     @classmethod
     def from_blocks(cls, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> Int4Linear:
@@ -132,7 +156,8 @@ class Int4Linear(BlockLinear):
         if FAULTS.active("q4_scales_transposed"):  # the defect: scale and zero pairs in the file's row order
             layout = pairs.reshape(k // GROUP, n, 2)  # pragma: no mutate
         packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
-        return cls(packed, torch.from_numpy(np.ascontiguousarray(layout)).to(ACTIVATION_DTYPE), blocks.kind, bias)
+        scale_zeros = torch.from_numpy(np.ascontiguousarray(layout)).to(ACTIVATION_DTYPE)
+        return cls(blocks.raw, packed, scale_zeros, blocks.kind, bias)
 
     def multiply(self, flat: torch.Tensor) -> torch.Tensor:
         return torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
@@ -166,6 +191,7 @@ def stacked(layers: Sequence[Int4Linear]) -> Int4Linear:
         ]
         bias = torch.cat(parts)
     return Int4Linear(
+        None,  # decoding's own layer, never saved
         torch.cat([layer.packed for layer in layers]),
         torch.cat([layer.scale_zeros for layer in layers], dim=1),
         "+".join(sorted({layer.kind for layer in layers})),
@@ -181,10 +207,12 @@ class Int8BlockLinear(BlockLinear):
 
     def __init__(self, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> None:
         n, k = blocks.shape
-        super().__init__(k, n, blocks.kind, bias)
+        super().__init__(blocks.raw, k, n, blocks.kind, bias)
         codes = torch.from_numpy(blocks.codes.astype(np.int8))
-        self.register_buffer("codes", torch.stack(codes.split(GROUP, dim=1)).contiguous())  # [K/32, N, 32]
-        self.register_buffer("scales", torch.from_numpy(blocks.scales.T.copy()).to(ACTIVATION_DTYPE))  # [K/32, N]
+        columns = torch.stack(codes.split(GROUP, dim=1)).contiguous()  # [K/32, N, 32]
+        self.register_buffer("codes", columns, persistent=False)
+        scales = torch.from_numpy(blocks.scales.T.copy()).to(ACTIVATION_DTYPE)  # [K/32, N]
+        self.register_buffer("scales", scales, persistent=False)
 
     def multiply(self, flat: torch.Tensor) -> torch.Tensor:
         out = torch.zeros(flat.shape[0], self.out_features, dtype=torch.float32, device=flat.device)
@@ -196,6 +224,29 @@ class Int8BlockLinear(BlockLinear):
         return out
 
 
-def quantized_linear(blocks: QuantBlocks, bias: torch.Tensor | None = None) -> nn.Module:
+def quantized_linear(blocks: QuantBlocks, bias: torch.Tensor | None = None) -> BlockLinear:
     """The layer that runs ``blocks`` as they are: Int4Linear for Q4_0 / Q4_1, Int8BlockLinear for Q8_0."""
     return Int8BlockLinear(blocks, bias) if blocks.kind == "Q8_0" else Int4Linear.from_blocks(blocks, bias)
+
+
+def stored_blocks(layer: BlockLinear) -> QuantBlocks:
+    """The blocks a layer was built from, unpacked again from the bytes it keeps."""
+    if layer.raw is None:
+        raise ValueError(f"a stacked {layer.kind} layer keeps no blocks of its own")
+    return unpack(layer.kind, layer.raw.numpy(), (layer.out_features, layer.in_features))
+
+
+def block_kinds(model: nn.Module) -> dict[str, str]:
+    """The layers of ``model`` that run blocks, by name, with their kind."""
+    return {name: m.kind for name, m in model.named_modules() if isinstance(m, BlockLinear)}
+
+
+def require_float_weights(model: nn.Module, purpose: str) -> None:
+    """Refuse ``purpose`` (training, an adapter, an export) on a model whose layers run blocks."""
+    kinds = block_kinds(model)
+    if kinds:
+        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(Counter(kinds.values()).items()))
+        raise BlocksError(
+            f"{purpose} needs float weights, and {len(kinds)} layers of this model run a GGUF file's "
+            f"quantized blocks ({counts}): import the file with --dtype f32 (or f16, bf16) to dequantize them"
+        )

@@ -32,6 +32,7 @@ from engine.atomic import atomic_dir
 from engine.errors import NonFiniteLossError
 from engine.faults import FAULTS
 from engine.model import evaluating
+from engine.quantized import require_float_weights
 from engine.safetensors_io import save_tensors
 from engine.train.state import (
     LATEST_NAME,
@@ -165,6 +166,7 @@ def run_training(
     Under ``torchrun`` (engine.distributed) each rank trains on its shard of every global batch of
     ``cfg.batch_size`` through DDP, and only rank 0 writes the log and checkpoints.
     """
+    require_float_weights(task.model, "training")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     device = next(task.model.parameters()).device
