@@ -466,8 +466,21 @@ def _nesting_bound(text: str) -> int:
     flow = text.count("[") + text.count("{")
     if flow > _C_SAFE_DEPTH:
         return flow
-    # block nesting needs indentation or `- `/`? ` on one line, so a line's length bounds it
-    return flow + max((len(line) for line in text.splitlines()), default=0)
+    # a block collection nests deeper only by indenting (a sequence may share its mapping's
+    # indentation: two levels per column) or on its own line after `- `, `? ` or `: `, so a line's
+    # indentation and those markers bound it, whatever its length (prose is long); twice a line's
+    # length is a bound too, and cheaper, so only a line long enough to matter is scanned
+    room = _C_SAFE_DEPTH - flow
+    return flow + max(
+        (_line_nesting(line) if 2 * len(line) + 2 > room else 2 * len(line) + 2 for line in text.splitlines()),
+        default=0,
+    )
+
+
+def _line_nesting(line: str) -> int:
+    """An upper bound on the block levels open at ``line``: see :func:`_nesting_bound`."""
+    indent = len(line) - len(line.lstrip(" \t-?"))
+    return 2 * (indent + 1) + line.count("- ") + line.count("? ") + line.count(": ")
 
 
 def _event_depth_exceeds(text: str, limit: int) -> tuple[int, int] | None:
