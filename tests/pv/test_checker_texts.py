@@ -13,7 +13,14 @@ import pytest
 
 from pv.evidence.ledger import _run_id_of
 from pv.evidence.writer import _copy_file
-from pv.run_checker import CheckerExitError, _exit_guard, _format_exception, _stack_of
+from pv.run_checker import (
+    CheckerExitError,
+    FalsifierText,
+    _exit_guard,
+    _format_exception,
+    _stack_of,
+    falsified_report,
+)
 
 
 def _inner() -> None:
@@ -124,3 +131,12 @@ def test_artifacts_copied_into_one_folder_each_arrive_whole(tmp_path: Path) -> N
     for src in sources:
         _copy_file(src, tmp_path / "bundle" / "artifacts" / src.name)  # the folder exists for the second
     assert [(tmp_path / "bundle" / "artifacts" / s.name).read_bytes() == s.read_bytes() for s in sources] == [True] * 2
+
+
+def test_a_falsified_report_writes_observations_json_cannot_hold_as_their_repr() -> None:
+    report = falsified_report(FalsifierText("demo-v1::FALSIFY-DEMO-001"), "x < 1", "x(=2) < 1", {"x": 2, "seen": {3}})
+    assert report.splitlines()[1:4] == [
+        "  expect:       x < 1",
+        "  with values:  x(=2) < 1",
+        '  observations: {"seen": "{3}", "x": 2}',
+    ]

@@ -50,6 +50,10 @@ def test_without_a_base_a_falsified_head_is_a_regression_and_a_survivor_is_uncha
         "",
         [run],
     )
+    assert [[(p.run_id, p.verdict) for p in row.history] for row in r.rows] == [
+        [(run, "falsified")],
+        [(run, "survived")],
+    ]
 
 
 def test_without_a_base_an_error_at_the_head_is_a_regression(pytester: pytest.Pytester) -> None:
@@ -103,3 +107,42 @@ def test_the_changed_selection_names_what_a_change_touches_and_refuses_an_unknow
     ]
     with pytest.raises(ReportError, match=r"^--base nope: "):
         changed_selection(project, "nope", [root / CONTRACT])
+
+
+def test_every_contract_reviewed_has_its_rows(pytester: pytest.Pytester) -> None:
+    means_project(pytester, "value >= 1", "true")
+    second = pytester.path / "contracts" / "means-again-v1.yaml"
+    text = (pytester.path / CONTRACT).read_text()
+    second.write_text(text.replace("mean-v1", "means-again-v1").replace("FALSIFY-MEAN-", "FALSIFY-AGAIN-"))
+    _evidence(pytester)
+    r = review(Project.open(pytester.path), [pytester.path / CONTRACT, second])
+    assert [(row.contract_id, row.falsifier_id) for row in r.rows] == [
+        ("mean-v1", "FALSIFY-MEAN-001"),
+        ("mean-v1", "FALSIFY-MEAN-002"),
+        ("means-again-v1", "FALSIFY-AGAIN-001"),
+        ("means-again-v1", "FALSIFY-AGAIN-002"),
+    ]
+
+
+def test_a_review_against_a_base_reads_the_repository_whatever_folder_it_runs_in(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    means_project(pytester, "value >= 1", "true")
+    root = pytester.path
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "code"], cwd=root, check=True)
+    _evidence(pytester)  # measured at that commit: on the base's line
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "its evidence"], cwd=root, check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True)
+    (run,) = _runs(root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path_factory.mktemp("elsewhere"))
+        r = review(Project.open(root), [root / CONTRACT], base="main")
+    assert (r.base_commit, r.head_commit) == (head.stdout.strip(), head.stdout.strip())
+    assert [(row.kind, row.base_run, row.head_run, len(row.history)) for row in r.rows] == [
+        ("unchanged", run, run, 1),
+        ("unchanged", run, run, 1),
+    ]
