@@ -3,11 +3,13 @@ out, a row with no observation, and the notes a row gets or does not get."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from pv.review.compare import Value
-from pv.review.markdown import Block, _notes, fit, row_lines
-from tests.pv.review.helpers import row
+from pv.review.compare import Row, Value
+from pv.review.markdown import Block, _callout, _cell, _heading, _notes, _table, fit, row_lines
+from tests.pv.review.helpers import review, row
 
 W = 99  # every line 99 characters: each takes 100 with its newline
 
@@ -90,3 +92,45 @@ def test_the_notes_a_row_gets() -> None:
     assert _notes(failed) == [f"falsified: {'x' * 300}", "reproduce: `pytest c.yaml::F`"]
     errored = row("FALSIFY-DEMO-001", head="error", message="boom", reproduce="pytest c.yaml::F")
     assert _notes(errored) == ["error: boom", "reproduce: `pytest c.yaml::F`"]
+
+
+def test_the_notes_under_a_table_list_each_row_s_why_then_its_notes() -> None:
+    rows = [
+        row("FALSIFY-DEMO-001", "regressed", why="survived → falsified", head="falsified", reproduce="pytest a"),
+        row("FALSIFY-DEMO-002", "regressed", why="", head="error", message="boom", reproduce="pytest b"),
+    ]
+    (_, heading), (_, table), (_, notes) = _table("Regressed", rows)
+    assert heading == ["### Regressed (2)", ""] and len(table) == 4
+    assert notes == [
+        "",
+        "- `FALSIFY-DEMO-001`: survived → falsified",
+        "  - reproduce: `pytest a`",
+        "- error: boom",
+        "  - reproduce: `pytest b`",
+        "",
+    ]
+
+
+def _callout_of(rows: list[Row], before: str = "ACTIVE", after: str = "ACTIVE") -> list[str]:
+    return _callout(review(rows, before, after))
+
+
+def test_the_callout_s_kind_follows_what_a_reviewer_must_act_on() -> None:
+    quiet = _callout_of([row("FALSIFY-DEMO-001")])
+    assert quiet[0] == "> [!NOTE]" and quiet[2] == "> No contract changes status."
+    assert _callout_of([row("FALSIFY-DEMO-001", "missing", head_verdict=None)])[0] == "> [!WARNING]"
+    dropped = _callout_of([row("FALSIFY-DEMO-001")], "ACTIVE", "DRAFT")
+    assert dropped[0] == "> [!CAUTION]" and dropped[2] == "> Status: `demo-v1` ACTIVE → **DRAFT** (why)"
+    promoted = _callout_of([row("FALSIFY-DEMO-001")], "DRAFT", "ACTIVE")
+    assert promoted[0] == "> [!NOTE]" and promoted[2] == "> Status: `demo-v1` DRAFT → **ACTIVE** (why)"
+    missing_and_dropped = _callout_of([row("FALSIFY-DEMO-001", "missing", head_verdict=None)], "ACTIVE", "DRAFT")
+    assert missing_and_dropped[0] == "> [!CAUTION]"
+
+
+def test_the_heading_names_the_working_tree_and_an_unknown_base_commit_as_such() -> None:
+    r = dataclasses.replace(review([row("FALSIFY-DEMO-001")]), head_commit=None, base_commit=None)
+    assert _heading(r) == "## pv review: `main` (``) → the working tree"
+
+
+def test_a_cell_keeps_to_one_line_and_its_pipes_escaped() -> None:
+    assert _cell("a | b\nc") == "a \\| b c"

@@ -54,6 +54,7 @@ def test_without_a_base_a_falsified_head_is_a_regression_and_a_survivor_is_uncha
         [(run, "falsified")],
         [(run, "survived")],
     ]
+    assert [[(v.name, v.base, v.head) for v in row.values] for row in r.rows] == [[("value", None, 3.0)]] * 2
 
 
 def test_without_a_base_an_error_at_the_head_is_a_regression(pytester: pytest.Pytester) -> None:
@@ -97,6 +98,8 @@ def test_the_changed_selection_names_what_a_change_touches_and_refuses_an_unknow
 ) -> None:
     means_project(pytester, "value >= 1", "true")
     root = pytester.path
+    text = (root / CONTRACT).read_text()  # a second contract over the same checkers, not asked about
+    (root / "contracts" / "means-again-v1.yaml").write_text(text.replace("mean-v1", "means-again-v1"))
     for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "code")):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=root, check=True)
     (root / "mychecks" / "other.py").write_text((root / "mychecks" / "other.py").read_text() + "# edited\n")

@@ -119,3 +119,19 @@ def test_a_contract_without_evidence_says_so(pytester: pytest.Pytester) -> None:
     section = _section(pytester.path)
     assert (section.before, section.after, section.bundle, section.reason) == ("DRAFT", "DRAFT", None, "no evidence")
     assert (section.rows, section.sources, section.declared) == ([], [], 2)
+
+
+def test_a_contract_that_does_not_load_is_shown_as_unknown_with_nothing_declared(project: Path) -> None:
+    contract = project / "contracts" / "mean-v1.yaml"
+    contract.write_text("metadata: {id: mean-v1, version: 1.0.0\nfalsification_tests: [\n")
+    section = _section(project)
+    assert (section.contract_id, section.before, section.after, section.declared) == ("mean-v1", "?", "?", 0)
+    # promote's refusal gives way to why no bundle counts: the newest no longer fits a contract that loads
+    stale = "newest bundle is stale: stale: contracts/mean-v1.yaml: contract no longer loads: PV004 YAML syntax error: "
+    assert section.reason.startswith(stale) and (section.rows, section.sources) == ([], [])
+
+
+def test_falsifiers_that_are_not_a_list_count_as_none_declared(project: Path) -> None:
+    contract = project / "contracts" / "mean-v1.yaml"
+    contract.write_text("metadata: {id: mean-v1, version: 1.0.0, description: means}\nfalsification_tests: {}\n")
+    assert _section(project).declared == 0
