@@ -175,7 +175,8 @@ def _block_entry(entry: dict[str, str], dash_col: int, key_col: int) -> str:
 
 def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
     """``text`` with ``metadata.status`` set and ``entry`` made the newest changelog entry."""
-    newline = "\r\n" if "\r\n" in text else "\n"
+    # the file's own line break: CRLF, a lone CR (YAML reads it as a break too) or LF
+    newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text and "\n" not in text else "\n"
     if text and not text.endswith(("\n", "\r")):
         text += newline  # an insertion after the last line starts a line of its own
     try:
