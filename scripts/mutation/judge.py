@@ -10,6 +10,7 @@ the review decide) and runs pv's own tests (:data:`KILLERS`).  mutmut reads its 
 
     python scripts/mutation/judge.py --minutes 30     # the next 30 minutes of the run
     python scripts/mutation/judge.py --report          # kill ratio per module so far; runs nothing
+    python scripts/mutation/judge.py --recover         # record what a chunk killed from outside decided
 
 The workspace goes with the machine; the verdicts do not: each chunk ends by writing every decided
 mutant to ``mutation/judge-results.jsonl`` (committed), with what its verdict rested on, and the
@@ -308,24 +309,41 @@ def todo(mutants: Path, reach: Mapping[str, set[str]], minutes: float, children:
     return chosen
 
 
+def _holding(mutants: Path, reach: Mapping[str, set[str]]) -> tuple[dict[str, Record], int]:
+    """The records that still hold against mutmut's workspace now, and how many mutants it has."""
+    now = generated(mutants)
+    digests = FileDigests(mutants)
+    records = read_records(RECORDS)
+    return {n: r for n, r in records.items() if n in now and holds(r, now[n][1], reach, digests)}, len(now)
+
+
+def recover() -> None:
+    """Fold into the records what mutmut decided in a chunk that ended without recording it (its
+    process killed from outside: a restarted shell, a lost machine).  Only a kill of the whole
+    process group comes here: a chunk stopped by SIGTERM records what it can trust itself."""
+    mutants = WORKSPACE / "mutants"
+    reach = cache.read_reach(mutants)
+    kept, total = _holding(mutants, reach)
+    found = harvest(mutants, kept, reach)
+    write_records(RECORDS, kept)
+    print(f"{found} verdicts recovered; {len(kept)} of {total} decided in all", flush=True)
+
+
 def chunk(minutes: float, children: int) -> None:
     """Give mutmut back what still holds, run the undecided mutants that fit in ``minutes`` (0: all),
     record what it decided."""
     mutants = WORKSPACE / "mutants"
     env = environment()
-    records = read_records(RECORDS)
     subprocess.run([sys.executable, "-c", GENERATE_CHILD], cwd=WORKSPACE, env=env, check=True)
     reach = collect_stats(mutants, env)
-    now = generated(mutants)
-    digests = FileDigests(mutants)
-    kept = {n: r for n, r in records.items() if n in now and holds(r, now[n][1], reach, digests)}
+    kept, total = _holding(mutants, reach)
     given = give_back(mutants, {n: r.exit_code for n, r in kept.items()})
-    print(f"{given} of {len(now)} mutants decided already", flush=True)
+    print(f"{given} of {total} mutants decided already", flush=True)
     names = todo(mutants, reach, minutes, children)
     if not names:
         write_records(RECORDS, kept)
         return
-    print(f"running {len(names)} of the {len(now) - len(kept)} undecided ones", flush=True)
+    print(f"running {len(names)} of the {total - len(kept)} undecided ones", flush=True)
     argv = [sys.executable, "-c", MUTMUT_MAIN, "run", "--max-children", str(children), *names]
     # the estimate is the worst case (every mutant survives); the limit is only a safety net
     _, stopped = stopping.run(argv, 2 * minutes + 10 if minutes > 0 else 0, env, cwd=WORKSPACE)
@@ -336,7 +354,7 @@ def chunk(minutes: float, children: int) -> None:
         give_back(mutants, {n: c for n, c in after.items() if c is not None and n not in dropped})
     found = harvest(mutants, kept, cache.read_reach(mutants))
     write_records(RECORDS, kept)
-    print(f"{found} mutants decided in this chunk; {len(kept)} of {len(now)} decided in all", flush=True)
+    print(f"{found} mutants decided in this chunk; {len(kept)} of {total} decided in all", flush=True)
 
 
 def _changes(names: Iterable[str]) -> dict[str, equivalents.Change | None]:
@@ -396,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lock-equivalents", action="store_true", help=f"hold each new entry of {EQUIVALENT.name} to its change"
     )
+    parser.add_argument(
+        "--recover", action="store_true", help="record what a chunk killed from outside had decided; run nothing"
+    )
     args = parser.parse_args(argv)
     # `kill -TERM` stops a chunk as Ctrl-C does (a chunk run in the background ignores SIGINT): the
     # stop is this process's, so only the chunk's kills are kept
@@ -403,7 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     prepare()
     if args.lock_equivalents:
         return lock_equivalents()
-    if not args.report:
+    if args.recover:
+        recover()
+    elif not args.report:
         chunk(args.minutes, args.children)
     mutants = WORKSPACE / "mutants"
     report(generated(mutants) if mutants.is_dir() else None)

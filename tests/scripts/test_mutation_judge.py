@@ -145,3 +145,24 @@ def test_stats_of_changed_tests_or_collected_another_way_are_collected_again(tmp
         "tests/pv/test_a.py::test_one",
         "tests/pv/test_b.py::test_two",
     ]
+
+
+def test_a_chunk_killed_from_outside_is_recovered_from_mutmut_s_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mutants = _workspace(tmp_path)
+    monkeypatch.setattr(judge, "WORKSPACE", tmp_path)
+    monkeypatch.setattr(judge, "RECORDS", tmp_path / "judge-results.jsonl")
+    # a record from before the chunk, of a function that has changed since: it no longer holds
+    stale = records_of.Record("pv.expr.x_g__mutmut_1", "pv/expr.py", "g-old", 0, {})
+    records_of.write_records(judge.RECORDS, {stale.mutant: stale})
+    # what the killed chunk left in mutmut's meta file: two verdicts, the rest undecided
+    judge.give_back(mutants, {"pv.expr.x_f__mutmut_1": 1, "pv.expr.x_f__mutmut_2": 0})
+    judge.recover()
+    recovered = records_of.read_records(judge.RECORDS)
+    assert {n: r.status for n, r in recovered.items()} == {
+        "pv.expr.x_f__mutmut_1": "killed",
+        "pv.expr.x_f__mutmut_2": "survived",
+    }
+    assert all(r.function_digest == "f0" and set(r.tests) == {"tests/pv/test_a.py", "tests/conftest.py"}
+               for r in recovered.values())  # fmt: skip
