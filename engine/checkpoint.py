@@ -47,7 +47,8 @@ from engine.faults import FAULTS
 from engine.model import DecoderLM, build_model
 from engine.quantized import (
     ACTIVATION_DTYPE,
-    BLOCK_BYTES,
+    FORMATS,
+    KINDS,
     BlockLinear,
     block_kinds,
     quantized_linear,
@@ -365,15 +366,21 @@ def manifest_from_metadata(meta: Mapping[str, str]) -> dict[str, Any]:
 
 def expected_tensors(config: ModelConfig, quantized: Mapping[str, str] | None = None) -> dict[str, tuple[int, ...]]:
     """Names and shapes a checkpoint of ``config`` must hold (computed on the meta device), with
-    the layers in ``quantized`` ({layer: kind}) stored as their blocks."""
+    the layers in ``quantized`` ({layer: kind}, kinds checked by :func:`quantized_layers`) stored
+    as their blocks: each must be a linear layer of the model whose rows are whole blocks."""
     model = build_model(config, device="meta")
     shapes = {name: tuple(t.shape) for name, t in model.state_dict().items()}
     if config.tie_word_embeddings:
         shapes.pop(TIED_HEAD, None)
-    for layer, kind in (quantized or {}).items():
-        linear = model.get_submodule(layer)
-        if not isinstance(linear, torch.nn.Linear):
-            raise CheckpointError(f"`{layer}` is not a linear layer of the model; it cannot be stored as blocks")
+    if not quantized:
+        return shapes
+    linears = {name: m for name, m in model.named_modules() if type(m) is torch.nn.Linear}
+    for layer, kind in quantized.items():
+        linear = linears.get(layer)
+        if linear is None:
+            raise CheckpointError(f"metadata `{QUANTIZED}` names `{layer}`, which is not a linear layer of the model")
+        if linear.in_features % FORMATS[kind].block_weights:
+            raise CheckpointError(f"`{layer}` rows of {linear.in_features} weights are not whole {kind} blocks")
         shapes.pop(f"{layer}.weight", None)
         shapes[f"{layer}.raw"] = (linear.out_features, row_bytes(kind, linear.in_features))
         if layer == HEAD and config.tie_word_embeddings:
@@ -381,24 +388,19 @@ def expected_tensors(config: ModelConfig, quantized: Mapping[str, str] | None = 
     return shapes
 
 
-def quantized_layers(meta: Mapping[str, str], config: ModelConfig) -> dict[str, str]:
-    """The ``quantized`` metadata ({layer: kind}) checked against ``config``: each a linear layer
-    of the model, each kind one the engine runs, each row a whole number of blocks."""
+def quantized_layers(meta: Mapping[str, str]) -> dict[str, str]:
+    """The ``quantized`` metadata ({layer: kind}): a JSON object whose kinds the engine runs.  That
+    each names a linear layer with rows of whole blocks is :func:`expected_tensors`' check."""
     if QUANTIZED not in meta:
         return {}
     kinds = _json_value(meta, QUANTIZED)
     if not isinstance(kinds, dict):
         raise CheckpointError(f"metadata key `{QUANTIZED}` is not a JSON object")
-    linears = {name: m for name, m in build_model(config, device="meta").named_modules() if type(m) is torch.nn.Linear}
     for layer, kind in kinds.items():
-        if layer not in linears:
-            raise CheckpointError(f"metadata `{QUANTIZED}` names `{layer}`, which is not a linear layer of the model")
-        if kind not in BLOCK_BYTES:
+        if kind not in FORMATS:
             raise CheckpointError(
-                f"metadata `{QUANTIZED}` gives `{layer}` the kind {kind!r}; the engine runs {', '.join(BLOCK_BYTES)}"
+                f"metadata `{QUANTIZED}` gives `{layer}` the kind {kind!r}; the engine runs {', '.join(KINDS)}"
             )
-        if linears[layer].in_features % 32:
-            raise CheckpointError(f"`{layer}` rows of {linears[layer].in_features} weights are not whole {kind} blocks")
     return dict(kinds)
 
 
@@ -442,7 +444,7 @@ def inspect_checkpoint(path: str | Path) -> tuple[ModelConfig, EngineTokenizer, 
     if FAULTS.active("checkpoint_pad_id_dropped"):  # the defect: the header's missing pad id stays missing
         config = config.replace(pad_token_id=stored_pad)  # pragma: no mutate
     manifest = manifest_from_metadata(meta)
-    check_tensors(tensors, config, quantized_layers(meta, config))
+    check_tensors(tensors, config, quantized_layers(meta))
     return config, tokenizer, manifest, meta
 
 
@@ -548,5 +550,5 @@ def load_checkpoint(
     for name, tensor in state.items():
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"tensor `{name}` holds NaN or Inf values")
-    model = model_from_state(config, state, device=device, dtype=dtype, quantized=quantized_layers(meta, config))
+    model = model_from_state(config, state, device=device, dtype=dtype, quantized=quantized_layers(meta))
     return LoadedCheckpoint(model, tokenizer, config, manifest, dict(meta), Path(path))

@@ -2,7 +2,7 @@
 
 - Weights are dequantized to float32 by gguf-py (F32, F16, BF16, Q8_0, Q4_0, Q4_1 and every
   K-quant gguf-py dequantizes); llama's q/k rows are un-permuted back to the half-rotation layout
-  (:func:`engine.gguf_export.unpermute_qk`), qwen2's need nothing.  No ``output.weight`` means the
+  (:func:`engine.gguf_layout.unpermute_qk`), qwen2's need nothing.  No ``output.weight`` means the
   head is tied to the embeddings, as llama.cpp reads it.
 - The tokenizer is rebuilt from the metadata alone: ``tokenizer.ggml.tokens`` / ``merges`` as a
   byte-level BPE, tokens of type CONTROL added as special tokens and USER_DEFINED ones as plain added
@@ -32,7 +32,7 @@ from engine.checkpoint import EMBEDDING, TIED_HEAD, LoadedCheckpoint, make_manif
 from engine.config import ModelConfig
 from engine.errors import CheckpointError, ExportError
 from engine.faults import FAULTS
-from engine.gguf_export import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf, unpermute_qk
+from engine.gguf_layout import GgufContents, engine_state_from_gguf, gguf_tensor_name, read_gguf, unpermute_qk
 from engine.pretokenizers import PRE_TOKENIZERS, gpt2
 from engine.quantized import KINDS, quantized_linear, unpack
 from engine.tokenizer import EngineTokenizer

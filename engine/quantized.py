@@ -16,9 +16,19 @@ and its scales and zeros, to bfloat16 and returns its output in the input's dtyp
 rounding costs is claimed against the float32 dequantization of the same file
 (contracts/real-model-smollm2-v1.yaml, FALSIFY-REAL-*).
 
-The blocks are read with numpy from gguf-py's raw tensor bytes: a row of N output weights holds
-K/32 blocks of 18 (Q4_0), 20 (Q4_1) or 34 (Q8_0) bytes: a float16 ``d``, for Q4_1 a float16 ``m``,
-then the codes (Q4: 16 bytes, the low nibbles weights 0-15 and the high nibbles 16-31; Q8: 32 int8).
+The K-quants and Q5_0 map onto the same two kernels without changing a weight:
+
+* ``Q4_K`` (256-weight super-blocks of eight 32-weight sub-blocks, ``w = d sc_j q - dmin m_j``)
+  runs through the int4 kernel with ``scale = d sc_j`` and ``zero = 8 d sc_j - dmin m_j``;
+* ``Q5_0`` (``w = d (q - 16)``, q of 5 bits) and ``Q6_K`` (sixteen 16-weight sub-blocks,
+  ``w = d sc_j (q - 32)``, q of 6 bits) run through the int8 kernel with the centred codes, one
+  call per 32- (Q5_0) or 16-weight (Q6_K) block column.
+
+The blocks are read with numpy from gguf-py's raw tensor bytes (:data:`FORMATS`: each type's block
+size and layout, as ggml's ``block_*`` structs): a row of N output weights holds K / 32 blocks of
+18 (Q4_0), 20 (Q4_1), 22 (Q5_0) or 34 (Q8_0) bytes, or K / 256 super-blocks of 144 (Q4_K) or 210
+(Q6_K) bytes.  A row of a K-quant must hold whole super-blocks: llama.cpp stores a matrix whose rows
+do not (Qwen2.5-0.5B's 896-wide ones) in a fallback type, Q5_0 or Q8_0.
 """
 
 from __future__ import annotations
@@ -36,11 +46,30 @@ from torch import nn
 from engine.errors import BlocksError
 from engine.faults import FAULTS
 
-GROUP = 32  # weights per block, along the input dimension
-QuantKind = Literal["Q4_0", "Q4_1", "Q8_0"]
-BLOCK_BYTES: dict[str, int] = {"Q4_0": 18, "Q4_1": 20, "Q8_0": 34}
-KINDS: tuple[str, ...] = tuple(BLOCK_BYTES)
+GROUP = 32  # weights sharing one scale and zero in the int4 kernel, along the input dimension
 ACTIVATION_DTYPE = torch.bfloat16  # what both kernels are fast with
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    """One GGUF type's blocks: their size, how many weights share a scale, and the kernel that runs them."""
+
+    block_bytes: int
+    block_weights: int  # weights per block along the input (32, or a K-quant's 256)
+    group: int  # consecutive weights sharing one scale and zero
+    kernel: Literal["int4", "int8"]
+    offset: int  # the code whose weight QuantBlocks.zeros holds (0 for the int8 kinds' centred codes)
+
+
+FORMATS: dict[str, BlockFormat] = {
+    "Q4_0": BlockFormat(18, 32, 32, "int4", 8),
+    "Q4_1": BlockFormat(20, 32, 32, "int4", 8),
+    "Q4_K": BlockFormat(144, 256, 32, "int4", 0),
+    "Q5_0": BlockFormat(22, 32, 32, "int8", 0),
+    "Q6_K": BlockFormat(210, 256, 16, "int8", 0),
+    "Q8_0": BlockFormat(34, 32, 32, "int8", 0),
+}
+KINDS: tuple[str, ...] = tuple(FORMATS)
 
 
 @dataclass(frozen=True)
@@ -48,21 +77,29 @@ class QuantBlocks:
     """One matrix's blocks as the file holds them, unpacked: codes and per-block scale and zero."""
 
     kind: str
-    raw: np.ndarray  # [N, K / 32 * block bytes] uint8: the blocks as the file stores them
-    codes: np.ndarray  # [N, K]: 0..15 for Q4, -128..127 for Q8
-    scales: np.ndarray  # [N, K / 32] float32 (the file's float16 d, exactly)
-    zeros: np.ndarray  # [N, K / 32] float32: the weight at code 8 for Q4 (m + 8 d, or 0); 0 for Q8
+    raw: np.ndarray  # [N, K / block weights * block bytes] uint8: the blocks as the file stores them
+    codes: np.ndarray  # [N, K]: 0..15 for the int4 kinds; centred (Q8_0 -128..127, Q5_0 -16..15, Q6_K -32..31)
+    scales: np.ndarray  # [N, K / group] float32 (d, or d sc for a K-quant's sub-block, exactly)
+    zeros: np.ndarray  # [N, K / group] float32: the weight at code `offset` (Q4_1 m + 8 d, Q4_K -dmin m); else 0
 
     @property
     def shape(self) -> tuple[int, int]:
         return int(self.codes.shape[0]), int(self.codes.shape[1])
 
+    @property
+    def format(self) -> BlockFormat:
+        return FORMATS[self.kind]
+
     def dequantize(self) -> np.ndarray:
-        """The float32 matrix the blocks encode (what gguf-py's dequantize gives)."""
+        """The float32 matrix the blocks encode (what gguf-py's dequantize gives, to the bit)."""
         n, k = self.shape
-        offset = 8 if self.kind != "Q8_0" else 0
-        codes = self.codes.reshape(n, k // GROUP, GROUP).astype(np.float32) - offset
+        group, offset = self.format.group, self.format.offset
+        codes = self.codes.reshape(n, k // group, group).astype(np.float32) - offset
         return (codes * self.scales[..., None] + self.zeros[..., None]).reshape(n, k).astype(np.float32)
+
+    def kernel_zeros(self) -> np.ndarray:
+        """The int4 kernel's zeros: each group's weight at code 8."""
+        return self.zeros + np.float32(8 - self.format.offset) * self.scales
 
     def rows(self, order: np.ndarray) -> QuantBlocks:
         """The same blocks with the output rows in ``order`` (the llama q/k un-permutation)."""
@@ -71,36 +108,110 @@ class QuantBlocks:
 
 def row_bytes(kind: str, k: int) -> int:
     """Bytes of one row of ``k`` weights in ``kind`` blocks."""
-    return k // GROUP * BLOCK_BYTES[kind]
+    fmt = FORMATS[kind]
+    return k // fmt.block_weights * fmt.block_bytes
+
+
+def _f16(field: np.ndarray) -> np.ndarray:
+    """A two-byte float16 field of every block as float32 ([..., 2] uint8 -> [...])."""
+    return field.copy().view(np.float16)[..., 0].astype(np.float32)
+
+
+def _nibbles(qs: np.ndarray) -> np.ndarray:
+    """Bytes as their low nibbles, then their high nibbles, along the last axis."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
+Fields = tuple[np.ndarray, np.ndarray, np.ndarray]  # codes [.., block weights], scales and zeros [.., groups]
+
+
+def _q4(blocks: np.ndarray, kind: str) -> Fields:
+    d = _f16(blocks[..., 0:2])[..., None]
+    qs = blocks[..., -16:]
+    codes = _nibbles(qs)
+    if FAULTS.active("q4_block_halves_swapped"):  # the defect: the high nibbles read as weights 0-15
+        codes = np.concatenate([qs >> 4, qs & 0x0F], axis=-1)  # pragma: no mutate
+    zeros = np.zeros_like(d)
+    if kind == "Q4_1":
+        m = _f16(blocks[..., 2:4])[..., None]
+        zeros = m + 8 * d
+        if FAULTS.active("q4_1_zero_off_by_8"):  # the defect: m taken as the weight at code 8
+            zeros = m  # pragma: no mutate
+    return codes, d, zeros
+
+
+def _q8_0(blocks: np.ndarray) -> Fields:
+    d = _f16(blocks[..., 0:2])[..., None]
+    return blocks[..., 2:].copy().view(np.int8), d, np.zeros_like(d)
+
+
+def _q5_0(blocks: np.ndarray) -> Fields:
+    # d, then 32 fifth bits (a little-endian uint32, bit j for weight j), then 16 bytes of nibbles
+    d = _f16(blocks[..., 0:2])[..., None]
+    high = blocks[..., 2:6].copy().view("<u4")
+    if FAULTS.active("q5_0_high_bits_big_endian"):  # the defect: the bits' bytes reversed
+        high = blocks[..., 2:6].copy().view(">u4")  # pragma: no mutate
+    fifth = (high >> np.arange(32, dtype=np.uint32)) & 1
+    codes = _nibbles(blocks[..., 6:22]).astype(np.int16) | (fifth.astype(np.int16) << 4)
+    return codes - 16, d, np.zeros_like(d)
+
+
+def _q4_k(blocks: np.ndarray) -> Fields:
+    # d, dmin, twelve bytes of eight 6-bit scales and mins, then 4 chunks of 32 bytes: each chunk's
+    # low nibbles are sub-block 2j, its high nibbles sub-block 2j + 1
+    import gguf  # the 6-bit scale unpacking is gguf-py's own; gguf loads only where K-quants are read
+
+    d, dmin = _f16(blocks[..., 0:2])[..., None], _f16(blocks[..., 2:4])[..., None]
+    lead = blocks.shape[:-1]
+    sc, m = gguf.quants.Q4_K.get_scale_min(blocks[..., 4:16].reshape(-1, 12))
+    scales = d * sc.reshape(*lead, 8).astype(np.float32)
+    zeros = -(dmin * m.reshape(*lead, 8).astype(np.float32))
+    if FAULTS.active("q4_k_min_added"):  # the defect: w = d sc q + dmin m
+        zeros = -zeros  # pragma: no mutate
+    codes = _nibbles(blocks[..., 16:144].reshape(*lead, 4, 32)).reshape(*lead, 256)
+    return codes, scales, zeros
+
+
+def _q6_k(blocks: np.ndarray) -> Fields:
+    # 128 bytes of low nibbles, 64 of 2-bit high parts, sixteen int8 scales, d; each 128-weight half
+    # takes 64 bytes of the first (low then high nibbles) and 32 of the second (bits 0-1, 2-3, 4-5, 6-7)
+    lead = blocks.shape[:-1]
+    halves = []
+    for h in range(2):
+        low = _nibbles(blocks[..., h * 64 : (h + 1) * 64])
+        qh = blocks[..., 128 + h * 32 : 128 + (h + 1) * 32]
+        high = np.concatenate([(qh >> s) & 3 for s in (0, 2, 4, 6)], axis=-1)
+        halves.append(low.astype(np.int16) | (high.astype(np.int16) << 4))
+    codes = np.concatenate(halves, axis=-1) - 32
+    d = _f16(blocks[..., 208:210])[..., None]
+    scales = d * blocks[..., 192:208].copy().view(np.int8).astype(np.float32)
+    if FAULTS.active("q6_k_scales_unsigned"):  # the defect: a scale of -3 read as 253
+        scales = d * blocks[..., 192:208].astype(np.float32)  # pragma: no mutate
+    return codes, scales, np.zeros((*lead, 16), dtype=np.float32)
 
 
 def unpack(kind: str, raw: np.ndarray, shape: tuple[int, int]) -> QuantBlocks:
     """The blocks of a ``kind`` tensor of ``shape`` (N rows of K weights) from its raw bytes."""
-    if kind not in BLOCK_BYTES:
+    fmt = FORMATS.get(kind)
+    if fmt is None:
         raise ValueError(f"{kind} blocks are not kept quantized; supported: {', '.join(KINDS)}")
     n, k = shape
-    if k % GROUP:
-        raise ValueError(f"a {kind} row of {k} weights is not a whole number of {GROUP}-weight blocks")
+    if k % fmt.block_weights:
+        raise ValueError(f"a {kind} row of {k} weights is not a whole number of {fmt.block_weights}-weight blocks")
     if np.asarray(raw).size != n * row_bytes(kind, k):
         raise ValueError(f"{np.asarray(raw).size} bytes are not the {kind} blocks of a [{n}, {k}] matrix")
-    blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(n, k // GROUP, BLOCK_BYTES[kind])
-    stored = blocks.reshape(n, -1)
-    d = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
-    if kind == "Q8_0":
-        codes = blocks[..., 2:].copy().view(np.int8).astype(np.int16)
-        return QuantBlocks(kind, stored, codes.reshape(n, k), d, np.zeros_like(d))
-    qs = blocks[..., -16:]
-    codes = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.int16)
-    if FAULTS.active("q4_block_halves_swapped"):  # the defect: the high nibbles read as weights 0-15
-        codes = np.concatenate([qs >> 4, qs & 0x0F], axis=-1).astype(np.int16)  # pragma: no mutate
-    if kind == "Q4_1":
-        m = blocks[..., 2:4].copy().view(np.float16)[..., 0].astype(np.float32)
-        zeros = m + 8 * d
-        if FAULTS.active("q4_1_zero_off_by_8"):  # the defect: m taken as the weight at code 8
-            zeros = m  # pragma: no mutate
+    blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(n, k // fmt.block_weights, fmt.block_bytes)
+    if kind in ("Q4_0", "Q4_1"):
+        codes, scales, zeros = _q4(blocks, kind)
     else:
-        zeros = np.zeros_like(d)
-    return QuantBlocks(kind, stored, codes.reshape(n, k), d, zeros)
+        codes, scales, zeros = {"Q8_0": _q8_0, "Q5_0": _q5_0, "Q4_K": _q4_k, "Q6_K": _q6_k}[kind](blocks)
+    return QuantBlocks(
+        kind,
+        blocks.reshape(n, -1),
+        codes.astype(np.int16).reshape(n, k),
+        scales.astype(np.float32).reshape(n, -1),
+        zeros.astype(np.float32).reshape(n, -1),
+    )
 
 
 class BlockLinear(nn.Module, ABC):
@@ -129,7 +240,7 @@ class BlockLinear(nn.Module, ABC):
 
 
 class Int4Linear(BlockLinear):
-    """A linear layer of Q4_0 / Q4_1 blocks through torch's int4 kernel."""
+    """A linear layer of Q4_0 / Q4_1 / Q4_K blocks through torch's int4 kernel (groups of 32)."""
 
     packed: torch.Tensor  # the kernel's own layout of the codes
     scale_zeros: torch.Tensor  # [K/32, N, 2] bfloat16
@@ -151,7 +262,7 @@ class Int4Linear(BlockLinear):
     def from_blocks(cls, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> Int4Linear:
         n, k = blocks.shape
         codes = torch.from_numpy(blocks.codes.astype(np.int32))
-        pairs = np.stack([blocks.scales, blocks.zeros], axis=-1)  # [N, K/32, 2]
+        pairs = np.stack([blocks.scales, blocks.kernel_zeros()], axis=-1)  # [N, K/32, 2]
         layout = pairs.transpose(1, 0, 2)  # the kernel's [K/32, N, 2]
         if FAULTS.active("q4_scales_transposed"):  # the defect: scale and zero pairs in the file's row order
             layout = pairs.reshape(k // GROUP, n, 2)  # pragma: no mutate
@@ -200,16 +311,18 @@ def stacked(layers: Sequence[Int4Linear]) -> Int4Linear:
 
 
 class Int8BlockLinear(BlockLinear):
-    """A linear layer of Q8_0 blocks: one int8 kernel call per block column, summed in float32."""
+    """A linear layer of Q8_0, Q5_0 or Q6_K blocks (centred codes, a scale per group of 32 or 16):
+    one int8 kernel call per group column, summed in float32."""
 
-    codes: torch.Tensor  # [K/32, N, 32] int8
-    scales: torch.Tensor  # [K/32, N] bfloat16
+    codes: torch.Tensor  # [K/group, N, group] int8
+    scales: torch.Tensor  # [K/group, N] bfloat16
 
     def __init__(self, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> None:
         n, k = blocks.shape
         super().__init__(blocks.raw, k, n, blocks.kind, bias)
+        self.group = blocks.format.group
         codes = torch.from_numpy(blocks.codes.astype(np.int8))
-        columns = torch.stack(codes.split(GROUP, dim=1)).contiguous()  # [K/32, N, 32]
+        columns = torch.stack(codes.split(self.group, dim=1)).contiguous()  # [K/group, N, group]
         self.register_buffer("codes", columns, persistent=False)
         scales = torch.from_numpy(blocks.scales.T.copy()).to(ACTIVATION_DTYPE)  # [K/32, N]
         self.register_buffer("scales", scales, persistent=False)
@@ -218,15 +331,17 @@ class Int8BlockLinear(BlockLinear):
         out = torch.zeros(flat.shape[0], self.out_features, dtype=torch.float32, device=flat.device)
         shift = 1 if FAULTS.active("q8_block_scales_shifted") else 0  # the defect: a block boundary moved
         blocks = len(self.codes)
-        for b, part in enumerate(flat.split(GROUP, dim=1)):
+        for b, part in enumerate(flat.split(self.group, dim=1)):
             scales = self.scales[(b + shift) % blocks]
             out += torch.ops.aten._weight_int8pack_mm(part.contiguous(), self.codes[b], scales).float()
         return out
 
 
 def quantized_linear(blocks: QuantBlocks, bias: torch.Tensor | None = None) -> BlockLinear:
-    """The layer that runs ``blocks`` as they are: Int4Linear for Q4_0 / Q4_1, Int8BlockLinear for Q8_0."""
-    return Int8BlockLinear(blocks, bias) if blocks.kind == "Q8_0" else Int4Linear.from_blocks(blocks, bias)
+    """The layer that runs ``blocks`` as they are: Int4Linear for the int4 kinds, Int8BlockLinear for the rest."""
+    if blocks.format.kernel == "int8":
+        return Int8BlockLinear(blocks, bias)
+    return Int4Linear.from_blocks(blocks, bias)
 
 
 def stored_blocks(layer: BlockLinear) -> QuantBlocks:

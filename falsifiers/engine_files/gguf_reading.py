@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from engine.errors import ExportError
-from engine.gguf_export import export_gguf, read_gguf
+from engine.gguf_export import export_gguf
 from engine.gguf_import import import_gguf
+from engine.gguf_layout import read_gguf
 from engine.tokenizer import EngineTokenizer
 from falsifiers.engine_files.files import _transformers_rope_theta, _with_template
 from falsifiers.shared.realistic_models import TOKENIZER_TEXTS, WEIGHT_STD, realistic_model

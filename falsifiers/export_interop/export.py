@@ -16,7 +16,8 @@ import torch
 from engine.checkpoint import load_checkpoint, make_manifest, model_from_state, save_checkpoint
 from engine.config import ModelConfig
 from engine.generate import generate, pad_prompts
-from engine.gguf_export import GgufDtype, engine_state_from_gguf, export_checkpoint_gguf, export_gguf, read_gguf
+from engine.gguf_export import GgufDtype, export_checkpoint_gguf, export_gguf
+from engine.gguf_layout import engine_state_from_gguf, read_gguf
 from engine.hf_interop import export_hf, import_hf
 from engine.model import DecoderLayer
 from engine.tokenizer import EngineTokenizer

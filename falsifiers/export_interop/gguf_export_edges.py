@@ -23,7 +23,8 @@ import torch
 from tokenizers import Tokenizer, pre_tokenizers
 
 from engine.errors import ExportError
-from engine.gguf_export import GgufEosWarning, export_gguf, gguf_tensor_name, gguf_vocab
+from engine.gguf_export import GgufEosWarning, export_gguf, gguf_vocab
+from engine.gguf_layout import gguf_tensor_name
 from engine.tokenizer import EngineTokenizer
 from falsifiers.shared.refusals import refusals_differing
 from falsifiers.shared.workdir import fresh_dir

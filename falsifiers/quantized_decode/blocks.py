@@ -16,23 +16,38 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.quantized import GROUP, quantized_linear, unpack
+from engine.quantized import Int4Linear, quantized_linear, unpack
 from pv.checkers import checker
 
 KINDS = ("Q4_0", "Q4_1", "Q8_0")
 SHAPES = ((64, 128), (192, 576))  # (rows N, inputs K): the second is SmolLM2's k_proj
+# Q5_0 and the K-quants of a Q4_K_M file (Qwen2.5-Coder-0.5B's: Q5_0 for its 896-wide rows, Q4_K
+# and Q6_K for the 4,864-wide ffn_down); a K-quant row holds whole 256-weight super-blocks
+MIXED_KINDS = ("Q5_0", "Q4_K", "Q6_K")
+MIXED_SHAPES = ((64, 256), (96, 1024))
 
 
 def _quantized(kind: str, shape: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Raw bytes of a seeded N(0, 1) matrix (a row offset so Q4_1's m is not zero) and gguf-py's
-    dequantization of them."""
+    dequantization of them.  gguf-py writes no K-quant: those are seeded random blocks (every bit
+    pattern is a valid block) with float16 d (and Q4_K's dmin) drawn from [0, 0.02)."""
     # gguf is the reference: it loads only in the checkers that compare with it
     import gguf
 
     rng = np.random.default_rng(seed)
-    w = (rng.standard_normal(shape) + rng.standard_normal((shape[0], 1))).astype(np.float32)
     qtype = gguf.GGMLQuantizationType[kind]
-    raw = gguf.quants.quantize(w, qtype)
+    if kind.endswith("_K"):
+        block_weights, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
+        raw = rng.integers(0, 256, (shape[0] * shape[1] // block_weights, block_bytes), dtype=np.uint8)
+        scales = (rng.random((len(raw), 2)) * 0.02).astype(np.float16).view(np.uint8)
+        if kind == "Q4_K":  # d and dmin lead the block
+            raw[:, 0:4] = scales
+        else:  # Q6_K: d ends it
+            raw[:, -2:] = scales[:, 0:2]
+        raw = raw.reshape(shape[0], -1)
+    else:
+        w = (rng.standard_normal(shape) + rng.standard_normal((shape[0], 1))).astype(np.float32)
+        raw = gguf.quants.quantize(w, qtype)
     return raw, np.asarray(gguf.quants.dequantize(raw, qtype), dtype=np.float32).reshape(shape)
 
 
@@ -52,23 +67,25 @@ def blocks_read_as_gguf_py_reads_them(seed: int = 0) -> dict[str, Any]:
 
 def _bound(x: torch.Tensor, w: np.ndarray, blocks: Any) -> torch.Tensor:
     n, k = blocks.shape
-    offset = 0 if blocks.kind == "Q8_0" else 8
-    codes = np.abs(blocks.codes.reshape(n, k // GROUP, GROUP).astype(np.float64) - offset)
-    moved = (codes * np.abs(blocks.scales[..., None]) + np.abs(blocks.zeros[..., None])).reshape(n, k)
+    group = blocks.format.group
+    # the int4 kernel's zero is the weight at code 8; the int8 kinds' codes are centred, their zero 0
+    offset, zeros = (8, blocks.kernel_zeros()) if blocks.format.kernel == "int4" else (0, blocks.zeros)
+    codes = np.abs(blocks.codes.reshape(n, k // group, group).astype(np.float64) - offset)
+    moved = (codes * np.abs(blocks.scales[..., None]) + np.abs(zeros[..., None])).reshape(n, k)
     ax = x.abs().double()
     spread = ax @ torch.from_numpy(np.abs(w).astype(np.float64) + moved).T
     exact = x.double() @ torch.from_numpy(w.astype(np.float64)).T
     return 2.0**-8 * spread + 2.0**-9 * exact.abs() + 1e-6
 
 
-@checker(observes=["layers", "elements", "over_bound", "worst_share_of_bound"], ids=["FALSIFY-QDEC-002"])
-def layers_within_their_rounding(seed: int = 0, rows: int = 5) -> dict[str, Any]:
-    """Each kind's layer on two shapes, 5 seeded input rows (one with a bias): the output against
-    float64 ``x @ W.T`` within the bound worked out from the kernels' bfloat16 roundings."""
-    out: dict[str, Any] = {"layers": 0, "elements": 0, "over_bound": 0, "worst_share_of_bound": 0.0}
+def _layer_errors(
+    out: dict[str, Any], kinds: tuple[str, ...], shapes: tuple[tuple[int, int], ...], seed: int, rows: int
+) -> None:
+    """Each kind's layer on each shape, ``rows`` seeded inputs (the first shape with a bias): the
+    output against float64 ``x @ W.T`` within the bound of the kernels' bfloat16 roundings."""
     gen = torch.Generator().manual_seed(seed)
-    for kind in KINDS:
-        for n, shape in enumerate(SHAPES):
+    for kind in kinds:
+        for n, shape in enumerate(shapes):
             raw, w = _quantized(kind, shape, seed + n)
             blocks = unpack(kind, raw, shape)
             bias = torch.randn(shape[0], generator=gen) if n == 0 else None
@@ -83,4 +100,43 @@ def layers_within_their_rounding(seed: int = 0, rows: int = 5) -> dict[str, Any]
             out["elements"] += err.numel()
             out["over_bound"] += int((err > bound).sum())
             out["worst_share_of_bound"] = max(out["worst_share_of_bound"], float((err / bound).max()))
+
+
+@checker(observes=["layers", "elements", "over_bound", "worst_share_of_bound"], ids=["FALSIFY-QDEC-002"])
+def layers_within_their_rounding(seed: int = 0, rows: int = 5) -> dict[str, Any]:
+    """Each kind's layer on two shapes, 5 seeded input rows (one with a bias): the output against
+    float64 ``x @ W.T`` within the bound worked out from the kernels' bfloat16 roundings."""
+    out: dict[str, Any] = {"layers": 0, "elements": 0, "over_bound": 0, "worst_share_of_bound": 0.0}
+    _layer_errors(out, KINDS, SHAPES, seed, rows)
+    return out
+
+
+@checker(
+    observes=[
+        "matrices",
+        "values_differing",
+        "layers",
+        "elements",
+        "over_bound",
+        "worst_share_of_bound",
+        "int4_kinds",
+        "int8_kinds",
+    ],
+    ids=["FALSIFY-QDEC-005"],
+)
+def mixed_kinds_read_and_run(seed: int = 0, rows: int = 5) -> dict[str, Any]:
+    """Q5_0, Q4_K and Q6_K: each matrix's blocks dequantized against gguf-py's, and each as a layer
+    within its bfloat16 roundings (FALSIFY-QDEC-001 and -002 for the types of a Q4_K_M file)."""
+    out: dict[str, Any] = {"matrices": 0, "values_differing": 0, "int4_kinds": [], "int8_kinds": []}
+    for kind in MIXED_KINDS:
+        for n, shape in enumerate(MIXED_SHAPES):
+            raw, want = _quantized(kind, shape, seed + n)
+            blocks = unpack(kind, raw, shape)
+            out["matrices"] += 1
+            out["values_differing"] += int(np.count_nonzero(blocks.dequantize() != want))
+            kernel = "int4" if isinstance(quantized_linear(blocks), Int4Linear) else "int8"
+            if kind not in out[f"{kernel}_kinds"]:
+                out[f"{kernel}_kinds"].append(kind)
+    out.update({"layers": 0, "elements": 0, "over_bound": 0, "worst_share_of_bound": 0.0})
+    _layer_errors(out, MIXED_KINDS, MIXED_SHAPES, seed, rows)
     return out

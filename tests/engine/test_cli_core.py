@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import engine.cli_core  # noqa: F401  (registers the commands)
 from engine.app import app
 from engine.checkpoint import make_manifest, save_checkpoint
-from engine.gguf_export import read_gguf
+from engine.gguf_layout import read_gguf
 from engine.hf_interop import import_hf
 from tests.engine.core_helpers import tiny_model, tiny_tokenizer
 

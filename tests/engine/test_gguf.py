@@ -10,16 +10,8 @@ import torch
 from engine.checkpoint import save_checkpoint
 from engine.errors import ExportError
 from engine.faults import FAULTS
-from engine.gguf_export import (
-    GgufEosWarning,
-    engine_state_from_gguf,
-    export_checkpoint_gguf,
-    export_gguf,
-    gguf_tensor_name,
-    permute_qk,
-    read_gguf,
-    unpermute_qk,
-)
+from engine.gguf_export import GgufEosWarning, export_checkpoint_gguf, export_gguf
+from engine.gguf_layout import engine_state_from_gguf, gguf_tensor_name, permute_qk, read_gguf, unpermute_qk
 from engine.model import rope_cos_sin
 from engine.tokenizer import EngineTokenizer
 from tests.engine.core_helpers import qwen2_tiny_config, tiny_config, tiny_model, tiny_tokenizer
@@ -271,7 +263,7 @@ def test_llama_cpp_reads_a_quantized_export_as_the_engine_reads_it_back(
         pytest.skip("llama.cpp interop runs in `nox -s interop` (PV_INTEROP=1)")
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `nox -s interop`")
     from engine.checkpoint import model_from_state
-    from engine.gguf_export import engine_state_from_gguf, read_gguf
+    from engine.gguf_layout import engine_state_from_gguf, read_gguf
 
     model = _train_briefly(tiny_config(), tok)
     path = export_gguf(model, tok, tmp_path / "m.gguf", dtype)  # type: ignore[arg-type]

@@ -12,8 +12,9 @@ from tokenizers import Tokenizer
 
 from engine.errors import ExportError
 from engine.faults import FAULTS
-from engine.gguf_export import export_gguf, read_gguf
+from engine.gguf_export import export_gguf
 from engine.gguf_import import gguf_tokenizer, import_gguf
+from engine.gguf_layout import read_gguf
 from engine.pretokenizers import PRE_TOKENIZERS, llama_cpp_name
 from engine.tokenizer import EngineTokenizer
 from tests.engine.chat_helpers import CHATML, chat_tokenizer

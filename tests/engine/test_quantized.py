@@ -29,8 +29,12 @@ def _q4_1_bytes(rows: int, k: int, seed: int) -> np.ndarray:
 
 
 def test_unpack_refuses_a_kind_it_does_not_keep_and_a_row_of_partial_blocks() -> None:
-    with pytest.raises(ValueError, match=r"^Q5_0 blocks are not kept quantized; supported: Q4_0, Q4_1, Q8_0$"):
-        unpack("Q5_0", np.zeros(22, dtype=np.uint8), (1, 32))
+    with pytest.raises(
+        ValueError, match=r"^Q2_K blocks are not kept quantized; supported: Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0$"
+    ):
+        unpack("Q2_K", np.zeros(84, dtype=np.uint8), (1, 256))
+    with pytest.raises(ValueError, match=r"^a Q6_K row of 128 weights is not a whole number of 256-weight blocks$"):
+        unpack("Q6_K", np.zeros(105, dtype=np.uint8), (1, 128))
     with pytest.raises(ValueError, match=r"^a Q4_0 row of 48 weights is not a whole number of 32-weight blocks$"):
         unpack("Q4_0", np.zeros(27, dtype=np.uint8), (1, 48))
     with pytest.raises(ValueError, match=r"^40 bytes are not the Q4_0 blocks of a \[1, 64\] matrix$"):
@@ -108,9 +112,11 @@ def _rewritten(path: Path, out: Path, **meta: str) -> Path:
             r"^metadata `quantized` names `model.norm`, which is not a linear layer of the model$",
         ),
         (
-            '{"lm_head": "Q6_K"}',
-            r"^metadata `quantized` gives `lm_head` the kind 'Q6_K'; the engine runs Q4_0, Q4_1, Q8_0$",
+            '{"lm_head": "Q2_K"}',
+            r"^metadata `quantized` gives `lm_head` the kind 'Q2_K'; "
+            r"the engine runs Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0$",
         ),
+        ('{"lm_head": "Q4_K"}', r"^`lm_head` rows of 64 weights are not whole Q4_K blocks$"),
         ('{"lm_head": "Q4_0"}', r"^tensor `lm_head.raw` has shape \[512, 68\], expected \[512, 36\]$"),
     ],
 )

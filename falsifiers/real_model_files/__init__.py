@@ -1,0 +1,1 @@
+"""Checkers of contracts/real-model-files-v1.yaml."""
