@@ -92,8 +92,7 @@ REAL_MODEL_CONTRACTS = (
     "contracts/real-model-files-v1.yaml",
 )
 LISTED_PACKAGES = (
-    "from falsifiers.shared.real_models import MODELS; "
-    "print(' '.join(p for m in MODELS.values() for p in m.packages))"
+    "from falsifiers.shared.real_models import MODELS; print(' '.join(p for m in MODELS.values() for p in m.packages))"
 )
 
 

@@ -9,12 +9,17 @@ verdict is journaled the moment it arrives (:mod:`pv.evidence.journal`); the bun
 once, on the xdist controller, when the session ends (``pytest_pv_run_finished``), and then the
 journal is removed.  A journal left by a session that died is recovered into bundles at the start
 of the next evidence-writing session.
+
+``--pv-shard K/N`` keeps the K-th of N shards of the selected falsifiers (:mod:`pv.evidence.shards`,
+split by the durations earlier evidence recorded); such a run writes its part of the run, never
+bundles, and ``pv evidence merge`` makes the parts one run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,10 +28,12 @@ from pv.bundle.signing import Signer, SigningError
 from pv.cases import split_name
 from pv.evidence.code_binding import CodeScope
 from pv.evidence.journal import Journal, died, recover_all
+from pv.evidence.shards import write_part
 from pv.evidence.writer import Outcome, write_run
 from pv.paths import shown
 from pv.pytest_settings import settings_of
 from pv.results import ContractRun, FalsifierResult, RunRecord
+from pv.sharding import configure_shard, hand_over_split, shard_of, shard_split, take_split
 
 _PLAN_KEY = pytest.StashKey["_Plan"]()
 
@@ -53,6 +60,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="write no evidence bundles for this run, whatever the configuration says",
+    )
+    group.addoption(
+        "--pv-shard",
+        dest="pv_shard",
+        default=None,
+        metavar="K/N",
+        help="run the K-th of N shards of the selected falsifiers, split by the durations earlier evidence "
+        "recorded; with evidence on, write this shard's part for `pv evidence merge` instead of bundles",
     )
     group.addoption(
         "--pv-signing-key",
@@ -84,8 +99,18 @@ def _plan(config: pytest.Config) -> _Plan:
     return config.stash.get(_PLAN_KEY, None) or _Plan()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    hand_over_split(session)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    take_split(node)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    configure_shard(config)
     settings = settings_of(config)
     if not writes_evidence(config):
         config.stash[_PLAN_KEY] = _Plan()
@@ -159,6 +184,18 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
             reporter.write_line("pv evidence: not written (pass --pv-evidence to record this run)")
         return
     environment = capture(config.rootpath, exclude=[plan.target])
+    shard = shard_of(config)
+    if shard is not None:
+        part = write_part(run, plan.target, *shard, shard_split(config) or {}, environment, plan.signer)
+        if plan.journal is not None:
+            plan.journal.close()
+            plan.journal = None
+        if reporter is not None:
+            reporter.write_line(
+                f"pv evidence: shard {shard[0]} of {shard[1]} -> {_shown(part, config)} "
+                "(make the parts one run with `pv evidence merge`)"
+            )
+        return
     scope = CodeScope.of(settings_of(config))
     outcomes = write_run(run, plan.target, config.rootpath, environment, plan.signer, scope)
     if plan.journal is not None:

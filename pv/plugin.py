@@ -52,6 +52,7 @@ from pv.pytest_settings import configure, project_of, register_ini, settings_of
 from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
 from pv.runner import OTHER
 from pv.selection import unregistered_markers
+from pv.sharding import keep_shard, shard_split
 
 if TYPE_CHECKING:
     from pv.collect import FalsifierItem
@@ -302,6 +303,7 @@ class PvSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        keep_shard(self.config, items, FalsifierItem)  # after -m / -k: the shard of what they selected
         self.selected = {i.nodeid for i in items if isinstance(i, FalsifierItem | InvalidContractItem)}
         for i in items:
             if isinstance(i, FalsifierItem):
@@ -384,6 +386,10 @@ class PvSession:
     def _check_zero_selection(self, session: pytest.Session) -> None:
         markexpr = self.config.option.markexpr or ""
         selected = len(self.selected) if self.selected is not None else len(self.results) + len(self.invalid)
+        if shard_split(self.config):  # the selection was not empty: a shard's share of it may be
+            if selected == 0 and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+                session.exitstatus = pytest.ExitCode.OK  # its part says so: no falsifier was this shard's
+            return
         if markexpr and selected == 0 and not session.items:
             unknown = unregistered_markers(markexpr, self.config.getini("markers"))
             if unknown:  # pytest deselects everything for a misspelled marker and says nothing more

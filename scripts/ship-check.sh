@@ -8,7 +8,7 @@
 #
 #   scripts/ship-check.sh [--base REF] [--pr] [--format markdown|github] [--review-dir DIR [--review-link URL]]
 #                         [--evidence-branch BRANCH [--publish] [--remote NAME]] [--falsify "ARGS"]
-#                         [-- PYTEST_ARGS...]
+#                         [--shard K/N | --parts DIR] [-- PYTEST_ARGS...]
 #
 #   --base REF              check version bumps (lint) and review against REF's evidence
 #   --pr                    a pull request: bundles of contracts or code it edits are reported
@@ -28,6 +28,11 @@
 #   --publish               after the checks, commit this run's bundles to B and push it
 #   --remote NAME           the remote holding B (default origin)
 #   --falsify "ARGS"        what the falsifier step selects (default: contracts -m ship_blocking)
+#   --shard K/N             one job of a CI matrix: only the falsifier step, on the K-th of N shards
+#                           of the selection (pytest --pv-shard, split by the durations the evidence
+#                           recorded); it writes its part to <evidence>/.parts/, not bundles
+#   --parts DIR             the job after the matrix: the falsifier step merges the parts found under
+#                           DIR into one run (pv evidence merge) instead of running the falsifiers
 #   -- ARGS                 more pytest arguments for the falsifier step (e.g. -n auto)
 #
 # Every step runs even when an earlier one fails, so one run shows everything that is wrong;
@@ -44,6 +49,8 @@ remote=origin
 falsify="contracts -m ship_blocking"
 review_dir=""
 review_link=""
+shard=""
+parts=""
 pytest_extra=()
 while (($#)); do
     case $1 in
@@ -56,6 +63,8 @@ while (($#)); do
         --publish) publish=1; shift ;;
         --remote) remote=${2:?--remote needs a remote name}; shift 2 ;;
         --falsify) falsify=${2:?--falsify needs pytest arguments}; shift 2 ;;
+        --shard) shard=${2:?--shard needs K/N}; shift 2 ;;
+        --parts) parts=${2:?--parts needs a folder}; shift 2 ;;
         --) shift; pytest_extra=("$@"); break ;;
         -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) printf 'ship-check: unknown argument %s (see --help)\n' "$1" >&2; exit 2 ;;
@@ -64,6 +73,10 @@ done
 
 if ((publish)) && [[ -z $branch ]]; then
     printf 'ship-check: --publish needs --evidence-branch\n' >&2
+    exit 2
+fi
+if [[ -n $shard && ( -n $parts || $publish -eq 1 ) ]]; then
+    printf 'ship-check: a shard only writes its part (--shard with --parts or --publish)\n' >&2
     exit 2
 fi
 if ((publish && pr)); then
@@ -124,9 +137,19 @@ fi
 verify_args=("$evidence_dir")
 ((pr)) && verify_args+=(--allow-stale --allow-untrusted)
 
+read -r -a selection <<<"$falsify"
+if [[ -n $shard ]]; then
+    step falsifiers pytest "${selection[@]}" --pv-mutants --pv-evidence --pv-shard "$shard" -p no:cacheprovider -q \
+        "${pytest_extra[@]}"
+    if ((${#failed[@]})); then
+        printf '\nship-check: shard %s: FAILED steps: %s\n' "$shard" "${failed[*]}"
+        exit 1
+    fi
+    printf '\nship-check: shard %s written to %s/.parts/\n' "$shard" "$evidence_dir"
+    exit 0
+fi
 step validate pv validate contracts/
 step lint pv lint "${lint_args[@]}"
-read -r -a selection <<<"$falsify"
 if ((pr)) && [[ -n $base ]]; then
     # what the pull request changes is measured in it: each `-m EXPR` also takes the changed falsifiers
     for i in "${!selection[@]}"; do
@@ -136,7 +159,11 @@ if ((pr)) && [[ -n $base ]]; then
     done
     selection+=(--pv-changed-since "$base")
 fi
-step falsifiers pytest "${selection[@]}" --pv-mutants --pv-evidence -p no:cacheprovider -q "${pytest_extra[@]}"
+if [[ -n $parts ]]; then
+    step falsifiers pv evidence merge "$parts" --evidence "$evidence_dir"
+else
+    step falsifiers pytest "${selection[@]}" --pv-mutants --pv-evidence -p no:cacheprovider -q "${pytest_extra[@]}"
+fi
 step verify pv evidence verify "${verify_args[@]}"
 if ((pr)); then
     printf '\n== promote-check  (skipped: a pull request'"'"'s own bundles are reported, never back a status)\n'

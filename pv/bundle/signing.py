@@ -95,10 +95,10 @@ class Signer:
             return cls.from_pem(_read(Path(file)), file)
         return None
 
-    def envelope(self, payload: bytes) -> dict[str, Any]:
-        sig = self.key.sign(pae(PAYLOAD_TYPE, payload))
+    def envelope(self, payload: bytes, payload_type: str = PAYLOAD_TYPE) -> dict[str, Any]:
+        sig = self.key.sign(pae(payload_type, payload))
         return {
-            "payloadType": PAYLOAD_TYPE,
+            "payloadType": payload_type,
             "payload": base64.b64encode(payload).decode(),
             # the public key rides along (DSSE allows extra fields), so a signature that does not
             # match its statement is caught as tampering even where no keys are trusted
@@ -166,10 +166,13 @@ class EnvelopeCheck:
     why: str = ""
 
 
-def check_envelope(envelope: Any, payload: bytes, ring: KeyRing | None) -> EnvelopeCheck:
-    """Check a DSSE envelope against the statement it must carry, with or without trusted keys."""
-    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
-        return EnvelopeCheck("tampered", why=f"not a DSSE envelope of {PAYLOAD_TYPE}")
+def check_envelope(
+    envelope: Any, payload: bytes, ring: KeyRing | None, payload_type: str = PAYLOAD_TYPE
+) -> EnvelopeCheck:
+    """Check a DSSE envelope against the statement it must carry, with or without trusted keys
+    (``payload_type``: what the envelope must say it signs; an evidence part's is its own)."""
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != payload_type:
+        return EnvelopeCheck("tampered", why=f"not a DSSE envelope of {payload_type}")
     try:
         carried = base64.b64decode(str(envelope.get("payload", "")), validate=True)
     except ValueError:
@@ -179,7 +182,7 @@ def check_envelope(envelope: Any, payload: bytes, ring: KeyRing | None) -> Envel
     signatures = envelope.get("signatures")
     if not isinstance(signatures, list) or not signatures or not all(isinstance(s, dict) for s in signatures):
         return EnvelopeCheck("tampered", why="an envelope without signatures")
-    message = pae(PAYLOAD_TYPE, payload)
+    message = pae(payload_type, payload)
     trusted: str | None = None
     others: list[str] = []
     for sig in signatures:

@@ -1,4 +1,4 @@
-"""``pv evidence verify``, ``pv evidence gc`` and ``pv promote`` (``pv report`` is in :mod:`pv.commands.review`).
+"""``pv evidence verify``, ``gc``, ``merge`` and ``pv promote`` (``pv report`` is in :mod:`pv.commands.review`).
 
 Exit codes: 0 success, 1 a finding (a bundle that does not verify, a status that would change
 under ``--check``, nothing to verify), 2 usage (a path that does not exist, a bad option).
@@ -308,6 +308,70 @@ def recover(evidence: EvidenceOpt = None) -> None:
         shown = config.relpath(o.path) if o.path is not None else f"NOT written: {o.reason}"
         typer.echo(f"{o.contract_id}: {shown}")
     typer.echo(f"{len(outcomes)} bundle(s) recovered" if outcomes else "no journal of a dead session to recover")
+
+
+@evidence_app.command("merge")
+def merge(
+    parts: Annotated[
+        list[Path],
+        typer.Argument(help="Part folders written by `pytest --pv-shard K/N --pv-evidence` (or folders holding them)."),
+    ],
+    evidence: EvidenceOpt = None,
+    trusted_keys: KeysOpt = None,
+    signing_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--signing-key",
+            help="ed25519 private key (PEM) to sign the bundles with (default: $PV_SIGNING_KEY, $PV_SIGNING_KEY_FILE).",
+        ),
+    ] = None,
+) -> None:
+    """Merge the parts of one sharded run into one run's bundles: refused for parts of other commits,
+    splits or contract bytes, a shard or falsifier given twice, a falsifier its shard did not run, and
+    parts no trusted key signed. A missing shard leaves its falsifiers not_run (a partial run)."""
+    # the command's modules load when it runs, so every pv command starts without the others' imports
+    from pv.bundle.model import Environment
+    from pv.bundle.signing import Signer, SigningError
+    from pv.evidence import shards
+    from pv.evidence.writer import write_run
+
+    project = _project("evidence merge", evidence, trusted_keys=trusted_keys)
+    config = project.config
+    keys = _keys("evidence merge", config, say_trust=True)
+    folders: list[Path] = []
+    for path in parts:
+        if not path.exists():
+            raise _usage("evidence merge", f"no such file or directory: {path}")
+        found = [path] if (path / shards.PART_FILE).is_file() or path.name == shards.PART_FILE else []
+        found = found or sorted(p.parent for p in path.glob(f"**/{shards.PART_FILE}"))
+        if not found:
+            raise _usage("evidence merge", f"{path} holds no part ({shards.PART_FILE})")
+        folders.extend(found)
+    try:
+        signer = Signer.from_environment(signing_key)
+        read = [shards.read_part(f, keys) for f in folders]
+        merged = shards.merge(read)
+    except (shards.ShardError, SigningError) as exc:
+        typer.echo(f"pv evidence merge: refused: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for part in sorted(read, key=lambda p: p.shard):
+        signed = f"signed by {part.signed_by[:16]}" if part.signed_by else ", ".join(part.notes) or "unsigned"
+        typer.echo(f"shard {part.shard} of {part.shards}: {config.relpath(part.path)} ({signed})")
+    if merged.missing_shards:
+        typer.echo(
+            f"pv evidence merge: WARNING: shard(s) {', '.join(map(str, merged.missing_shards))} of {merged.shards} "
+            f"missing: {len(merged.not_run)} falsifier(s) not run, so this run is partial and supersedes nothing",
+            err=True,
+        )
+    first = min(read, key=lambda p: p.shard)
+    environment = Environment.model_validate(first.environment)
+    outcomes = write_run(merged.run, config.evidence, config.root, environment, signer)
+    failed = 0
+    for o in outcomes:
+        failed += o.path is None
+        typer.echo(f"{o.contract_id}: {config.relpath(o.path) if o.path is not None else f'NOT written: {o.reason}'}")
+    if failed:
+        raise typer.Exit(1)
 
 
 def _unsigned_only(report: Any) -> bool:

@@ -15,7 +15,7 @@ def test_the_workflow_runs_the_ship_check_script_and_nothing_of_its_own() -> Non
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pv.yml").read_text())
     runs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
     checks = [r for r in runs if "ship-check.sh" in r]
-    assert len(checks) == 3 and all("--evidence-branch pv-evidence" in c for c in checks)
+    assert len(checks) == 4 and all("--evidence-branch pv-evidence" in c for c in checks)
     assert sum("--base" in c and "--format github" in c for c in checks) == 2  # the pull-request and main jobs
     # every pv or pytest call is the script's: the workflow only installs around it
     assert not [r for r in runs if r not in checks and ("pv " in r or "pytest" in r)]
@@ -26,7 +26,8 @@ def test_only_the_protected_branch_signs_and_publishes_evidence() -> None:
     jobs = workflow["jobs"]
     pr, main = jobs["pull-request"], jobs["main"]
     assert pr["if"] == "github.event_name == 'pull_request'" and pr["permissions"] == {"contents": "read"}
-    assert main["if"] == "github.event_name == 'push'" and main["permissions"] == {"contents": "write"}
+    assert main["if"] == "${{ github.event_name == 'push' && !cancelled() }}"
+    assert main["permissions"] == {"contents": "write"} and main["needs"] == "main-shards"
     assert main["concurrency"]["group"] == "pv-evidence" and main["concurrency"]["cancel-in-progress"] is False
     (pr_step,) = [s for s in pr["steps"] if "ship-check.sh" in s.get("run", "")]
     (main_step,) = [s for s in main["steps"] if "ship-check.sh" in s.get("run", "")]
@@ -38,6 +39,13 @@ def test_only_the_protected_branch_signs_and_publishes_evidence() -> None:
     assert "'--publish' || '--pr'" in real_step["run"]
     assert real_step["env"]["PV_SIGNING_KEY"] == "${{ github.event_name == 'push' && secrets.PV_SIGNING_KEY || '' }}"
     assert "--publish" in main_step["run"] and main_step["env"]["PV_SIGNING_KEY"] == "${{ secrets.PV_SIGNING_KEY }}"
+    assert "--parts pv-parts" in main_step["run"]  # main merges the shards' parts; it runs no falsifier
+    shards = jobs["main-shards"]  # each shard signs its part and never publishes
+    assert shards["if"] == "github.event_name == 'push'" and shards["permissions"] == {"contents": "read"}
+    assert shards["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
+    (shard_step,) = [s for s in shards["steps"] if "ship-check.sh" in s.get("run", "")]
+    assert "--shard ${{ matrix.shard }}/4" in shard_step["run"] and "--publish" not in shard_step["run"]
+    assert shard_step["env"]["PV_SIGNING_KEY"] == "${{ secrets.PV_SIGNING_KEY }}"
 
 
 def test_the_script_documents_and_checks_its_arguments() -> None:
