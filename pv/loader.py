@@ -289,6 +289,9 @@ class LoadedContract:
     text: str | None = field(default=None, repr=False)
     skipped: str | None = None  # why the file is not a contract at all (Rust dialect data files)
     _root: yaml.Node | None = field(default=None, repr=False)
+    # positions taken while the tree was at hand: every falsifier's id, which collection asks for
+    # each item, so that collecting a tree does not compose each file a second time
+    _located: dict[tuple[str | int, ...], tuple[int, int]] = field(default_factory=dict, repr=False)
 
     @property
     def root(self) -> yaml.Node | None:
@@ -345,6 +348,8 @@ class LoadedContract:
         A path that does not exist resolves to its nearest existing ancestor, so a missing field
         points at the mapping that should hold it.
         """
+        if not key and tuple(keypath) in self._located:
+            return self._located[tuple(keypath)]
         path = list(keypath)
         while True:
             node = self.node_at(path, key=key)
@@ -753,6 +758,12 @@ def load_contract_bytes(raw: bytes, path: str | os.PathLike[str] = "<bytes>", *,
         loaded.skipped = "no `metadata` section: a data file, not a contract"
         return loaded
     loaded.data = data
+    tests = data.get("falsification_tests")
+    if isinstance(tests, list):
+        loaded._root = root
+        ids = [("falsification_tests", i, "id") for i in range(len(tests))]
+        loaded._located = {path: loaded.locate(path) for path in ids}
+        loaded._root = None
     if converter.diagnostics or len(text) > KEEP_TREE_BYTES:
         # positions will be asked for; or composing this file again would cost more than keeping
         # its tree (a 1 MiB contract takes over a second to compose)

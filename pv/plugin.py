@@ -19,6 +19,7 @@ Loaded through the ``pytest11`` entry point, so any project that installs pv get
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import uuid
@@ -68,6 +69,23 @@ MARKERS = {
 }
 # The evidence writer: --pv-evidence-dir / --pv-no-evidence and a bundle per contract at session end.
 pytest_plugins = ["pv.evidence_hooks", "pv.mutation_hooks", "pv.review_hooks"]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """Collection allocates in bulk (a contract tree of thousands of falsifiers): without the cyclic
+    garbage collector it does not rescan the growing heap over and over, and what it built, which
+    lives for the whole session, is frozen out of every later collection's scan."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 _SESSION_PLUGIN = "pv-session"
 
 
