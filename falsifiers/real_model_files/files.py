@@ -20,7 +20,7 @@ from engine.checkpoint import LoadedCheckpoint
 from engine.generate import generate
 from engine.gguf_import import import_gguf
 from engine.quantized import BlockLinear, stored_blocks
-from falsifiers.shared.real_models import gguf_file
+from falsifiers.shared.real_models import CORPUS_HEAD, CORPUS_TAIL, gguf_file
 from falsifiers.shared.real_models import model as listed
 from pv.checkers import checker
 
@@ -29,17 +29,12 @@ CHAT_PROMPTS = (
     "Write a Python function that returns the square of a number.",
     "Explain what a list is in Python in one sentence.",
 )
-# English, code, digit runs, Unicode, emoji, whitespace runs, contractions: where the qwen2 split
-# (single digits, its own contraction rule) and GPT-2's differ
+# the shared texts, and contractions: where the qwen2 split (single digits, its own contraction
+# rule) and GPT-2's differ
 CORPUS = (
-    "Hello world! The quick brown fox jumps over the lazy dog.",
-    "def main():\n    return x  +  1\n\n\n",
-    "The year 2024 had 366 days; 3.14159 is pi and 1,000,000 is a million.",
-    "naïve café — 日本語のテキスト, Ελληνικά, русский 🙂🚀",
-    "  leading spaces\tand\ttabs   trailing   \n\n  \n",
+    *CORPUS_HEAD,
     "I'm sure it's THEIR'S, don't you think? We'll see; they'd've known.",
-    "x=12345678901234567890; y = x ** 2 # comment",
-    "for i in range(10):\n\tif i % 2 == 0:\n\t\tprint(f'{i:03d}')",
+    *CORPUS_TAIL,
 )
 
 

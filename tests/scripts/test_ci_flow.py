@@ -68,7 +68,9 @@ def _branch_files(remote: Path) -> list[str]:
     return sorted(out.split())
 
 
-def test_signed_evidence_reaches_the_evidence_branch_and_moves_a_status_only_on_main(tmp_path: Path) -> None:
+def signing_adopted(tmp_path: Path) -> tuple[Path, Path, str]:
+    """(bare remote, developer checkout, CI's private key): the README's first contract with
+    signing adopted, pushed to main."""
     remote = tmp_path / "remote.git"
     _run(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(remote))
     dev = tmp_path / "dev"
@@ -85,12 +87,17 @@ def test_signed_evidence_reaches_the_evidence_branch_and_moves_a_status_only_on_
     (dev / "ci-evidence.key").unlink()  # the private half is CI's secret, never committed
     pyproject = dev / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'trusted_keys = "ci-evidence.key.pub"\n')
-    (dev / ".gitignore").write_text("/.pv-evidence/\nevidence/.journal/\n__pycache__/\n.pv/\n")
+    (dev / ".gitignore").write_text("/.pv-evidence/\nevidence/.journal/\nevidence/.parts/\n__pycache__/\n.pv/\n")
     _run(dev, "git", "init", "-q", "-b", "main")
     _run(dev, "git", "add", "-A")
     _run(dev, "git", "commit", "-q", "-m", "a first contract, signing adopted", env=_env())
     _run(dev, "git", "remote", "add", "origin", str(remote))
     _run(dev, "git", "push", "-q", "origin", "main")
+    return remote, dev, key
+
+
+def test_signed_evidence_reaches_the_evidence_branch_and_moves_a_status_only_on_main(tmp_path: Path) -> None:
+    remote, dev, key = signing_adopted(tmp_path)
 
     # 1. CI on main, with the secret: a signed run, published; the declared DRAFT is not what it backs
     ci = _clone(remote, tmp_path / "ci-1")

@@ -6,45 +6,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.scripts.test_adoption import readme_steps
-from tests.scripts.test_ci_flow import BRANCH, ROOT, _ci, _clone, _env, _run
+from tests.scripts.test_ci_flow import BRANCH, _ci, _clone, _run, signing_adopted
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
-def _project(tmp_path: Path) -> tuple[Path, str]:
-    remote = tmp_path / "remote.git"
-    _run(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(remote))
-    dev = tmp_path / "dev"
-    files, _ = readme_steps()
-    for rel, content in files.items():
-        (dev / rel).parent.mkdir(parents=True, exist_ok=True)
-        (dev / rel).write_text(content)
-    for package in ("mysystem", "mychecks"):
-        (dev / package / "__init__.py").touch()
-    (dev / "scripts").mkdir()
-    shutil.copy(ROOT / "scripts" / "ship-check.sh", dev / "scripts" / "ship-check.sh")
-    _run(dev, sys.executable, "-c", "from pv.cli import main; main()", "evidence", "keygen", "ci-evidence.key")
-    key = (dev / "ci-evidence.key").read_text()
-    (dev / "ci-evidence.key").unlink()
-    pyproject = dev / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + 'trusted_keys = "ci-evidence.key.pub"\n')
-    (dev / ".gitignore").write_text("/.pv-evidence/\nevidence/.journal/\nevidence/.parts/\n__pycache__/\n.pv/\n")
-    _run(dev, "git", "init", "-q", "-b", "main")
-    _run(dev, "git", "add", "-A")
-    _run(dev, "git", "commit", "-q", "-m", "a first contract, signing adopted", env=_env())
-    _run(dev, "git", "remote", "add", "origin", str(remote))
-    _run(dev, "git", "push", "-q", "origin", "main")
-    return remote, key
-
-
 def test_a_matrix_of_shards_merges_into_one_signed_published_run(tmp_path: Path) -> None:
-    remote, key = _project(tmp_path)
+    remote, _, key = signing_adopted(tmp_path)
     downloaded = tmp_path / "pv-parts"  # what actions/download-artifact gathers from the shard jobs
     for k in (1, 2):
         job = _clone(remote, tmp_path / f"shard-{k}")
@@ -66,7 +38,7 @@ def test_a_matrix_of_shards_merges_into_one_signed_published_run(tmp_path: Path)
 
 
 def test_a_shard_job_neither_merges_nor_publishes(tmp_path: Path) -> None:
-    remote, key = _project(tmp_path)
+    remote, _, key = signing_adopted(tmp_path)
     job = _clone(remote, tmp_path / "shard")
     for extra in (("--publish",), ("--parts", "somewhere")):
         done = _ci(job, "--shard", "1/2", *extra, key=key)
