@@ -36,7 +36,8 @@ class GcPlan:
 
 def pid_alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        # signal 0 only asks; not mutated: os.kill(pid, 1) would send SIGHUP to whatever has that pid
+        os.kill(pid, 0)  # pragma: no mutate
     except ProcessLookupError:
         return False
     except PermissionError:

@@ -155,6 +155,9 @@ def settings() -> str:
         "pytest_add_cli_args_test_selection = " + json.dumps(list(KILLERS)),
         'process_isolation = "forkserver"',
         "timeout_constant = 10.0",
+        # a mutant that hangs pv's loops waits out (its tests' measured time + 10 s) x this; mutmut's
+        # 15 left one hanging mutant of verify.py, whose tests take ~90 s, running 25 minutes
+        "timeout_multiplier = 4.0",
     ]
     return "\n".join(lines) + "\n"
 
