@@ -103,7 +103,14 @@ def _start_reaper(life: int, reply: int) -> None:
     os.close(life)
 
 
-def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int, life: int) -> None:
+class NotAChildError(RuntimeError):
+    """The child's side of a forked call reached in the process that forked it."""
+
+
+def _child_main(func: Callable[..., Any], kwargs: Mapping[str, Any], out: int, life: int, parent: int) -> None:
+    if os.getpid() == parent:
+        # it ends with os._exit: in pytest's own process that is a silent, green exit of the session
+        raise NotAChildError("the checker's child process code ran in the process that forked it")
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # a group of its own: the deadline kills whatever it started too
     try:
@@ -161,11 +168,12 @@ def call_in_process(func: Callable[..., Any], kwargs: Mapping[str, Any], timeout
     sys.stdout.flush()
     sys.stderr.flush()
     start = time.perf_counter()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child
         os.close(read_end)
         os.close(life_w)
-        _child_main(func, kwargs, write_end, life_r)
+        _child_main(func, kwargs, write_end, life_r, parent)
     os.close(write_end)
     os.close(life_r)
     chunks: list[bytes] = []

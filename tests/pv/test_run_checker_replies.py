@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pv.run_checker import call_in_process
+from pv.run_checker import NotAChildError, _child_main, call_in_process
 
 
 def _skips() -> None:
@@ -77,3 +77,15 @@ def test_a_timed_out_call_says_how_long_it_waited() -> None:
     outcome = call_in_process(_slow, {"seconds": 30}, timeout_s=0.5)
     assert outcome.timed_out and outcome.killed
     assert 0.5 <= outcome.duration_s < 25
+
+
+def test_the_childs_side_refuses_to_run_in_the_process_that_forked_it() -> None:
+    # it would end pytest's own process with os._exit(0): a green exit with nothing reported
+    read_end, write_end = os.pipe()
+    life_r, life_w = os.pipe()
+    try:
+        with pytest.raises(NotAChildError, match="ran in the process that forked it"):
+            _child_main(_skips, {}, write_end, life_r, os.getpid())
+    finally:
+        for fd in (read_end, write_end, life_r, life_w):
+            os.close(fd)
