@@ -187,9 +187,7 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
     shard = shard_of(config)
     if shard is not None:
         part = write_part(run, plan.target, *shard, shard_split(config) or {}, environment, plan.signer)
-        if plan.journal is not None:
-            plan.journal.close()
-            plan.journal = None
+        _close_journal(plan)
         if reporter is not None:
             reporter.write_line(
                 f"pv evidence: shard {shard[0]} of {shard[1]} -> {_shown(part, config)} "
@@ -198,9 +196,7 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
         return
     scope = CodeScope.of(settings_of(config))
     outcomes = write_run(run, plan.target, config.rootpath, environment, plan.signer, scope)
-    if plan.journal is not None:
-        plan.journal.close()
-        plan.journal = None
+    _close_journal(plan)
     _report(config, outcomes, "pv evidence")
     if plan.keys_trusted and plan.signer is None and outcomes and reporter is not None:
         reporter.write_line(
@@ -209,6 +205,13 @@ def pytest_pv_run_finished(config: pytest.Config, run: RunRecord) -> None:
             yellow=True,
             bold=True,
         )
+
+
+def _close_journal(plan: _Plan) -> None:
+    """What the journal held is written (bundles or a part): it goes."""
+    if plan.journal is not None:
+        plan.journal.close()
+        plan.journal = None
 
 
 def _report(config: pytest.Config, outcomes: list[Outcome], label: str) -> None:

@@ -48,13 +48,13 @@ def keep_shard(config: pytest.Config, items: list[pytest.Item], falsifier: type)
     def key(item: pytest.Item) -> str:
         return key_of(item.contract.contract_id, split_name(item.nodeid.split("::", 1)[1])[0])  # type: ignore[attr-defined]
 
-    keys = {key(i) for i in items if isinstance(i, falsifier)}
-    plan = split(keys, recorded_durations(settings_of(config).evidence), n)
+    keys = [key(i) if isinstance(i, falsifier) else None for i in items]
+    plan = split({x for x in keys if x is not None}, recorded_durations(settings_of(config).evidence), n)
     config.stash[_SPLIT_KEY] = plan
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
-    for item in items:
-        mine = plan[key(item)] == k if isinstance(item, falsifier) else k == 1
+    for item, item_key in zip(items, keys, strict=True):
+        mine = plan[item_key] == k if item_key is not None else k == 1
         (kept if mine else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)

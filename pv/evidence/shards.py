@@ -30,7 +30,7 @@ import re
 import shutil
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,8 @@ from pv.bundle.model import BUNDLE_FILE, Environment
 from pv.bundle.signing import KeyRing, Signer, check_envelope
 from pv.cases import verdicts
 from pv.evidence.verify import find_bundles
-from pv.results import ContractRun, FalsifierResult, RunRecord, Verdict
+from pv.evidence.writer import ran
+from pv.results import ContractRun, FalsifierResult, RunRecord
 
 PARTS_DIR = ".parts"
 PART_FILE = "part.json"
@@ -126,7 +127,7 @@ class Part:
 
 
 def _run_json(run: RunRecord) -> dict[str, Any]:
-    data = asdict(run)
+    data = {f.name: getattr(run, f.name) for f in fields(run)}
     data["contracts"] = {cid: asdict(c) for cid, c in run.contracts.items()}
     data["results"] = [r.to_json() for r in run.results]
     return data
@@ -306,15 +307,15 @@ def merge(parts: Sequence[Part]) -> Merged:
     results: list[FalsifierResult] = []
     ran_in: dict[str, int] = {}
     for p in sorted(parts, key=lambda p: p.shard):
-        ran = {key_of(r.contract_id, r.falsify_id): r for r in p.run.results if _ran(r)}
-        for key, r in ran.items():
+        ran_here = {key_of(r.contract_id, r.falsify_id): r for r in p.run.results if ran(r)}
+        for key, r in ran_here.items():
             if key in ran_in:
                 raise ShardError(f"{key} ran in shard {ran_in[key]} and in shard {p.shard}: a falsifier is in one part")
             if plan.get(key) != p.shard:
                 raise ShardError(f"{key} ran in shard {p.shard}, which the split did not give it")
             ran_in[key] = p.shard
             results.extend([r] if not r.cases else r.cases)
-        owed = sorted(k for k, s in plan.items() if s == p.shard and k not in ran)
+        owed = sorted(k for k, s in plan.items() if s == p.shard and k not in ran_here)
         if owed:
             more = f" (and {len(owed) - 1} more)" if len(owed) > 1 else ""
             raise ShardError(
@@ -336,10 +337,6 @@ def merge(parts: Sequence[Part]) -> Merged:
         settings=dict(earliest.settings),
     )
     return Merged(run, shards, sorted(by_shard), missing, not_run)
-
-
-def _ran(result: FalsifierResult) -> bool:
-    return result.verdict is not Verdict.NOT_RUN or any(c.verdict is not Verdict.NOT_RUN for c in result.cases)
 
 
 def _shard_list(by_shard: Mapping[int, Part]) -> str:
