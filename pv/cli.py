@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import importlib
-
-from pv.app import app
-from pv.help_text import reflow_commands
+import sys
 
 # Each module in this list defines its commands with ``@app.command()``.
 COMMAND_MODULES: list[str] = [
@@ -19,6 +17,17 @@ COMMAND_MODULES: list[str] = [
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["lint"]:
+        # before typer and the commands load: a lint with nothing changed prints its stored report
+        from pv.lint.replay import replay
+
+        code = replay(sys.argv[2:])
+        if code is not None:
+            raise SystemExit(code)
+    # the app loads after the replay had its chance (above)
+    from pv.app import app
+    from pv.help_text import reflow_commands
+
     for name in COMMAND_MODULES:
         importlib.import_module(name)
     reflow_commands(app)

@@ -110,6 +110,21 @@ def lint(
     from pv.lint import lint as run
     from pv.lint.baseline import BaselineError
     from pv.lint.formats import renderer
+    from pv.lint.replay import LintArgs, inputs, store
+
+    # a report no file or flag of this run can make differ from the next run's is kept for replay
+    replayable = output is None and baseline is None and not write_baseline and not no_state
+    args = LintArgs(
+        contracts=str(contracts_dir) if contracts_dir is not None else None,
+        format=fmt,
+        strict=strict,
+        strict_test_binding=strict_test_binding,
+        checker_package=tuple(checker_package or ()),
+        evidence=str(evidence) if evidence is not None else None,
+        base=base,
+        pr=pull_request,
+    )
+    before = inputs(args, config) if replayable else None
 
     options = LintOptions(
         strict=strict,
@@ -135,4 +150,6 @@ def lint(
         typer.echo(f"Result: {'PASS' if report.passed else 'FAIL'} ({fmt} report written to {output})")
     else:
         typer.echo(rendered, nl=False)
+        if before is not None:
+            store(config, before, rendered, report.exit_code, steady=report.steady)
     raise typer.Exit(report.exit_code)

@@ -77,6 +77,9 @@ class LintReport:
     baseline_written: bool = False
     baseline_fixed: int = 0  # entries dropped from the baseline because they were fixed
     first_run: bool = False  # no previous run to compare with: everything is new
+    # the same inputs print this same report again: the ratchet stood still and no contract was
+    # read from YAML (a run that reads any says fewer "from the .pv/ cache" than the next one)
+    steady: bool = False
 
     @property
     def findings(self) -> list[Finding]:
@@ -197,8 +200,9 @@ def run_lint(
     state = StateDir(config.state_dir)
     previous = state.previous(target) if options.use_state else None
     _mark_new(results, previous)
+    entries = _ratchet_entries(results, previous)
     if options.use_state:
-        state.write_previous(target, _ratchet_entries(results, previous))
+        state.write_previous(target, entries)
 
     report = LintReport(
         target=target,
@@ -209,6 +213,7 @@ def run_lint(
         strict_test_binding=options.strict_test_binding,
         baseline=options.baseline,
         first_run=previous is None,
+        steady=previous is not None and entries == previous and tree.reloaded == 0,
     )
     all_findings = [f for g in results for f in g.findings]
     if options.baseline is not None and options.write_baseline:

@@ -160,12 +160,12 @@ def test_exit_codes(tree_copy: Copy) -> None:
 
 
 def test_internal_errors_exit_2(tree_copy: Copy, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pv.lint
+    import pv.lint.runner
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(pv.lint, "run_lint", boom)
+    monkeypatch.setattr(pv.lint.runner, "run_lint", boom)
     code, out = invoke(str(tree_copy("good") / "contracts"))
     assert code == 2 and "internal error" in out and "RuntimeError: boom" in out
 
