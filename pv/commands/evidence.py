@@ -342,10 +342,11 @@ def merge(
     for path in parts:
         if not path.exists():
             raise _usage("evidence merge", f"no such file or directory: {path}")
-        found = [path] if (path / shards.PART_FILE).is_file() or path.name == shards.PART_FILE else []
-        found = found or sorted(p.parent for p in path.glob(f"**/{shards.PART_FILE}"))
+        found, unfinished = shards.find_parts(path)
+        for folder in unfinished:
+            typer.echo(f"skipped {config.relpath(folder)}: an unfinished part (its shard stopped while writing it)")
         if not found:
-            raise _usage("evidence merge", f"{path} holds no part ({shards.PART_FILE})")
+            raise _usage("evidence merge", f"{path} holds no finished part ({shards.PART_FILE})")
         folders.extend(found)
     try:
         signer = Signer.from_environment(signing_key)

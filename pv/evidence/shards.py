@@ -13,7 +13,9 @@ a one-machine session would have written bundles from it), the artifacts its che
 (each with its sha256 in ``part.json``) and, with a signing key, ``part.dsse.json``: a DSSE
 envelope over ``part.json`` whose payload type is :data:`PAYLOAD_TYPE`.
 
-``pv evidence merge PART...`` reads the parts and writes one run's bundles.  It refuses parts of
+A part is written as ``.tmp-<name>/`` and renamed when whole: an unfinished one (its shard stopped
+while writing it) is never read, so its shard is missing.  ``pv evidence merge PART...`` reads the
+parts and writes one run's bundles.  It refuses parts of
 different commits, splits, shard counts or mutant settings; a contract whose bytes or measured
 code differ between parts; a shard given twice or a falsifier in two parts; a falsifier the split
 gave a part that the part did not run; an artifact whose bytes are not the ones listed; and, where
@@ -48,6 +50,7 @@ PART_ENVELOPE = "part.dsse.json"
 PART_FORMAT = "pv-evidence-part/1"
 PAYLOAD_TYPE = "application/vnd.pv.evidence-part+json"
 FILES_DIR = "files"
+UNFINISHED_PREFIX = ".tmp-"  # a part being written; renamed to its name when whole
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -167,7 +170,7 @@ def write_part(
     a signer is given.  Written beside its final name first, so a part is whole or absent."""
     name = f"{run.run_id}-shard-{shard}-of-{shards}"
     final = evidence_dir / PARTS_DIR / name
-    tmp = final.with_name(f".tmp-{name}")
+    tmp = final.with_name(f"{UNFINISHED_PREFIX}{name}")
     if tmp.exists():
         shutil.rmtree(tmp)
     (tmp / FILES_DIR).mkdir(parents=True)
@@ -204,10 +207,22 @@ def write_part(
     return final
 
 
+def find_parts(path: Path) -> tuple[list[Path], list[Path]]:
+    """The part folders at ``path`` (a part, its ``part.json``, or a folder holding parts), and apart
+    from them the unfinished ones a shard left when it stopped while writing (never read)."""
+    if path.name == PART_FILE:
+        path = path.parent
+    found = [path] if (path / PART_FILE).is_file() else sorted(p.parent for p in path.glob(f"**/{PART_FILE}"))
+    unfinished = [p for p in found if p.name.startswith(UNFINISHED_PREFIX)]
+    return [p for p in found if p not in unfinished], unfinished
+
+
 def read_part(path: Path, keys: KeyRing | None) -> Part:
     """A part folder (or its ``part.json``), its signature and artifacts checked."""
     folder = path.parent if path.name == PART_FILE else path
     where = str(folder)
+    if folder.name.startswith(UNFINISHED_PREFIX):
+        raise ShardError(f"{where}: an unfinished part (its shard stopped while writing it); run that shard again")
     try:
         payload = (folder / PART_FILE).read_bytes()
         data = json.loads(payload)
