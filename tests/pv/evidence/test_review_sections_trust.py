@@ -1,6 +1,7 @@
-"""The review's sections judge evidence as promote does: with the trusted keys given, and bound
-to the contract through the project's root, on every path a section is built by (a status pv
-decides on, a retired contract, a status pv cannot read)."""
+"""The review judges evidence as promote does: its sections with the trusted keys given, and both
+its sections and the head of its comparison bound to the contract through the project's root, on
+every path a section is built by (a status pv decides on, a retired contract, a status pv cannot
+read)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from pv.bundle.signing import KeyRing, Signer, generate
 from pv.evidence.writer import write_run
 from pv.project import Project as PvProject
+from pv.review.compare import _head_entries as head_entries
 from pv.review.sections import Section, build
 from tests.pv.evidence.conftest import ENV, Project, all_survive, record
 
@@ -92,3 +94,16 @@ def test_a_rejected_newest_bundle_is_named_with_its_problems(project: Project, r
         "untrusted: statement.intoto.dsse.json: unsigned, and trusted keys are configured; "
         "stale: contracts/demo-v1.yaml: contract edited since the run without a version bump"
     )
+
+
+def test_the_head_of_a_comparison_reads_evidence_kept_outside_the_project(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = tmp_path / "elsewhere" / "kept" / "evidence"
+    (project.root / "pyproject.toml").write_text(f'[tool.pv]\nevidence = "{os.path.relpath(kept, project.root)}"\n')
+    bundle = _write(project, None, kept)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    entries, runs = head_entries(PvProject.open(project.root), kept / "demo-v1")
+    assert sorted(entries) == ["FALSIFY-DEMO-001", "FALSIFY-DEMO-002", "FALSIFY-DEMO-003"]
+    assert set(runs.values()) == {bundle.name}
+    assert entries["FALSIFY-DEMO-001"]["verdict"] == "survived"
