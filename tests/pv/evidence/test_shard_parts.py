@@ -145,3 +145,4 @@ def test_the_same_split_in_another_key_order_is_the_same_split(project: Project,
     part_file.write_text(json.dumps(data))  # unsigned parts, no trusted keys: read as they are
     merged = merge([read_part(f, None) for f in folders])
     assert merged.present == [1, 2, 3] and merged.not_run == []
+    assert merged.run.selection == "ship_blocking shards 1,2,3 of 3"

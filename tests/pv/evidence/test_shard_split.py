@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pv.evidence.shards import key_of, recorded_durations, split
+from pv.evidence.shards import key_of, parse_shard, recorded_durations, split
 
 
 def _bundle(root: Path, contract: str, run_id: str, falsifiers: list[dict[str, Any]]) -> Path:
@@ -125,3 +125,7 @@ def test_shards_without_any_recorded_weight_are_balanced_by_count() -> None:
     counts = [list(plan.values()).count(s) for s in (1, 2, 3)]
     assert counts == [3, 2, 2]
     assert plan["k0"] == 1 and plan["k1"] == 2 and plan["k2"] == 3
+
+
+def test_one_shard_of_one_is_a_shard() -> None:
+    assert parse_shard("1/1") == (1, 1)
