@@ -204,6 +204,8 @@ def median_interval(samples: Sequence[float], confidence: float = 0.95, **noise:
 
     The interval is [x_(k), x_(n+1-k)] for the largest k whose binomial(n, 1/2) coverage is at
     least ``confidence``; with fewer than 6 samples no such k exists and it spans min..max."""
+    if not 0 <= confidence < 1:  # below 0 the interval would turn inside out; 1 no interval reaches
+        raise ValueError(f"median_interval: confidence {confidence!r} must be at least 0 and below 1")
     xs = sorted(samples)
     n = len(xs)
     if n == 0:
