@@ -14,6 +14,7 @@ from pv.bundle.signing import KeyRing, Signer, generate
 from pv.evidence.writer import write_run
 from pv.project import Project as PvProject
 from pv.review.compare import _head_entries as head_entries
+from pv.review.compare import review
 from pv.review.sections import Section, build
 from tests.pv.evidence.conftest import ENV, Project, all_survive, record
 
@@ -107,3 +108,12 @@ def test_the_head_of_a_comparison_reads_evidence_kept_outside_the_project(
     assert sorted(entries) == ["FALSIFY-DEMO-001", "FALSIFY-DEMO-002", "FALSIFY-DEMO-003"]
     assert set(runs.values()) == {bundle.name}
     assert entries["FALSIFY-DEMO-001"]["verdict"] == "survived"
+
+
+def test_the_whole_review_judges_with_the_keys_it_is_given(project: Project, ring: tuple[Signer, KeyRing]) -> None:
+    _write(project, None)
+    untrusting = review(PvProject.open(project.root), [project.contract])
+    trusting = review(PvProject.open(project.root), [project.contract], None, ring[1])
+    assert (untrusting.contracts[0].before, untrusting.contracts[0].after) == ("DRAFT", "ACTIVE")
+    [entry] = trusting.contracts
+    assert (entry.before, entry.after) == ("DRAFT", "DRAFT") and "unsigned" in entry.reason
