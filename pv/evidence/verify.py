@@ -17,9 +17,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
 from pydantic import ValidationError
 
 from pv.bundle import intoto
@@ -41,6 +40,9 @@ from pv.evidence import code_binding
 from pv.evidence.code_binding import CodeScope
 from pv.project import Project, ProjectContract
 from pv.semver import semver_key
+
+if TYPE_CHECKING:
+    import jsonschema
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
 _MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
@@ -104,6 +106,8 @@ class BundleReport:
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema  # ~40 ms: loaded when a bundle is read, not by every command that imports this module
+
     schema = committed_schema()
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema)
