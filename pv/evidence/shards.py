@@ -144,10 +144,10 @@ def _run_from(data: Mapping[str, Any]) -> RunRecord:
         contracts={str(cid): ContractRun(**c) for cid, c in data["contracts"].items()},
         results=[FalsifierResult.from_json(r) for r in data["results"]],
         mutants_enabled=bool(data["mutants_enabled"]),
-        selection=str(data.get("selection", "")),
-        interrupted=bool(data.get("interrupted", False)),
-        settings=dict(data.get("settings") or {}),
-        recovered=bool(data.get("recovered", False)),
+        selection=str(data["selection"]),  # a part holds every field of its run (_run_json)
+        interrupted=bool(data["interrupted"]),
+        settings=dict(data["settings"]),
+        recovered=bool(data["recovered"]),
     )
 
 
