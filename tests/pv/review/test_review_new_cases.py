@@ -4,14 +4,12 @@ in the base's contract) with one line per case, whatever its cases measured."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from pv.project import Project
 from pv.review.compare import Row, review
-from tests.pv.review.helpers import CONTRACT, means_project
+from tests.pv.review.helpers import CONTRACT, committed_base
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -29,21 +27,10 @@ CASES_CHECKER = (
 )
 
 
-def _git(where: Path, *args: str) -> str:
-    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false", *args]
-    return subprocess.run(cmd, cwd=where, check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture
 def rows(pytester: pytest.Pytester) -> dict[str, Row]:
-    contract = means_project(pytester, "value >= 1", "true")
+    contract = committed_base(pytester)
     root = pytester.path
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "code")
-    assert pytester.runpytest("contracts", "--pv-evidence", "-p", "no:cacheprovider").ret == pytest.ExitCode.OK
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "evidence of the base")
     # the head adds a third falsifier, run as two cases
     (root / "mychecks" / "cases.py").write_text(CASES_CHECKER)
     text = CONTRACT.format(bound="value >= 1", blocking="true").replace("1.0.0", "1.1.0")
