@@ -12,8 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from pv.app import app
+from pv.bundle.signing import KeyRing, Signer, generate
 from pv.cli import COMMAND_MODULES
 from pv.evidence.shards import (
+    PART_ENVELOPE,
     PART_FILE,
     PARTS_DIR,
     UNFINISHED_PREFIX,
@@ -146,3 +148,18 @@ def test_the_same_split_in_another_key_order_is_the_same_split(project: Project,
     merged = merge([read_part(f, None) for f in folders])
     assert merged.present == [1, 2, 3] and merged.not_run == []
     assert merged.run.selection == "ship_blocking shards 1,2,3 of 3"
+
+
+def test_a_signed_part_says_who_signed_it_and_whether_that_was_checked(project: Project, tmp_path: Path) -> None:
+    private, public = generate()
+    (tmp_path / "trusted.pem").write_bytes(public)
+    ring = KeyRing.from_file(tmp_path / "trusted.pem")
+    run = record(project, _shard_results(project, 1, tmp_path))
+    folder = write_part(run, project.evidence, 1, 2, PLAN, MACHINE, Signer.from_pem(private))
+    trusted = read_part(folder, ring)
+    assert trusted.signed_by is not None and trusted.notes == []
+    unchecked = read_part(folder, None)  # no ring to check it against: signed, by whom, said as a note
+    assert unchecked.signed_by is None and unchecked.notes == [f"signed by {trusted.signed_by[:16]}"]
+    (folder / PART_ENVELOPE).write_text("{not json")
+    with pytest.raises(ShardError, match=f"{PART_ENVELOPE} unreadable"):
+        read_part(folder, None)
