@@ -48,7 +48,7 @@ def test_a_contract_with_non_ascii_text_is_read_as_utf8(tmp_path: Path, ascii_lo
     assert id_lines(contract) == {"FALSIFY-X-001": (2, 4)}
 
 
-def test_a_bundle_with_non_ascii_text_is_read_as_utf8(project: Project, ascii_locale: None) -> None:
+def test_a_bundle_with_non_ascii_text_is_read_as_utf8(project: Project, ascii_locale: None) -> None:  # noqa: F811
     results = all_survive()
     results[0].message = "loss ≤ 0.7·ln(V) → held"
     [outcome] = write_run(record(project, results), project.evidence, project.root, ENV)
