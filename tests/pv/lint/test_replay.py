@@ -241,12 +241,12 @@ def test_the_console_entry_point_replays_before_typer_pydantic_or_yaml_load(proj
         "try:\n    main()\nexcept SystemExit as exc:\n"
         "    print('|', exc.code, [m for m in ('typer', 'pydantic', 'yaml') if m in sys.modules])\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     time.sleep(replay_module.RACY_S_DEFAULT)  # the subprocess keeps the racy rule: let the tree age past it
-    # the subprocess's import path differs from this test's, so its first run is a full one that stores
+    # pv as installed; the subprocess's import path differs from this test's, so its first run is a
+    # full one that stores its report, and the next replays it
     for _ in range(3):
         out = subprocess.run(
-            [sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, env=env, check=True
+            [sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, check=True
         ).stdout
     assert MARK in out
     assert out.rstrip().endswith("| 0 []")
