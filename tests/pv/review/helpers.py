@@ -1,13 +1,9 @@
-"""Reviews made by hand, for the renderers and the publisher; the means project, committed with
-its base's evidence, for the reviews built from real runs."""
+"""Reviews made by hand, for the renderers and the publisher."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from pv.review.compare import ContractReview, Point, Review, Row, Value
 
@@ -63,23 +59,4 @@ def means_project(pytester: Any, bound: str, blocking: str) -> Path:
         checks.joinpath(f"{module}.py").write_text(body)
     contract: Path = pytester.mkdir("contracts") / "mean-v1.yaml"
     contract.write_text(CONTRACT.format(bound=bound, blocking=blocking))
-    return contract
-
-
-def git(where: Path, *args: str) -> str:
-    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false", *args]
-    return subprocess.run(cmd, cwd=where, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def committed_base(pytester: pytest.Pytester) -> Path:
-    """The means project on branch ``main``: its code, then the evidence the plugin wrote of it, each
-    committed; the contract's path."""
-    contract = means_project(pytester, "value >= 1", "true")
-    root = pytester.path
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "code")
-    assert pytester.runpytest("contracts", "--pv-evidence", "-p", "no:cacheprovider").ret == pytest.ExitCode.OK
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "evidence of the base")
     return contract

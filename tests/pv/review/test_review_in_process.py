@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +17,26 @@ from pv.project import Project
 from pv.review.compare import review
 from pv.review.markdown import render
 from pv.review.sections import build
-from tests.pv.review.helpers import CONTRACT, committed_base, git
+from tests.pv.review.helpers import CONTRACT, means_project
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
+def _git(where: Path, *args: str) -> str:
+    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args]
+    return subprocess.run(cmd, cwd=where, check=True, capture_output=True, text=True).stdout.strip()
+
+
 @pytest.fixture
 def reviewed(pytester: pytest.Pytester) -> tuple[Path, Any]:
-    contract = committed_base(pytester)
+    contract = means_project(pytester, "value >= 1", "true")
     root = pytester.path
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "code")
+    assert pytester.runpytest("contracts", "--pv-evidence", "-p", "no:cacheprovider").ret == pytest.ExitCode.OK
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "evidence of the base")
     # the head: the mean is off by one (both falsifiers read it) and one bound moves
     (root / "mysystem" / "stats.py").write_text("def mean(xs):\n    return sum(xs) / len(xs) + 1\n")
     contract.write_text(CONTRACT.format(bound="value >= 2.5", blocking="true"))
@@ -35,7 +47,7 @@ def reviewed(pytester: pytest.Pytester) -> tuple[Path, Any]:
 
 def test_the_review_reads_each_falsifier_base_against_head(reviewed: tuple[Path, Any]) -> None:
     root, r = reviewed
-    assert (r.base_ref, r.base_commit, r.head_commit) == ("main", git(root, "rev-parse", "main"), r.base_commit)
+    assert (r.base_ref, r.base_commit, r.head_commit) == ("main", _git(root, "rev-parse", "main"), r.base_commit)
     rows = {row.falsifier_id: row for row in r.rows}
     first, second = rows["FALSIFY-MEAN-001"], rows["FALSIFY-MEAN-002"]
     assert (first.kind, first.why, first.base_verdict, first.head_verdict) == (
