@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from pv.bundle.model import CaseEntry, FalsifierEntry, MutantEntry
+from pv.bundle.model import CaseEntry, FalsifierEntry, MutantEntry, VerdictName
 from pv.review.sections import _rows as rows_of
 
 
-def _entry(case_verdict: str) -> FalsifierEntry:
+def _entry(case_verdict: VerdictName) -> FalsifierEntry:
     return FalsifierEntry(
         id="FALSIFY-X-001",
         ship_blocking=True,
@@ -36,7 +36,7 @@ def test_a_case_that_ran_shows_its_measure_against_the_bound() -> None:
 
 
 @pytest.mark.parametrize("verdict", ["skipped", "not_run"])
-def test_a_case_that_did_not_run_shows_the_bound_as_written(verdict: str) -> None:
+def test_a_case_that_did_not_run_shows_the_bound_as_written(verdict: VerdictName) -> None:
     *_, other = rows_of(_entry(verdict))
     assert (other.id, other.verdict, other.observation, other.bound) == (
         "FALSIFY-X-001[b]",
