@@ -175,7 +175,9 @@ def _project_files(root: Path, git_dir: Path | None) -> Iterator[Path]:
         except (OSError, subprocess.SubprocessError):
             out = None
         if out is not None:
-            yield from (root / name for name in sorted(set(out.decode("utf-8", "surrogateescape").split("\0"))) if name)
+            names = sorted(set(out.decode("utf-8", "surrogateescape").split("\0")))
+            # a repository that does not ignore them still never has lint read its caches
+            yield from (root / n for n in names if n and not SKIPPED_DIRS.intersection(n.split("/")[:-1]))
             return
     yield from _walk(root)
 

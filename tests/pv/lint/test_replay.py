@@ -250,3 +250,17 @@ def test_the_console_entry_point_replays_before_typer_pydantic_or_yaml_load(proj
         ).stdout
     assert MARK in out
     assert out.rstrip().endswith("| 0 []")
+
+
+def test_caches_a_repository_does_not_ignore_are_not_inputs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    git = ["git", "-c", "user.name=pv", "-c", "user.email=pv@example.invalid", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True)
+    (project / ".gitignore").write_text(".pv/\n")  # __pycache__ not ignored
+    subprocess.run([*git, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], cwd=project, check=True)
+    settle()
+    (project / "lintfx" / "__pycache__").mkdir(exist_ok=True)
+    (project / "lintfx" / "__pycache__" / "checks.cpython-311.pyc").write_bytes(b"\0")
+    (project / ".mypy_cache").mkdir()
+    (project / ".mypy_cache" / "cache.json").write_text("{}")
+    assert replayed(capsys)[0] == 0
