@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pv
@@ -112,16 +112,13 @@ def parse(argv: Sequence[str]) -> LintArgs | None:
 # --- the inputs ----------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class Inputs:
-    """The key of one moment's inputs, and whether any of them changed too recently to trust."""
+    """The key of one moment's inputs (for ``args``), and whether any of them changed too recently to trust."""
 
     args: LintArgs
-    key: str = ""
-    racy: bool = False
-    files: int = 0
-    newest_ns: int = 0
-    _seen: set[str] = field(default_factory=set, repr=False)
+    key: str
+    racy: bool
 
 
 def _walk(top: Path) -> Iterator[Path]:
@@ -215,23 +212,24 @@ def inputs(
         "pv": pv.__version__,
     }
     h.update(json.dumps(head, sort_keys=True, default=str).encode())
-    result = Inputs(args)
     now = time.time_ns()
+    seen: set[str] = set()
+    newest = 0
 
     def add(paths: Iterable[Path]) -> None:
+        nonlocal newest
         for path in paths:
             text = str(path)
-            if text in result._seen:
+            if text in seen:
                 continue
-            result._seen.add(text)
+            seen.add(text)
             try:
                 st = os.stat(path)
                 line = f"{text}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n"
-                result.newest_ns = max(result.newest_ns, st.st_mtime_ns, st.st_ctime_ns)
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
             except OSError:
                 line = f"{text}\0-\n"
             h.update(line.encode("utf-8", "surrogateescape"))
-            result.files += 1
 
     git_dir = _git_dir(config.root)
     add(_project_files(config.root, git_dir))
@@ -246,9 +244,7 @@ def inputs(
     add(_walk(Path(pv.__file__).parent))
     # a folder on the import path changes when a package is installed (the root's own files are listed above)
     add(Path(p) for p in sys.path if p and Path(p) != config.root)
-    result.key = h.hexdigest()
-    result.racy = result.newest_ns >= now - int(RACY_S * 1e9)
-    return result
+    return Inputs(args, h.hexdigest(), racy=newest >= now - int(RACY_S * 1e9))
 
 
 # --- storing and replaying -----------------------------------------------------------------------
