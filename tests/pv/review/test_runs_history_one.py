@@ -14,19 +14,25 @@ from tests.pv.review.test_runs_limits import _bundle, _git, _run_id
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
-def test_a_limit_of_one_reads_the_newest_bundle_of_each_contract(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(runs_module, "GIT_HISTORY_LIMIT", 1)
-    root, evidence = tmp_path, tmp_path / "evidence"
+def _committed_one_by_one(root: Path, bundles: list[tuple[str, int]]) -> Path:
+    """Each bundle added in a commit of its own, then removed from the folder: only history has them."""
+    evidence = root / "evidence"
     _git(root, "init", "-q")
-    for cid, n in (("other-v1", 9), ("demo-v1", 1), ("demo-v1", 2)):
+    for cid, n in bundles:
         _bundle(evidence / cid, _run_id(n))
         _git(root, "add", "-A")
         _git(root, "commit", "-q", "-m", f"{cid} {n}")
-    for bundle in [*(evidence / "demo-v1").iterdir(), *(evidence / "other-v1").iterdir()]:
-        shutil.rmtree(bundle)  # only history has them now
-    runs = read_runs(evidence, root, ["demo-v1", "other-v1"])
+    for cid, n in bundles:
+        shutil.rmtree(evidence / cid / _run_id(n))
+    return evidence
+
+
+def test_a_limit_of_one_reads_the_newest_bundle_of_each_contract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    evidence = _committed_one_by_one(tmp_path, [("other-v1", 9), ("demo-v1", 1), ("demo-v1", 2)])
+    monkeypatch.setattr(runs_module, "GIT_HISTORY_LIMIT", 1)
+    runs = read_runs(evidence, tmp_path, ["demo-v1", "other-v1"])
     assert {cid: [run.run_id for run in found] for cid, found in runs.items()} == {
         "demo-v1": [_run_id(2)],
         "other-v1": [_run_id(9)],
