@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 # Each module in this list defines its commands with ``@app.command()``.
 COMMAND_MODULES: list[str] = [
@@ -32,6 +33,18 @@ def main() -> None:
         importlib.import_module(name)
     reflow_commands(app)
     app()
+
+
+def __getattr__(name: str) -> Any:
+    # `from pv.cli import app`: the app with every command on it, loaded on first use so that a
+    # replayed `pv lint` never imports typer (main above)
+    if name != "app":
+        raise AttributeError(f"module 'pv.cli' has no attribute {name!r}")
+    from pv.app import app
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
+    return app
 
 
 if __name__ == "__main__":
