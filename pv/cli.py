@@ -36,10 +36,10 @@ def main() -> None:
 
 
 def __getattr__(name: str) -> Any:
-    # `from pv.cli import app`: the app with every command on it, loaded on first use so that a
-    # replayed `pv lint` never imports typer (main above)
+    """`from pv.cli import app`: the app with every command on it."""
     if name != "app":
         raise AttributeError(f"module 'pv.cli' has no attribute {name!r}")
+    # loaded on first use, so that a replayed `pv lint` never imports typer (main above)
     from pv.app import app
 
     for module in COMMAND_MODULES:
