@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import typer
 
 # Each module in this list defines its commands with ``@app.command()``.
 COMMAND_MODULES: list[str] = [
@@ -25,26 +28,29 @@ def main() -> None:
         code = replay(sys.argv[2:])
         if code is not None:
             raise SystemExit(code)
-    # the app loads after the replay had its chance (above)
-    from pv.app import app
+    # the help text is only for the command line the app is about to run
     from pv.help_text import reflow_commands
 
-    for name in COMMAND_MODULES:
-        importlib.import_module(name)
+    app = _app()
     reflow_commands(app)
     app()
 
 
-def __getattr__(name: str) -> Any:
-    """`from pv.cli import app`: the app with every command on it."""
-    if name != "app":
-        raise AttributeError(f"module 'pv.cli' has no attribute {name!r}")
+def _app() -> typer.Typer:
+    """The app with every command on it."""
     # loaded on first use, so that a replayed `pv lint` never imports typer (main above)
     from pv.app import app
 
     for module in COMMAND_MODULES:
         importlib.import_module(module)
     return app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`from pv.cli import app`: the app with every command on it."""
+    if name != "app":
+        raise AttributeError(f"module 'pv.cli' has no attribute {name!r}")
+    return _app()
 
 
 if __name__ == "__main__":
