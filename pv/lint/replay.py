@@ -23,7 +23,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import pv
 from pv.config import ConfigError, PvConfig, ensure_importable, load_config
+from pv.git import GitError, run_git
 from pv.lint.state import dumps, read_json, write_if_changed
 
 REPLAY_FILE = "lint-replay.json"
@@ -134,42 +134,29 @@ def _walk(top: Path) -> Iterator[Path]:
             yield Path(folder, name)
 
 
-def _git_dir(root: Path) -> Path | None:
-    for folder in (root, *root.parents):
-        dot = folder / ".git"
-        if dot.is_dir():
-            return dot
-        if dot.is_file():  # a worktree: "gitdir: <path>"
-            text = dot.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
-                return (folder / text.removeprefix("gitdir:").strip()).resolve()
-    return None
+def _git_dirs(root: Path) -> list[Path]:
+    """The repository's folder and, for a worktree, the one it shares refs with (none outside git)."""
+    try:
+        out = run_git(root, "rev-parse", "--absolute-git-dir", "--git-common-dir")
+    except GitError:
+        return []
+    return list(dict.fromkeys((root / line).resolve() for line in out.splitlines() if line))
 
 
-def _git_state(git_dir: Path) -> Iterator[Path]:
+def _git_state(git_dirs: Iterable[Path]) -> Iterator[Path]:
     """HEAD, the index and every ref, of the worktree and of the repository it shares refs with."""
-    dirs = [git_dir]
-    common = git_dir / "commondir"
-    if common.is_file():
-        dirs.append((git_dir / common.read_text(encoding="utf-8").strip()).resolve())
-    for d in dirs:
+    for d in git_dirs:
         yield from (d / "HEAD", d / "index", d / "packed-refs")
         if (d / "refs").is_dir():
             yield from _walk(d / "refs")
 
 
-def _project_files(root: Path, git_dir: Path | None) -> Iterator[Path]:
+def _project_files(root: Path, in_git: bool) -> Iterator[Path]:
     """git's tracked and untracked (not ignored) files; outside git, every file under the root."""
-    if git_dir is not None:
+    if in_git:
         try:
-            out = subprocess.run(
-                ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                cwd=root,
-                capture_output=True,
-                check=True,
-                timeout=30,
-            ).stdout
-        except (OSError, subprocess.SubprocessError):
+            out = run_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", binary=True)
+        except GitError:
             out = None
         if out is not None:
             names = sorted(set(out.decode("utf-8", "surrogateescape").split("\0")))
@@ -231,10 +218,9 @@ def inputs(
                 line = f"{text}\0-\n"
             h.update(line.encode("utf-8", "surrogateescape"))
 
-    git_dir = _git_dir(config.root)
-    add(_project_files(config.root, git_dir))
-    if git_dir is not None:
-        add(_git_state(git_dir))
+    git_dirs = _git_dirs(config.root)
+    add(_project_files(config.root, bool(git_dirs)))
+    add(_git_state(git_dirs))
     named = [*config.contract_dirs, config.contracts, config.evidence]
     named += [p for p in (config.trusted_keys, config.pyproject) if p is not None]
     for top in named:
