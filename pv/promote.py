@@ -212,7 +212,10 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
                 start += 1
             while start < node.end_mark.index and text[start] in " \t":
                 start += 1
-        edits.append((start, node.end_mark.index, f"{q}{status.value}{q}"))
+        value = f"{q}{status.value}{q}"
+        if start == node.end_mark.index and text[start - 1] not in " \t":
+            value = " " + value  # an empty value (`status:`, `status: &s`) set apart from what precedes it
+        edits.append((start, node.end_mark.index, value))
     else:
         anchor = _find(meta, "version") or meta.value[-1]
         at = _after_line(text, _content_end(text, anchor[1]))
@@ -238,7 +241,7 @@ def edit_text(text: str, status: Status, entry: dict[str, str]) -> str:
                 gap = first.start_mark.column - dash_col - 1
                 edits.append((at, at, " " * dash_col + "-" + " " * gap + _flow_entry(entry) + "\n"))
         elif isinstance(log, yaml.ScalarNode) and log.value == "" and is_null(log):  # `changelog:` and nothing
-            at = _after_line(text, log_pair[0].end_mark.index)
+            at = _after_line(text, log.end_mark.index)  # the value's line: `? changelog` puts its `:` below
             edits.append((at, at, " " * (key_col + 2) + "- " + _flow_entry(entry) + "\n"))
         else:
             raise PromoteError(
