@@ -27,6 +27,7 @@ from pv.bundle.digest import (
     sha256_file,
 )
 from pv.config import PvConfig, load_config
+from pv.forked_read import read_files
 from pv.loader import LoadedContract, find_contract_files, load_contract_file
 
 
@@ -69,7 +70,11 @@ class ProjectContract:
     @classmethod
     def read(cls, path: Path, dialect: str = "pv") -> ProjectContract:
         """``path`` through the loader's guarded read (no FIFOs, the size cap, symlink loops)."""
-        loaded = load_contract_file(path, dialect=dialect)
+        return cls.of_file(path, load_contract_file(path, dialect=dialect))
+
+    @classmethod
+    def of_file(cls, path: Path, loaded: LoadedContract) -> ProjectContract:
+        """From the loader's reading of the file at ``path``."""
         if loaded.sha256 is None and path.is_file():
             with contextlib.suppress(OSError):  # over the cap: still hashed, so its bundles read as stale
                 loaded.sha256 = sha256_file(path)
@@ -119,6 +124,14 @@ class Project:
         if found is None:
             found = self._contracts[key] = ProjectContract.read(Path(path), self.config.dialect)
         return found
+
+    def read_all(self, paths: Sequence[Path]) -> list[ProjectContract]:
+        """Each of ``paths`` as :meth:`contract` gives it; those not read yet are read together,
+        over worker processes where there are many (:mod:`pv.forked_read`)."""
+        todo = [Path(p) for p in paths if os.path.abspath(p) not in self._contracts]
+        for path, loaded in zip(todo, read_files(todo, self.config.dialect), strict=True):
+            self._contracts[os.path.abspath(path)] = ProjectContract.of_file(path, loaded)
+        return [self.contract(p) for p in paths]
 
     def take(self, path: Path) -> ProjectContract:
         """``path``'s reading, no longer kept: for a command that visits each contract once.

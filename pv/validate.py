@@ -7,8 +7,6 @@ imported from the contracts' ``check:``/``mutant:`` references: whether they imp
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from pv.checkers import in_packages
 from pv.config import DEFAULT_CHECKER_PACKAGES, DEFAULT_MAX_NPROC, PvConfig, load_config
 from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics, suggest
 from pv.dialect import relax
+from pv.gc_passes import fewer_gc_passes
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
 from pv.model import CONTRACT_ID_RE, FALSIFY_ID_RE, KANI_ID_RE, OBLIGATION_ID_RE, REF_RE, SEMVER_RE
 from pv.project import Project, ProjectContract
@@ -660,9 +659,9 @@ def validate_paths(
     packages = tuple(checker_packages) if checker_packages else cfg.checker_packages
     faults = tuple(fault_packages) if fault_packages is not None else cfg.fault_packages
     dialect = dialect or cfg.dialect
-    with _fewer_gc_passes():
+    with fewer_gc_passes():
         if max_bytes is None and dialect == cfg.dialect:
-            loaded = [_loaded(project.contract(f)) for f in files]  # the project's one reading
+            loaded = [_loaded(c) for c in project.read_all(files)]  # the project's one reading
         else:
             loaded = [load_contract_file(f, max_bytes=max_bytes, dialect=dialect) for f in files]
         cap = max_nproc if max_nproc is not None else cfg.max_nproc
@@ -684,22 +683,6 @@ def validate_paths(
 def _loaded(contract: ProjectContract) -> LoadedContract:
     assert contract.loaded is not None  # ProjectContract.read keeps the loader's result
     return contract.loaded
-
-
-@contextlib.contextmanager
-def _fewer_gc_passes() -> Iterator[None]:
-    """Collect young garbage less often while loading a large tree.
-
-    Loading allocates hundreds of mostly acyclic objects per file and keeps the results alive, so
-    the default thresholds make the collector rescan the same survivors again and again (a fifth
-    of the run time on 1,000 contracts).  The thresholds are restored on the way out.
-    """
-    old = gc.get_threshold()
-    gc.set_threshold(max(old[0], 50_000), max(old[1], 50), max(old[2], 50))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 def _config_start(paths: Sequence[Path]) -> Path:

@@ -11,6 +11,7 @@ import typer
 
 from pv.app import app
 from pv.config import ConfigError, load_config
+from pv.gc_passes import fewer_gc_passes
 
 FORMAT_NAMES = ("text", "json", "sarif", "github")
 
@@ -136,8 +137,9 @@ def lint(
         pull_request=pull_request,
     )
     try:
-        report = run(config, options)
-    except BaselineError as exc:
+        with fewer_gc_passes(freeze=True):  # the tree lives until the process ends
+            report = run(config, options)
+    except (BaselineError, ConfigError) as exc:
         raise _fail(str(exc)) from None
     except Exception:  # an internal error must not look like a lint failure (exit 1)
         typer.echo("pv lint: internal error", err=True)

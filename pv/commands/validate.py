@@ -12,6 +12,7 @@ import typer
 
 from pv.app import app
 from pv.diagnostics import Diagnostic
+from pv.gc_passes import fewer_gc_passes
 from pv.model import Contract
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema" / "contract.schema.json"
@@ -93,12 +94,13 @@ def validate(
     from pv.validate import validate_paths
 
     try:
-        report = validate_paths(
-            paths or None,
-            strict=strict,
-            checker_packages=checker_package or None,
-            dialect=dialect.value if dialect else None,
-        )
+        with fewer_gc_passes(freeze=True):  # the tree lives until the process ends
+            report = validate_paths(
+                paths or None,
+                strict=strict,
+                checker_packages=checker_package or None,
+                dialect=dialect.value if dialect else None,
+            )
     except ConfigError as exc:
         typer.echo(f"pv validate: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -56,7 +56,13 @@ def code_salt() -> str:
     return h.hexdigest()
 
 
-def _json_safe(data: Any) -> bool:
+def _json_safe(data: Any, text: str | None = None) -> bool:
+    """Whether ``data`` comes back from JSON as it is.  The loader's data is JSON's own types with
+    string keys, so only a NaN (never equal to itself) fails: one can come only from a scalar
+    spelled ``.nan`` (pv.loader), and a text without one skips the round trip (a tenth of a cold
+    run on 1,000 contracts)."""
+    if text is not None and ".nan" not in text.lower():
+        return True
     try:
         return json.loads(json.dumps(data)) == data
     except (TypeError, ValueError):
@@ -160,7 +166,7 @@ class TreeLoader:
             entry: dict[str, Any] = {"sha256": sha, "locations": {}}
             if self.config.dialect != "pv" and loaded.contract is not None:
                 entry["data"] = None  # the model drops keys the data keeps: a warm run reloads this file
-            elif loaded.contract is not None and loaded.data is not None and _json_safe(loaded.data):
+            elif loaded.contract is not None and loaded.data is not None and _json_safe(loaded.data, loaded.text):
                 entry["data"] = loaded.data
             elif loaded.contract is not None:
                 entry["data"] = None  # not representable in JSON: a warm run reloads this file

@@ -1,0 +1,47 @@
+"""The collector is off inside the block and back as it was after it, nested blocks included; a
+freezing block leaves what was alive out of later scans."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from pv.gc_passes import fewer_gc_passes
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    enabled = gc.isenabled()
+    yield
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+@pytest.mark.usefixtures("collector")
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_off_inside_and_as_it_was_after(enabled: bool) -> None:
+    (gc.enable if enabled else gc.disable)()
+    frozen = gc.get_freeze_count()  # what pytest's collection froze
+    with fewer_gc_passes():
+        assert not gc.isenabled()
+        with fewer_gc_passes():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # an inner block does not switch it on under an outer one
+    assert gc.isenabled() is enabled
+    assert gc.get_freeze_count() == frozen
+
+
+@pytest.mark.usefixtures("collector")
+def test_a_freezing_block_leaves_what_is_alive_out_of_later_scans() -> None:
+    gc.enable()
+    frozen = gc.get_freeze_count()
+    with fewer_gc_passes(freeze=True):
+        tree = [[i] for i in range(1000)]  # lists: always tracked by the collector
+    assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(tree)
+    with pytest.raises(RuntimeError), fewer_gc_passes():
+        raise RuntimeError("the block failed")
+    assert gc.isenabled()
