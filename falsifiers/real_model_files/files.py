@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.checkpoint import LoadedCheckpoint
 from engine.generate import generate
 from engine.gguf_import import import_gguf
 from engine.quantized import BlockLinear, stored_blocks
-from falsifiers.shared.real_models import CORPUS_HEAD, CORPUS_TAIL, gguf_file
+from falsifiers.shared.real_models import CORPUS_HEAD, CORPUS_TAIL, gguf_file, prompt_ids
 from falsifiers.shared.real_models import model as listed
+from falsifiers.shared.references import llama_cpp_copy
 from pv.checkers import checker
 
 CHAT_PROMPTS = (
@@ -36,20 +36,6 @@ CORPUS = (
     "I'm sure it's THEIR'S, don't you think? We'll see; they'd've known.",
     *CORPUS_TAIL,
 )
-
-
-def _prompt_ids(loaded: LoadedCheckpoint, prompt: str) -> list[int]:
-    """The prompt through the file's chat template, or as plain text for a file that has none."""
-    if loaded.tokenizer.chat_template is None:
-        return loaded.tokenizer.encode_prompt(prompt)
-    return loaded.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
-
-
-def _llama_cpp(path: Any) -> Any:
-    # optional: llama-cpp-python is installed for the real-model contracts only
-    import llama_cpp
-
-    return llama_cpp.Llama(model_path=str(path), n_ctx=512, logits_all=True, verbose=False, n_threads=2, seed=0)
 
 
 @checker(
@@ -98,11 +84,11 @@ def logits_vs_llama_cpp(model: str, n_tokens: int = 12) -> dict[str, Any]:
     each greedy token trails llama.cpp's argmax."""
     path = gguf_file(listed(model))
     loaded = import_gguf(path, quantized=True)
-    llm = _llama_cpp(path)
+    llm = llama_cpp_copy(path)
     worst = scale = gap = 0.0
     agree = positions = steps = 0
     for prompt in CHAT_PROMPTS:
-        ids = _prompt_ids(loaded, prompt)
+        ids = prompt_ids(loaded, prompt)
         new = generate(loaded.model, torch.tensor([ids]), max_new_tokens=n_tokens, eos_token_id=[]).new_tokens[0]
         sequence = ids + [int(t) for t in new]
         with torch.no_grad():
@@ -135,7 +121,7 @@ def tokenizer_vs_llama_cpp(model: str) -> dict[str, Any]:
     text (control tokens matched whole), and each text decoded back to itself."""
     path = gguf_file(listed(model))
     tokenizer = import_gguf(path, quantized=True).tokenizer
-    llm = _llama_cpp(path)
+    llm = llama_cpp_copy(path)
     mismatched = tokens = round_trips = 0
     for text in CORPUS:
         ours = tokenizer.encode(text)

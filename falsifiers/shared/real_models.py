@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.atomic import file_sha256
+from engine.checkpoint import LoadedCheckpoint
 from engine.gguf_import import gguf_in_distribution
 
 # Texts every real model's tokenizer is held to: English, code, digits after whitespace runs,
@@ -174,3 +175,11 @@ def _join(entry: RealModel, parts: list[Path], target: Path) -> None:
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def prompt_ids(loaded: LoadedCheckpoint, prompt: str) -> list[int]:
+    """A user turn through the file's chat template, or the prompt as plain text for a file that
+    has none (a model listed by a test, exported without a template)."""
+    if loaded.tokenizer.chat_template is None:
+        return loaded.tokenizer.encode_prompt(prompt)
+    return loaded.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
