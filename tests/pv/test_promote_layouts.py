@@ -29,8 +29,20 @@ LOG = f"  changelog:\n    - {NEW}\n"
         ("status: &Xs XOLD", "status: &Xs ACTIVE"),  # an anchor and an old value that start with X
         ("status: XOLD", "status: ACTIVE"),
         ("status: &s  !!str  DRAFT", "status: &s  !!str  ACTIVE"),
+        ("status: !", "status: ! ACTIVE"),  # the non-specific tag, one character after the space
+        ("status: &X", "status: &X ACTIVE"),
     ],
-    ids=["empty", "anchor-only", "anchor-and-spaces", "tag-only", "x-anchor-x-value", "x-value", "anchor-tag-gaps"],
+    ids=[
+        "empty",
+        "anchor-only",
+        "anchor-and-spaces",
+        "tag-only",
+        "x-anchor-x-value",
+        "x-value",
+        "anchor-tag-gaps",
+        "bare-tag",
+        "x-anchor-only",
+    ],
 )
 def test_the_status_value_is_replaced_whole_and_set_apart_from_its_key(status: str, edited: str) -> None:
     out = edit_text(f"{HEAD}  {status}\n  owner: me\n", Status.ACTIVE, ENTRY)
