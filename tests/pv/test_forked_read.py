@@ -6,7 +6,6 @@ is safe, as many as ``PV_READ_WORKERS`` says."""
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,13 @@ from tests.pv.cli_trees import Invoke
 from tests.pv.evidence.conftest import CONTRACT
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test session's own threads (a checker abandoned at its deadline sleeps on) would keep
+    every fork off: these tests read as a one-thread process does (their workers take no lock)."""
+    monkeypatch.setattr(forked_read.threading, "active_count", lambda: 1)
 
 
 def _tree(root: Path) -> list[Path]:
@@ -59,6 +65,7 @@ def test_workers_give_the_sequential_reading_file_for_file(
     paths = _tree(tmp_path)
     sequential = [_reading(load_contract_file(p, dialect=dialect)) for p in paths]
     monkeypatch.setenv(WORKERS_ENV, n)
+    assert workers(len(paths)) == min(int(n), len(paths))
     assert [_reading(loaded) for loaded in read_files(paths, dialect)] == sequential
     assert any(r["contract"] for r in sequential) and any(r["diagnostics"] for r in sequential)
 
@@ -118,14 +125,8 @@ def test_workers_are_used_for_many_files_where_a_fork_is_safe(monkeypatch: pytes
     monkeypatch.setattr(forked_read.sys, "platform", "darwin")
     assert workers(10_000) == 1
     monkeypatch.setattr(forked_read.sys, "platform", "linux")
-    release = threading.Event()
-    thread = threading.Thread(target=release.wait)
-    thread.start()
-    try:
-        assert workers(10_000) == 1  # another thread could hold a lock the fork would copy held
-    finally:
-        release.set()
-        thread.join()
+    monkeypatch.setattr(forked_read.threading, "active_count", lambda: 2)
+    assert workers(10_000) == 1  # another thread could hold a lock the fork would copy held
 
 
 @pytest.mark.parametrize(("setting", "n"), [("1", 1), ("3", 3), (" 2 ", 2), ("64", 5)])
