@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def fewer_gc_passes(*, freeze: bool = False) -> Iterator[None]:
+def without_gc_passes(*, freeze: bool = False) -> Iterator[None]:
     """No cyclic collection inside the block; the collector is switched back on, if it was, on
     the way out.  ``freeze``: what is alive then is left out of every later collection's scan
     (``gc.freeze``), for a command whose tree lives until the process ends; the first collection

@@ -21,7 +21,7 @@ from pv.checkers import in_packages
 from pv.config import DEFAULT_CHECKER_PACKAGES, DEFAULT_MAX_NPROC, PvConfig, load_config
 from pv.diagnostics import Diagnostic, Severity, count, sort_diagnostics, suggest
 from pv.dialect import relax
-from pv.gc_passes import fewer_gc_passes
+from pv.gc_passes import without_gc_passes
 from pv.loader import CONTRACT_SUFFIXES, LoadedContract, find_contract_files, load_contract_file
 from pv.model import CONTRACT_ID_RE, FALSIFY_ID_RE, KANI_ID_RE, OBLIGATION_ID_RE, REF_RE, SEMVER_RE
 from pv.project import Project, ProjectContract
@@ -659,7 +659,7 @@ def validate_paths(
     packages = tuple(checker_packages) if checker_packages else cfg.checker_packages
     faults = tuple(fault_packages) if fault_packages is not None else cfg.fault_packages
     dialect = dialect or cfg.dialect
-    with fewer_gc_passes():
+    with without_gc_passes():
         if max_bytes is None and dialect == cfg.dialect:
             loaded = [_loaded(c) for c in project.read_all(files)]  # the project's one reading
         else:

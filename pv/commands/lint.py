@@ -11,7 +11,7 @@ import typer
 
 from pv.app import app
 from pv.config import ConfigError, load_config
-from pv.gc_passes import fewer_gc_passes
+from pv.gc_passes import without_gc_passes
 
 FORMAT_NAMES = ("text", "json", "sarif", "github")
 
@@ -137,7 +137,7 @@ def lint(
         pull_request=pull_request,
     )
     try:
-        with fewer_gc_passes(freeze=True):  # the tree lives until the process ends
+        with without_gc_passes(freeze=True):  # the tree lives until the process ends
             report = run(config, options)
     except (BaselineError, ConfigError) as exc:
         raise _fail(str(exc)) from None

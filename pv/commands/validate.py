@@ -12,7 +12,7 @@ import typer
 
 from pv.app import app
 from pv.diagnostics import Diagnostic
-from pv.gc_passes import fewer_gc_passes
+from pv.gc_passes import without_gc_passes
 from pv.model import Contract
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema" / "contract.schema.json"
@@ -94,7 +94,7 @@ def validate(
     from pv.validate import validate_paths
 
     try:
-        with fewer_gc_passes(freeze=True):  # the tree lives until the process ends
+        with without_gc_passes(freeze=True):  # the tree lives until the process ends
             report = validate_paths(
                 paths or None,
                 strict=strict,

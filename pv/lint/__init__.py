@@ -44,7 +44,7 @@ def lint(config: PvConfig, options: LintOptions | None = None) -> LintReport:
     """Load the tree (reusing ``.pv/`` unless ``options.use_state`` is off), run every gate."""
     # a full run's machinery, loaded when one runs (see _HOMES)
     from pv.config import ensure_importable
-    from pv.gc_passes import fewer_gc_passes
+    from pv.gc_passes import without_gc_passes
     from pv.lint import runner
     from pv.lint.load import TreeLoader
     from pv.lint.state import StateDir
@@ -52,7 +52,7 @@ def lint(config: PvConfig, options: LintOptions | None = None) -> LintReport:
     options = options or runner.LintOptions()
     ensure_importable(config.root)
     loader = TreeLoader(config, strict=options.strict, state=StateDir(config.state_dir) if options.use_state else None)
-    with fewer_gc_passes():  # the tree lives to the end: the gates and the save would rescan it
+    with without_gc_passes():  # the tree lives to the end: the gates and the save would rescan it
         tree = loader.load()
         report = runner.run_lint(config, tree, options, project=loader.project)
         loader.save(tree)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pv.gc_passes import fewer_gc_passes
+from pv.gc_passes import without_gc_passes
 
 
 @pytest.fixture
@@ -26,9 +26,9 @@ def collector() -> Iterator[None]:
 def test_the_collector_is_off_inside_and_as_it_was_after(enabled: bool) -> None:
     (gc.enable if enabled else gc.disable)()
     frozen = gc.get_freeze_count()  # what pytest's collection froze
-    with fewer_gc_passes():
+    with without_gc_passes():
         assert not gc.isenabled()
-        with fewer_gc_passes():
+        with without_gc_passes():
             assert not gc.isenabled()
         assert not gc.isenabled()  # an inner block does not switch it on under an outer one
     assert gc.isenabled() is enabled
@@ -39,9 +39,9 @@ def test_the_collector_is_off_inside_and_as_it_was_after(enabled: bool) -> None:
 def test_a_freezing_block_leaves_what_is_alive_out_of_later_scans() -> None:
     gc.enable()
     frozen = gc.get_freeze_count()
-    with fewer_gc_passes(freeze=True):
+    with without_gc_passes(freeze=True):
         tree = [[i] for i in range(1000)]  # lists: always tracked by the collector
     assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(tree)
-    with pytest.raises(RuntimeError), fewer_gc_passes():
+    with pytest.raises(RuntimeError), without_gc_passes():
         raise RuntimeError("the block failed")
     assert gc.isenabled()
