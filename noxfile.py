@@ -106,8 +106,8 @@ def real_model(session: nox.Session) -> None:
     table, distillation) and contracts/real-model-files-v1.yaml (each listed model's file with its
     blocks kept, against gguf-py and llama.cpp).  Measured family by family on two cores with the
     packages installed: 14, 18 and 4 minutes (every claim once per listed model but
-    TRAIN-007/008).  Arguments after `--` go to
-    pytest (e.g. `-k RMF` for the model-list claims alone).
+    TRAIN-007/008).  Arguments after `--` go to pytest (e.g. `-k RMF` for the model-list claims
+    alone).
     """
     packages = session.run("python", "-c", LISTED_PACKAGES, silent=True, external=True)
     session.run("python", "-m", "pip", "install", "-q", "--no-deps", *str(packages).split(), external=True)
