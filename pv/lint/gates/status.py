@@ -51,6 +51,19 @@ STATUS_BEHIND = lint_rule(
     "(and a status the evidence moved down must be written down too).",
     "Run `pv promote` and commit the status change it writes.",
 )
+STATUS_BLOCKED = lint_rule(
+    NAME,
+    "PVL705",
+    "status-evidence-blocked",
+    E,
+    "A contract's evidence is blocked: the ledger or a bundle it records is broken.",
+    "A bundle the ledger records that is gone, replaced, edited or out of its place, one that does "
+    "not verify, or a ledger line git saw that is no longer there blocks the contract whatever "
+    "status is declared: nothing falls back to an older verdict, so no status is backed, not even "
+    "DRAFT's (docs/evidence.md).",
+    "`pv evidence verify` names each cause: restore what the ledger records from git, or say a "
+    "bundle lost by accident with `pv evidence forget RUN_ID --reason ...` and run the falsifiers again.",
+)
 STATUS_PENDING = lint_rule(
     NAME,
     "PVL704",
@@ -135,6 +148,19 @@ class StatusGate:
             problem = status_mismatch(declared, found)
             if problem is None:
                 backed += above
+                continue
+            if found.blocked:
+                out.append(
+                    finding(
+                        self.name,
+                        STATUS_BLOCKED,
+                        item,
+                        where,
+                        problem,
+                        hint="`pv evidence verify` names each cause; restore what the ledger records, or "
+                        "`pv evidence forget RUN_ID --reason ...`",
+                    )
+                )
                 continue
             if ctx.pull_request and _left_behind(found):
                 out.append(

@@ -331,7 +331,7 @@ def test_on_a_pull_request_evidence_its_changes_left_behind_is_a_warning(assessm
         assert mu.message.endswith("; this pull request's changes left the evidence behind")
         assert mu.hint == "the protected branch's CI measures and signs the change after it merges"
     else:
-        assert mu.code in ("PVL701", "PVL703") and mu.severity is Severity.ERROR
+        assert mu.code == ("PVL705" if assessment.blocked else "PVL701") and mu.severity is Severity.ERROR
     assert _status_findings(assessment, pull_request=False)[0][0].code != "PVL704"  # only on a pull request
 
 
