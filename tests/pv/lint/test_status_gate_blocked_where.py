@@ -1,0 +1,28 @@
+"""PVL705 is the status gate's, at the contract's status line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pv.config import load_config
+from pv.evidence.status import Assessment
+from pv.lint.gates.base import GateContext
+from pv.lint.gates.status import StatusGate
+from pv.lint.load import TreeLoader
+from pv.model import Status
+
+
+def test_blocked_evidence_is_reported_by_the_status_gate_at_the_status_line(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.pv]\ncontracts = "contracts"\nevidence = "evidence"\n')
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "solo.yaml").write_text(
+        "metadata:\n  id: solo\n  version: 1.0.0\n  description: d\n  status: ACTIVE\n"
+        '  references: ["none"]\n  changelog:\n    - {version: 1.0.0, date: "2026-11-02", change: initial}\n'
+    )
+    (tmp_path / "evidence" / "solo").mkdir(parents=True)
+    config = load_config(tmp_path)
+    found = Assessment(Status.DRAFT, None, blocked=["bundle r1 is gone"])
+    gate = StatusGate(assessor=lambda evidence, path, cid, keys, current: found)
+    [finding] = gate.run(GateContext(config, TreeLoader(config).load())).findings
+    assert (finding.gate, finding.code) == ("status", "PVL705")
+    assert finding.keypath == ("metadata", "status") and finding.line == 5
