@@ -48,22 +48,35 @@ FOUND = {
 }
 
 
-@pytest.fixture
-def config(tmp_path: Path) -> PvConfig:
-    (tmp_path / "pyproject.toml").write_text(
+def project(root: Path, tree: list[tuple[str, str, bool]]) -> PvConfig:
+    """A project holding ``tree``'s contracts, each with an evidence folder where it says so."""
+    (root / "pyproject.toml").write_text(
         '[tool.pv]\ncontracts = "contracts"\nchecker_packages = ["lintfx"]\nevidence = "evidence"\n'
     )
-    (tmp_path / "contracts").mkdir()
-    for cid, status, evidence in TREE:
-        (tmp_path / "contracts" / f"{cid}.yaml").write_text(CONTRACT.format(cid=cid, status=status))
+    (root / "contracts").mkdir()
+    for cid, status, evidence in tree:
+        (root / "contracts" / f"{cid}.yaml").write_text(CONTRACT.format(cid=cid, status=status))
         if evidence:
-            (tmp_path / "evidence" / cid).mkdir(parents=True)
-    return load_config(tmp_path)
+            (root / "evidence" / cid).mkdir(parents=True)
+    return load_config(root)
 
 
-def run(config: PvConfig, pull_request: bool = True) -> Any:
-    gate = StatusGate(assessor=lambda evidence, path, cid, keys, current: FOUND[cid])
+@pytest.fixture
+def config(tmp_path: Path) -> PvConfig:
+    return project(tmp_path, TREE)
+
+
+def run(config: PvConfig, pull_request: bool = True, found: Assessment | None = None) -> Any:
+    """The gate's outcome, each contract assessed as ``FOUND`` says (or all as ``found``)."""
+    gate = StatusGate(assessor=lambda evidence, path, cid, keys, current: found or FOUND[cid])
     return gate.run(GateContext(config, TreeLoader(config).load(), pull_request=pull_request))
+
+
+def blocked_solo(root: Path, status: str) -> Any:
+    """The one finding on a contract ``solo`` declaring ``status`` whose evidence is blocked."""
+    config = project(root, [("solo", status, True)])
+    [finding] = run(config, found=Assessment(Status.DRAFT, None, blocked=["bundle r1 is gone"])).findings
+    return finding
 
 
 def test_every_contract_after_an_early_exit_is_judged(config: PvConfig) -> None:
@@ -85,10 +98,7 @@ def test_every_finding_names_its_gate_and_the_status_line(config: PvConfig, pull
 
 
 def test_one_contract_is_one_contract(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.pv]\ncontracts = "contracts"\nevidence = "evidence"\n')
-    (tmp_path / "contracts").mkdir()
-    (tmp_path / "contracts" / "solo.yaml").write_text(CONTRACT.format(cid="solo", status="DRAFT"))
-    config = load_config(tmp_path)
+    config = project(tmp_path, [("solo", "DRAFT", False)])
     outcome = StatusGate().run(GateContext(config, TreeLoader(config).load()))
     assert outcome.summary == "1 contract, 0 above DRAFT, 0 backed by evidence"
 
@@ -132,12 +142,17 @@ def test_blocked_evidence_is_its_own_error_whatever_status_is_declared(
 
 
 def test_a_draft_contract_with_blocked_evidence_is_blocked_not_behind(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.pv]\ncontracts = "contracts"\nevidence = "evidence"\n')
-    (tmp_path / "contracts").mkdir()
-    (tmp_path / "contracts" / "solo.yaml").write_text(CONTRACT.format(cid="solo", status="DRAFT"))
-    (tmp_path / "evidence" / "solo").mkdir(parents=True)
-    config = load_config(tmp_path)
-    found = Assessment(Status.DRAFT, None, blocked=["ledger line 2 is gone"])
-    gate = StatusGate(assessor=lambda evidence, path, cid, keys, current: found)
-    [finding] = gate.run(GateContext(config, TreeLoader(config).load())).findings
-    assert finding.code == "PVL705"
+    assert blocked_solo(tmp_path, "DRAFT").code == "PVL705"
+
+
+def test_the_blocked_hint_names_verify_and_forget(tmp_path: Path) -> None:
+    assert blocked_solo(tmp_path, "ACTIVE").hint == (
+        "`pv evidence verify` names each cause; restore what the ledger records, or "
+        "`pv evidence forget RUN_ID --reason ...`"
+    )
+
+
+def test_blocked_evidence_is_reported_by_the_status_gate_at_the_status_line(tmp_path: Path) -> None:
+    finding = blocked_solo(tmp_path, "ACTIVE")
+    assert (finding.gate, finding.code) == ("status", "PVL705")
+    assert finding.keypath == ("metadata", "status") and finding.line == 4
