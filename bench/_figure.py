@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ def figure(text: str) -> None:
     print(f"{PREFIX} {Path(sys.argv[0]).stem}: {text}", flush=True)
 
 
-def best_of(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def best_of(runs: Mapping[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
     """Best-of-``repeats`` wall seconds per run after one warm-up call each, alternating the runs
     so background load hits all of them alike."""
     for fn in runs.values():
