@@ -9,6 +9,7 @@ the review decide) and runs pv's own tests (:data:`KILLERS`).  mutmut reads its 
 ``pyproject.toml`` whose ``[tool.mutmut]`` is this run's.
 
     python scripts/mutation/judge.py --minutes 30     # the next 30 minutes of the run
+    python scripts/mutation/judge.py --minutes 30 --only pv/bundle/digest.py   # that module's first
     python scripts/mutation/judge.py --report          # kill ratio per module so far; runs nothing
     python scripts/mutation/judge.py --recover         # record what a chunk killed from outside decided
 
@@ -292,15 +293,18 @@ OVERHEAD_S = 1.0
 TRUSTED_WHEN_STOPPED = frozenset({1, 33})
 
 
-def todo(mutants: Path, reach: Mapping[str, set[str]], minutes: float, children: int) -> list[str]:
+def todo(
+    mutants: Path, reach: Mapping[str, set[str]], minutes: float, children: int, only: tuple[str, ...] = ()
+) -> list[str]:
     """The undecided mutants a chunk of ``minutes`` can finish, cheapest first (as mutmut orders
-    them), by their tests' recorded durations if every one survived."""
+    them), by their tests' recorded durations if every one survived; ``only``: of the modules under
+    these paths (``pv/bundle/digest.py``, ``pv/evidence/``), where a module's figure is wanted first."""
     stats = json.loads((mutants / "mutmut-stats.json").read_text(encoding="utf-8"))
     durations: dict[str, float] = stats.get("duration_by_test", {})
     cost = {
         name: OVERHEAD_S + sum(durations.get(t, 0.0) for t in reach.get(key_of(name), ()))
-        for name, (_, _, code) in generated(mutants).items()
-        if code is None
+        for name, (module, _, code) in generated(mutants).items()
+        if code is None and (not only or module.startswith(only))
     }
     budget = minutes * 60 * children if minutes > 0 else math.inf
     chosen: list[str] = []
@@ -332,9 +336,9 @@ def recover() -> None:
     print(f"{found} verdicts recovered; {len(kept)} of {total} decided in all", flush=True)
 
 
-def chunk(minutes: float, children: int) -> None:
-    """Give mutmut back what still holds, run the undecided mutants that fit in ``minutes`` (0: all),
-    record what it decided."""
+def chunk(minutes: float, children: int, only: tuple[str, ...] = ()) -> None:
+    """Give mutmut back what still holds, run the undecided mutants that fit in ``minutes`` (0: all)
+    of the modules under ``only`` (all: empty), record what it decided."""
     mutants = WORKSPACE / "mutants"
     env = environment()
     subprocess.run([sys.executable, "-c", GENERATE_CHILD], cwd=WORKSPACE, env=env, check=True)
@@ -342,7 +346,7 @@ def chunk(minutes: float, children: int) -> None:
     kept, total = _holding(mutants, reach)
     given = give_back(mutants, {n: r.exit_code for n, r in kept.items()})
     print(f"{given} of {total} mutants decided already", flush=True)
-    names = todo(mutants, reach, minutes, children)
+    names = todo(mutants, reach, minutes, children, only)
     if not names:
         write_records(RECORDS, kept)
         return
@@ -413,6 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60.0, help="how long this chunk runs (0: until done)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 2, help="mutants run at once")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="run only the mutants of modules under PATH (pv/bundle/digest.py, pv/evidence/); repeatable",
+    )
     parser.add_argument("--report", action="store_true", help="print the figures so far; run nothing")
     parser.add_argument(
         "--lock-equivalents", action="store_true", help=f"hold each new entry of {EQUIVALENT.name} to its change"
@@ -430,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.recover:
         recover()
     elif not args.report:
-        chunk(args.minutes, args.children)
+        chunk(args.minutes, args.children, tuple(args.only))
     mutants = WORKSPACE / "mutants"
     report(generated(mutants) if mutants.is_dir() else None)
     return 0

@@ -129,6 +129,22 @@ def test_a_chunk_takes_the_cheapest_undecided_mutants_that_fit(tmp_path: Path) -
     assert judge.todo(mutants, reach, 2.1 / 60, 2) == ["pv.expr.x_g__mutmut_1", "pv.expr.x_f__mutmut_1"]
 
 
+def test_a_chunk_can_take_the_mutants_of_some_modules_only(tmp_path: Path) -> None:
+    mutants = _workspace(tmp_path)
+    meta = {"exit_code_by_key": {"pv.bundle.digest.x_h__mutmut_1": None}, "hash_by_function_name": {"x_h": "h0"}}
+    (mutants / "pv" / "bundle").mkdir()
+    (mutants / "pv" / "bundle" / "digest.py.meta").write_text(json.dumps(meta))
+    assert judge.todo(mutants, {}, 0, 1, ("pv/bundle/",)) == ["pv.bundle.digest.x_h__mutmut_1"]
+    assert judge.todo(mutants, {}, 0, 1, ("pv/bundle/digest.py", "pv/expr.py")) == [
+        "pv.bundle.digest.x_h__mutmut_1",
+        "pv.expr.x_f__mutmut_1",
+        "pv.expr.x_f__mutmut_2",
+        "pv.expr.x_f__mutmut_3",
+        "pv.expr.x_g__mutmut_1",
+    ]
+    assert len(judge.todo(mutants, {}, 0, 1)) == 5
+
+
 def test_stats_of_changed_tests_or_collected_another_way_are_collected_again(tmp_path: Path) -> None:
     mutants = _workspace(tmp_path)
     digests = records_of.FileDigests(mutants)
