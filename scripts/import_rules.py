@@ -201,13 +201,12 @@ def families(root: Path) -> Iterator[Breach]:
             continue
         family = parts[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and node.level == 0
-                else [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else []
-            )
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else []
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
             for name in names:
                 if not name.startswith("falsifiers."):
                     continue
