@@ -4,6 +4,7 @@ is a named daemon and the wait never passes the deadline; a reply that cannot be
 
 from __future__ import annotations
 
+import functools
 import select
 import threading
 import time
@@ -33,6 +34,10 @@ def _skips_late() -> None:
 def _thread() -> tuple[str, bool]:
     here = threading.current_thread()
     return here.name, here.daemon
+
+
+def _sleeps(seconds: float) -> None:
+    time.sleep(seconds)
 
 
 def _explode() -> None:
@@ -95,3 +100,13 @@ def test_a_reply_that_cannot_be_read_is_named_with_how_the_child_ended() -> None
         "the checker's reply could not be read: cannot be rebuilt here; "
         "the checker's process exited with status 0 before it returned"
     )
+
+
+def test_a_checker_without_a_name_runs_in_a_thread_named_for_a_checker() -> None:
+    outcome = call_with_timeout(functools.partial(_thread), {}, timeout_s=30)
+    assert outcome.value == ("pv-checker-checker", True)
+
+
+def test_a_checker_past_its_deadline_says_how_long_it_was_given() -> None:
+    outcome = call_with_timeout(_sleeps, {"seconds": 2}, timeout_s=0.2)
+    assert outcome.timed_out and 0.2 <= outcome.duration_s < 2
