@@ -16,9 +16,7 @@ from tests.pv.evidence.test_status import bundle_for
 def test_a_newer_verdict_forgotten_holds_the_contract_at_draft(project: Project, write: Writer) -> None:
     older = bundle_for(write, Verdict.SURVIVED, Verdict.SURVIVED, started="2026-03-01T10:00:00+00:00")
     # the newer run decided 001 (and the advisory 003); 002 was skipped there, so its verdict stands
-    newer = bundle_for(
-        write, Verdict.FALSIFIED, Verdict.SKIPPED, reason="no CUDA", started="2026-03-02T10:00:00+00:00"
-    )
+    newer = bundle_for(write, Verdict.FALSIFIED, Verdict.SKIPPED, reason="no CUDA", started="2026-03-02T10:00:00+00:00")
     shutil.rmtree(newer)
     with ledger.locked(newer.parent) as chain:
         entry = chain.recorded()[newer.name]
