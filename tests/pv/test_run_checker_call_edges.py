@@ -14,6 +14,8 @@ import pytest
 
 from pv import run_checker
 from pv.run_checker import call_in_process, call_with_timeout
+from tests.pv.test_run_checker_child_edges import _fails_late, _skips_late
+from tests.pv.test_run_checker_replies import _slow
 
 
 def _returns_late() -> str:
@@ -21,23 +23,9 @@ def _returns_late() -> str:
     return "done"
 
 
-def _fails_late() -> None:
-    time.sleep(0.05)
-    raise ValueError("the checker failed")
-
-
-def _skips_late() -> None:
-    time.sleep(0.05)
-    pytest.skip("nothing to measure here")
-
-
 def _thread() -> tuple[str, bool]:
     here = threading.current_thread()
     return here.name, here.daemon
-
-
-def _sleeps(seconds: float) -> None:
-    time.sleep(seconds)
 
 
 def _explode() -> None:
@@ -53,11 +41,6 @@ class Unreadable:
 
 def _unreadable() -> Unreadable:
     return Unreadable()
-
-
-def _slow() -> str:
-    time.sleep(30)
-    return "done"
 
 
 @pytest.mark.parametrize("timeout_s", [None, 0])
@@ -88,7 +71,7 @@ def test_the_wait_for_a_forked_checker_never_passes_its_deadline(monkeypatch: py
         return real(r, w, x, timeout)
 
     monkeypatch.setattr(run_checker.select, "select", recording)
-    outcome = call_in_process(_slow, {}, timeout_s=0.2)
+    outcome = call_in_process(_slow, {"seconds": 30}, timeout_s=0.2)
     assert outcome.timed_out and waits
     assert all(w is not None and 0 <= w <= 0.2 for w in waits)
 
@@ -108,5 +91,5 @@ def test_a_checker_without_a_name_runs_in_a_thread_named_for_a_checker() -> None
 
 
 def test_a_checker_past_its_deadline_says_how_long_it_was_given() -> None:
-    outcome = call_with_timeout(_sleeps, {"seconds": 2}, timeout_s=0.2)
+    outcome = call_with_timeout(_slow, {"seconds": 2}, timeout_s=0.2)
     assert outcome.timed_out and 0.2 <= outcome.duration_s < 2

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from pv.evidence.status import assess
 from pv.model import Status
 from pv.results import Verdict
 from tests.pv.evidence.conftest import Project, Writer
+from tests.pv.evidence.test_ledger_history_paths import Repo
 from tests.pv.evidence.test_status import bundle_for
 
 DAY1, DAY2 = "2026-03-01T10:00:00+00:00", "2026-03-02T10:00:00+00:00"
@@ -51,10 +51,7 @@ def test_stale_bundles_are_listed_newest_first(project: Project, write: Writer) 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_committed_ledger_deleted_with_its_bundles_left_blocks(project: Project, write: Writer) -> None:
     bundle = bundle_for(write, Verdict.SURVIVED, Verdict.SURVIVED, started=DAY1)
-    git = ["git", "-C", str(project.root), "-c", "user.name=t", "-c", "user.email=t@e"]
-    subprocess.run(["git", "init", "-q", str(project.root)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "evidence"], check=True)
+    Repo(project.root).commit("evidence")
     (bundle.parent / ledger.LEDGER_FILE).unlink()
     found = assess(project.evidence, project.contract)
     assert found.status is Status.DRAFT
