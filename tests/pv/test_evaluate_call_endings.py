@@ -11,7 +11,8 @@ import pytest
 
 from pv import run_checker
 from pv.results import Verdict
-from pv.run_checker import BindingError, Evaluation, FalsifierText, bind_arguments, evaluate_call
+from pv.run_checker import Evaluation, FalsifierText, evaluate_call
+from tests.pv.test_run_checker_child_edges import _fails_late, _skips_late
 
 TEXT = FalsifierText("c::FALSIFY-END-001")
 
@@ -19,16 +20,6 @@ TEXT = FalsifierText("c::FALSIFY-END-001")
 def _sleeps(seconds: float) -> dict[str, float]:
     time.sleep(seconds)
     return {"x": 1.0}
-
-
-def _skips_after_a_while() -> None:
-    time.sleep(0.05)
-    pytest.skip("no backend here")
-
-
-def _fails_after_a_while() -> None:
-    time.sleep(0.05)
-    raise ValueError("the measurement broke")
 
 
 def _evaluate(checker: Any, isolation: str = "thread", timeout_s: float = 30, **kwargs: Any) -> Evaluation:
@@ -74,17 +65,17 @@ def test_a_forked_checker_past_its_deadline_has_its_process_group_killed() -> No
 
 
 def test_a_forked_checker_that_skips_is_a_skip_with_its_reason_and_duration() -> None:
-    ev = _evaluate(_skips_after_a_while, isolation="process")
+    ev = _evaluate(_skips_late, isolation="process")
     assert ev.verdict is Verdict.SKIPPED
-    assert ev.message == ev.skip_reason == "no backend here"
+    assert ev.message == ev.skip_reason == "nothing to measure here"
     assert 0.05 <= ev.duration_s < 30
 
 
 def test_a_forked_checker_that_fails_is_an_error_with_its_duration() -> None:
-    ev = _evaluate(_fails_after_a_while, isolation="process")
+    ev = _evaluate(_fails_late, isolation="process")
     assert ev.verdict is Verdict.ERROR
     assert ev.message.startswith("ERROR c::FALSIFY-END-001: the checker failed (an error, not a falsification)\n")
-    assert "the measurement broke" in ev.message
+    assert "the checker failed" in ev.message.partition("\n")[2]
     assert 0.05 <= ev.duration_s < 30
 
 
@@ -92,13 +83,3 @@ def test_a_plain_result_says_how_long_the_checker_ran() -> None:
     ev = _evaluate(_sleeps, seconds=0.05)
     assert ev.verdict is Verdict.SURVIVED and ev.observations == {"x": 1.0}
     assert 0.05 <= ev.duration_s < 30
-
-
-def test_every_param_the_checker_cannot_take_is_named() -> None:
-    def checker(a: int) -> None: ...
-
-    with pytest.raises(BindingError) as caught:
-        bind_arguments(checker, {"a": 1, "b": 2, "cc": 3}, lambda fixture: None)
-    assert str(caught.value) == (
-        "param 'b' is not a parameter of the checker; param 'cc' is not a parameter of the checker"
-    )

@@ -14,10 +14,6 @@ from pv.run_checker import call_with_timeout
 from tests.pv.test_run_checker_call_edges import _returns_late
 
 
-def _quick() -> str:
-    return "done"
-
-
 def test_a_result_that_came_after_the_deadline_is_a_timeout_with_its_duration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -25,7 +21,7 @@ def test_a_result_that_came_after_the_deadline_is_a_timeout_with_its_duration(
     # checker thread has ended by then, as one that held the GIL past the deadline would have)
     readings: Iterator[float] = iter([100.0, 105.0])
     monkeypatch.setattr(run_checker, "time", SimpleNamespace(perf_counter=lambda: next(readings)))
-    outcome = call_with_timeout(_quick, {}, timeout_s=1.0)
+    outcome = call_with_timeout(_returns_late, {}, timeout_s=1.0)
     assert outcome.timed_out
     assert outcome.value is None
     assert outcome.duration_s == pytest.approx(5.0)
