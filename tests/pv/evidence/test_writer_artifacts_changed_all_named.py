@@ -1,0 +1,27 @@
+"""Every artifact that changed before its copy is named in the refusal, in the bundle's order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pv.evidence.writer import EvidenceError, prepare, write_bundle
+from pv.results import Verdict
+from tests.pv.evidence.conftest import ENV, Project, record, result
+
+
+def test_every_rewritten_artifact_is_named(project: Project, tmp_path: Path) -> None:
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    for log in logs:
+        log.write_text("step 0 loss 2.1\n")
+    run = record(project, [result("FALSIFY-DEMO-001", Verdict.SURVIVED, artifacts=[str(p) for p in logs])])
+    prepared = prepare(run, run.contracts["demo-v1"], project.contract.read_bytes(), project.root, ENV)
+    for log in logs:
+        log.write_text("step 0 loss 9.9\n")
+    with pytest.raises(EvidenceError) as info:
+        write_bundle(prepared, project.evidence)
+    assert str(info.value) == (
+        "artifacts changed while being copied: "
+        "artifacts/logs/FALSIFY-DEMO-001/a.log, artifacts/logs/FALSIFY-DEMO-001/b.log"
+    )
