@@ -1,5 +1,5 @@
-"""An expression too deep for the stack it is evaluated on is refused at the part where the stack
-ran out, inside the expression, not at its first column."""
+"""An expression too deep for the stack it is evaluated on is an :class:`EvalError`, not a crash,
+and it points at the part where the stack ran out, inside the expression, not at its first column."""
 
 from __future__ import annotations
 
