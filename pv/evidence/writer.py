@@ -377,12 +377,14 @@ def manifest_text(entries: dict[str, str]) -> str:
     return "".join(f"{digest}  {rel}\n" for rel, digest in sorted(entries.items()))
 
 
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# fullmatch: `$` would let a trailing newline through.  A first character that is a letter or digit
+# already rules out "", "." and ".."
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def contract_dir_for(evidence_dir: Path, contract_id: str) -> Path:
     """``<evidence>/<id>``, refusing an id that is not a plain name or would land outside."""
-    if not _SAFE_ID.match(contract_id) or contract_id.strip(".") == "":
+    if not _SAFE_ID.fullmatch(contract_id):
         raise EvidenceError(f"contract id {contract_id!r} is not a safe folder name; no evidence written")
     target = (evidence_dir / contract_id).resolve()
     if not target.is_relative_to(evidence_dir.resolve()) or target == evidence_dir.resolve():
