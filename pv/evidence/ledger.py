@@ -11,6 +11,7 @@
   ``pv evidence forget``: the falsifiers it had decided are pending until they run again;
 - ``pruned``: a bundle ``pv evidence gc`` removed (never one whose verdicts back a status).
 
+A line is compact JSON, keys sorted, in UTF-8 as typed; lines break at ``\n`` alone.
 Each line carries the sha256 of the line before it, so lines cannot be reordered or edited in
 place without breaking the chain, and the file is only ever appended to.  Under git, a removed
 line shows: every commit's diff of the file and the working tree against ``HEAD`` are read, and a
@@ -57,6 +58,17 @@ def bundle_digest(bundle_dir: Path) -> str | None:
 
 def line_digest(line: str) -> str:
     return hashlib.sha256(line.encode()).hexdigest()
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of a ledger (or of git's output about one) as they were written: broken at ``\\n``
+    alone, a ``\\r`` before it dropped (a checkout that turned endings into CRLF).  ``str.splitlines``
+    also breaks at U+2028, U+2029 and U+0085, which a line may hold unescaped (a reason is written
+    as typed), and would cut it in two."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines[-1] == "":
+        lines.pop()  # after the last newline: nothing, not an empty line
+    return lines
 
 
 def _now() -> str:
@@ -147,7 +159,7 @@ def read(contract_dir: Path) -> Ledger:
     if text and not text.endswith("\n"):
         ledger.problems.append("the last line is torn (no newline): a write was interrupted or the file edited")
     before: str | None = None
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(lines_of(text), 1):
         ledger.lines.append(line)
         entry = _parse(n, line, before, ledger)
         if entry is not None:
@@ -200,7 +212,8 @@ def append(ledger: Ledger, kind: EntryKind, run_id: str, digest: str, *, force: 
         **extra,
     }
     line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    fd = os.open(ledger.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # not O_CREAT: locked() made the file; one deleted under the lock is not started afresh
+    fd = os.open(ledger.path, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, (line + "\n").encode())
         os.fsync(fd)
@@ -282,7 +295,7 @@ def _git_log_removals(top: str, head: str, rel: str) -> tuple[tuple[str, str, st
         return ()
     found: list[tuple[str, str, str]] = []
     commit = ""
-    for line in text.splitlines():
+    for line in lines_of(text):
         if line.startswith("\0"):
             commit = line[1:]
         elif line.startswith("-") and not line.startswith("---"):
@@ -352,11 +365,11 @@ def history(ledger_path: Path, current: Ledger | None = None) -> History:
         now = ""
     current = current if current is not None else read(ledger_path.parent)
     forgotten = {e.run_id for e in current.entries if e.kind == "forgotten"}
-    present = set(now.splitlines())
+    present = set(lines_of(now))
     removals = list(_git_log_removals(top, head, rel))
     with contextlib.suppress(GitError):
         committed = run_git(Path(top), "show", f"HEAD:{rel}")
-        removals += [("the working tree", _run_id_of(x), x) for x in committed.splitlines() if x not in present]
+        removals += [("the working tree", _run_id_of(x), x) for x in lines_of(committed) if x not in present]
     for commit, run_id, line in removals:
         if line in present:
             continue  # moved, not lost (the file's own chain says whether that is in order)
