@@ -38,6 +38,7 @@ from pv.bundle.model import (
 from pv.bundle.signing import KeyRing, check_envelope
 from pv.evidence import code_binding
 from pv.evidence.code_binding import CodeScope
+from pv.evidence.ledger import lines_of
 from pv.project import Project, ProjectContract
 from pv.semver import semver_key
 
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
     import jsonschema
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
-_MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
+# a name may hold any character but a line break (the writer refuses those): spaces at its ends too
+_MANIFEST_LINE = re.compile(r"([0-9a-f]{64})  (.+)")
 FUTURE_SKEW = _dt.timedelta(minutes=10)  # clocks drift; a bundle dated later than this is forged
 
 VerifyStatus = Literal["ok", "superseded", "stale", "untrusted", "schema_error", "tampered", "missing", "incomplete"]
@@ -148,7 +150,7 @@ def leftover_tmp_dirs(path: Path) -> list[Path]:
 
 def _read_manifest(path: Path, report: BundleReport) -> dict[str, str] | None:
     try:
-        text = (path / MANIFEST_FILE).read_text(encoding="utf-8")
+        text = (path / MANIFEST_FILE).read_bytes().decode("utf-8")  # not read_text: a CR stays what it was
     except FileNotFoundError:
         report.problems.append(Problem("incomplete", MANIFEST_FILE, "no manifest: the write never finished"))
         return None
@@ -156,8 +158,8 @@ def _read_manifest(path: Path, report: BundleReport) -> dict[str, str] | None:
         report.problems.append(Problem("tampered", MANIFEST_FILE, f"unreadable: {exc}"))
         return None
     entries: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        m = _MANIFEST_LINE.match(line)
+    for n, line in enumerate(lines_of(text), 1):
+        m = _MANIFEST_LINE.fullmatch(line)
         if m is None or m.group(2) in entries or ".." in m.group(2).split("/"):
             report.problems.append(Problem("tampered", MANIFEST_FILE, f"line {n} is malformed"))
             return None

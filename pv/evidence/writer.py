@@ -108,6 +108,18 @@ def _files_under(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
 
 
+def listable(rel: str) -> bool:
+    """Whether a line of ``MANIFEST.sha256`` can hold the name ``rel``: no line break, and UTF-8
+    (a file name of undecodable bytes comes as surrogates)."""
+    if "\n" in rel or "\r" in rel:
+        return False
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _artifact_copies(falsify_id: str, sources: list[str]) -> tuple[list[tuple[Path, str, ArtifactKind]], list[str]]:
     """Where each produced file goes in the bundle, keeping paths below their common parent."""
     present = [Path(s) for s in sources if Path(s).exists()]
@@ -215,12 +227,16 @@ def _case_entry(case: FalsifierResult) -> CaseEntry:
 def _place(
     fid: str, case: str | None, sources: list[str], copies: list[tuple[Path, str]], artifacts: list[ArtifactEntry]
 ) -> tuple[list[str], str]:
-    """Queue a result's files for the bundle; their bundle paths, and a note naming any that vanished."""
+    """Queue a result's files for the bundle; their bundle paths, and a note naming any that vanished
+    or that a manifest cannot list."""
     if not sources:
         return [], ""
     placed, missing = _artifact_copies(f"{fid}/{case}" if case is not None else fid, sources)
+    unlisted = [repr(str(src)) for src, rel, _ in placed if not listable(rel)]  # repr: one printable line
     rels = []
     for src, rel, kind in placed:
+        if not listable(rel):
+            continue
         copies.append((src, rel))
         artifacts.append(
             ArtifactEntry(
@@ -234,7 +250,14 @@ def _place(
             )
         )
         rels.append(rel)
-    return rels, ("artifacts reported but not found: " + ", ".join(missing)) if missing else ""
+    notes = []
+    if missing:
+        notes.append("artifacts reported but not found: " + ", ".join(missing))
+    if unlisted:
+        notes.append(
+            "artifacts not copied, their names hold a line break or bytes that are not UTF-8: " + ", ".join(unlisted)
+        )
+    return rels, "\n".join(notes)
 
 
 def _summary(entries: list[FalsifierEntry]) -> Summary:
