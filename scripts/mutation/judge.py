@@ -230,6 +230,20 @@ def give_back(mutants: Path, verdicts: Mapping[str, int]) -> int:
     return given
 
 
+def drop_deleted_tests(mutants: Path, root: Path) -> list[str]:
+    """Remove the workspace's copies of test files the repository no longer has; their paths.
+    mutmut copies ``tests/`` in but never deletes a copy, so without this a verdict would go on
+    resting on a test that is gone (its copy's digest unchanged) and mutmut would still run it."""
+    copies = mutants / "tests"
+    gone: list[str] = []
+    for copy in sorted(copies.rglob("*")) if copies.is_dir() else ():
+        rel = copy.relative_to(mutants).as_posix()
+        if "__pycache__" not in copy.parts and not copy.is_dir() and not (root / rel).exists():
+            copy.unlink()
+            gone.append(rel)
+    return gone
+
+
 def stale_test_nodes(mutants: Path, digests: FileDigests) -> list[str]:
     """Tests in mutmut's stats whose file (or a conftest above it) changed since their stats were
     collected (mutmut collects stats for new tests only, and an edited test may reach other
@@ -324,11 +338,18 @@ def _holding(mutants: Path, reach: Mapping[str, set[str]]) -> tuple[dict[str, Re
     return {n: r for n, r in records.items() if n in now and holds(r, now[n][1], reach, digests)}, len(now)
 
 
+def _drop_deleted_tests(mutants: Path) -> None:
+    gone = drop_deleted_tests(mutants, ROOT)
+    if gone:
+        print(f"{len(gone)} test files are gone from the repository: the verdicts that rested on them run again")
+
+
 def recover() -> None:
     """Fold into the records what mutmut decided in a chunk that ended without recording it (its
     process killed from outside: a restarted shell, a lost machine).  Only a kill of the whole
     process group comes here: a chunk stopped by SIGTERM records what it can trust itself."""
     mutants = WORKSPACE / "mutants"
+    _drop_deleted_tests(mutants)
     reach = cache.read_reach(mutants)
     kept, total = _holding(mutants, reach)
     found = harvest(mutants, kept, reach)
@@ -342,6 +363,7 @@ def chunk(minutes: float, children: int, only: tuple[str, ...] = ()) -> None:
     mutants = WORKSPACE / "mutants"
     env = environment()
     subprocess.run([sys.executable, "-c", GENERATE_CHILD], cwd=WORKSPACE, env=env, check=True)
+    _drop_deleted_tests(mutants)
     reach = collect_stats(mutants, env)
     kept, total = _holding(mutants, reach)
     given = give_back(mutants, {n: r.exit_code for n, r in kept.items()})

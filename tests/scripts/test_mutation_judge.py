@@ -168,6 +168,7 @@ def test_a_chunk_killed_from_outside_is_recovered_from_mutmut_s_files(
 ) -> None:
     mutants = _workspace(tmp_path)
     monkeypatch.setattr(judge, "WORKSPACE", tmp_path)
+    monkeypatch.setattr(judge, "ROOT", mutants)  # a repository with every test file the workspace has
     monkeypatch.setattr(judge, "RECORDS", tmp_path / "judge-results.jsonl")
     # a record from before the chunk, of a function that has changed since: it no longer holds
     stale = records_of.Record("pv.expr.x_g__mutmut_1", "pv/expr.py", "g-old", 0, {})
@@ -182,3 +183,26 @@ def test_a_chunk_killed_from_outside_is_recovered_from_mutmut_s_files(
     }
     assert all(r.function_digest == "f0" and set(r.tests) == {"tests/pv/test_a.py", "tests/conftest.py"}
                for r in recovered.values())  # fmt: skip
+
+
+def test_a_test_file_deleted_from_the_repository_takes_its_verdicts_with_it(tmp_path: Path) -> None:
+    mutants = _workspace(tmp_path)
+    repo = tmp_path / "repo"
+    (repo / "tests" / "pv").mkdir(parents=True)
+    (repo / "tests" / "conftest.py").write_text("# shared\n")
+    (repo / "tests" / "pv" / "test_b.py").write_text("def test_two(): pass\n")  # test_a.py was deleted
+    (mutants / "tests" / "pv" / "__pycache__").mkdir()
+    (mutants / "tests" / "pv" / "__pycache__" / "test_a.cpython-311.pyc").write_bytes(b"")
+    digests = records_of.FileDigests(mutants)
+    killed = records_of.Record(
+        "pv.expr.x_f__mutmut_1", "pv/expr.py", "f0", 1, digests.of_tests(["tests/pv/test_a.py::t"])
+    )
+    reach = {"pv.expr.x_f": {"tests/pv/test_a.py::test_one"}}
+    assert records_of.holds(killed, "f0", reach, digests)  # the copy is still there
+
+    assert judge.drop_deleted_tests(mutants, repo) == ["tests/pv/test_a.py"]
+    assert not records_of.holds(killed, "f0", reach, records_of.FileDigests(mutants))
+    assert (mutants / "tests" / "pv" / "test_b.py").is_file() and (mutants / "tests" / "conftest.py").is_file()
+    assert (mutants / "tests" / "pv" / "__pycache__").is_dir()
+    assert judge.drop_deleted_tests(mutants, repo) == []
+    assert judge.drop_deleted_tests(tmp_path / "nothing-yet", repo) == []
