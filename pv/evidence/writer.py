@@ -114,7 +114,7 @@ def listable(rel: str) -> bool:
     if "\n" in rel or "\r" in rel:
         return False
     try:
-        rel.encode("utf-8")
+        rel.encode()  # UTF-8
     except UnicodeEncodeError:
         return False
     return True
