@@ -280,7 +280,8 @@ def harvest(mutants: Path, records: dict[str, Record], reach: Mapping[str, set[s
     for name, (module, digest, code) in generated(mutants).items():
         if code is None or digest is None or name in records:
             continue
-        records[name] = Record(name, module, digest, code, digests.of_tests(reach.get(key_of(name), ())))
+        tests = digests.of_tests(reach.get(key_of(name), ()), helpers=True)
+        records[name] = Record(name, module, digest, code, tests, helpers=True)
         new += 1
     return new
 

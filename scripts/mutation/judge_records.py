@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pv.import_closure import closure
 from pv.mutation import KILLED, function_of, status_of
 
 
@@ -41,6 +42,7 @@ class FileDigests:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._known: dict[str, str] = {}
+        self._helpers: dict[str, list[str]] = {}
 
     def __call__(self, rel: str) -> str:
         if rel not in self._known:
@@ -50,9 +52,22 @@ class FileDigests:
                 self._known[rel] = "absent"
         return self._known[rel]
 
-    def of_tests(self, nodes: Iterable[str]) -> dict[str, str]:
-        """file -> digest for every file the tests ``nodes`` depend on."""
-        return {f: self(f) for node in nodes for f in test_files(node, self.root)}
+    def helpers(self, rel: str) -> list[str]:
+        """The modules of the ``tests`` package that the test file ``rel`` imports, directly or
+        through one another (``tests/pv/toy.py``, another test file's fixtures)."""
+        if rel not in self._helpers:
+            path = self.root / rel
+            found = closure(self.root, path, ("tests",)) if path.is_file() else []
+            self._helpers[rel] = [r for r, _ in found]
+        return self._helpers[rel]
+
+    def of_tests(self, nodes: Iterable[str], helpers: bool = False) -> dict[str, str]:
+        """file -> digest for every file the tests ``nodes`` depend on; with ``helpers``, the
+        modules they import from the tests too."""
+        files = {f for node in nodes for f in test_files(node, self.root)}
+        if helpers:
+            files |= {h for f in list(files) for h in self.helpers(f)}
+        return {f: self(f) for f in sorted(files)}
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,8 @@ class Record:
     function_digest: str  # mutmut's digest of the mutated function's source
     exit_code: int
     tests: dict[str, str] = field(default_factory=dict)  # file -> digest, of the tests that reached it
+    # whether ``tests`` holds the helper modules those tests import (records before it do not)
+    helpers: bool = False
 
     @property
     def status(self) -> str:
@@ -79,14 +96,15 @@ def holds(record: Record, function_digest: str | None, reach: Mapping[str, set[s
     """Whether ``record`` still stands: the same function source, and the tests it rested on unchanged.
 
     A kill stands while every test file that reached the function then is unchanged (a test added
-    elsewhere cannot undo it).  Any other outcome (survived, no test reached it, a crash) stands
+    elsewhere cannot undo it), and so do the helper modules those tests import, in the records
+    that keep them (:attr:`Record.helpers`).  Any other outcome (survived, no test reached it, a crash) stands
     only while exactly the same files, unchanged, reach the function: a new or edited test that
     reaches it runs the mutant again."""
     if function_digest is None or function_digest != record.function_digest:
         return False
     if record.status in KILLED:
         return all(digests(f) == d for f, d in record.tests.items())
-    return digests.of_tests(reach.get(record.key, ())) == record.tests
+    return digests.of_tests(reach.get(record.key, ()), record.helpers) == record.tests
 
 
 def _tests_id(tests: Mapping[str, str]) -> str:
@@ -103,7 +121,12 @@ def read_records(path: Path) -> dict[str, Record]:
         if line.strip():
             raw = json.loads(line)
             records[raw["mutant"]] = Record(
-                raw["mutant"], raw["module"], raw["function_digest"], raw["exit_code"], sets[raw["tests"]]
+                raw["mutant"],
+                raw["module"],
+                raw["function_digest"],
+                raw["exit_code"],
+                sets[raw["tests"]],
+                raw.get("helpers", False),
             )
     return records
 
@@ -124,7 +147,8 @@ def write_records(path: Path, records: Mapping[str, Record]) -> None:
                 "exit_code": r.exit_code,
                 "status": r.status,
                 "tests": _tests_id(r.tests),
-            },
+            }
+            | ({"helpers": True} if r.helpers else {}),  # a record before helpers were kept reads as it was
             sort_keys=True,
         )
         for r in sorted(records.values(), key=lambda r: r.mutant)

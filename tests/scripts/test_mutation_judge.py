@@ -206,3 +206,29 @@ def test_a_test_file_deleted_from_the_repository_takes_its_verdicts_with_it(tmp_
     assert (mutants / "tests" / "pv" / "__pycache__").is_dir()
     assert judge.drop_deleted_tests(mutants, repo) == []
     assert judge.drop_deleted_tests(tmp_path / "nothing-yet", repo) == []
+
+
+def test_a_verdict_rests_on_the_helper_modules_its_tests_import(tmp_path: Path) -> None:
+    mutants = _workspace(tmp_path)
+    (mutants / "tests" / "pv" / "toy.py").write_text("VALUE = 1\n")
+    (mutants / "tests" / "pv" / "test_a.py").write_text("from tests.pv.toy import VALUE\n\ndef test_one(): pass\n")
+    reach = {"pv.expr.x_f": {"tests/pv/test_a.py::test_one"}}
+    digests = records_of.FileDigests(mutants)
+    tests = digests.of_tests(reach["pv.expr.x_f"], helpers=True)
+    assert sorted(tests) == ["tests/conftest.py", "tests/pv/test_a.py", "tests/pv/toy.py"]
+    assert sorted(digests.of_tests(reach["pv.expr.x_f"])) == ["tests/conftest.py", "tests/pv/test_a.py"]
+    killed = records_of.Record("pv.expr.x_f__mutmut_1", "pv/expr.py", "f0", 1, tests, helpers=True)
+    survived = records_of.Record("pv.expr.x_f__mutmut_2", "pv/expr.py", "f0", 0, tests, helpers=True)
+    older = records_of.Record(  # recorded before helpers were kept: it stands as it did
+        "pv.expr.x_f__mutmut_3", "pv/expr.py", "f0", 0, digests.of_tests(reach["pv.expr.x_f"])
+    )
+    path = tmp_path / "judge-results.jsonl"
+    records_of.write_records(path, {r.mutant: r for r in (killed, survived, older)})
+    assert '"helpers"' not in path.read_text().splitlines()[2]  # an older record's line is written as it was
+    read = records_of.read_records(path)
+    assert [r.helpers for r in read.values()] == [True, True, False]
+    assert all(records_of.holds(r, "f0", reach, digests) for r in read.values())
+
+    (mutants / "tests" / "pv" / "toy.py").write_text("VALUE = 2\n")  # a helper edited: the tests may now say less
+    after = records_of.FileDigests(mutants)
+    assert [records_of.holds(r, "f0", reach, after) for r in read.values()] == [False, False, True]
