@@ -23,7 +23,10 @@ def _with(bundle: Path, edit: Any) -> list[str]:
 @pytest.mark.parametrize(
     ("edit", "why"),
     [
-        (lambda fs: [*fs, {**fs[0], "id": "FALSIFY-EXTRA-009"}], "not declared by the contract: FALSIFY-EXTRA-009"),
+        (
+            lambda fs: [*fs, {**fs[0], "id": "FALSIFY-EXTRA-008"}, {**fs[0], "id": "FALSIFY-EXTRA-009"}],
+            "not declared by the contract: FALSIFY-EXTRA-008, FALSIFY-EXTRA-009",
+        ),
         (lambda fs: fs[:2], "declared but absent: FALSIFY-DEMO-003"),
         (lambda fs: [*fs, fs[0]], "a falsifier listed twice"),
     ],
