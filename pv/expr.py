@@ -417,6 +417,8 @@ def parse(text: str) -> Expression:
         raise ExprError("the expression is empty", 1, text)
     if len(text) > MAX_LENGTH:
         raise ExprError(f"the expression is {len(text)} characters long; the limit is {MAX_LENGTH}", 1, text)
+    if "\0" in text:  # Python's parser says only that it ran off the end, which it did not
+        raise ExprError("the expression holds a NUL character", text.index("\0") + 1, text)
     source = _normalise(text)
     lead = len(source) - len(source.lstrip())
     try:
