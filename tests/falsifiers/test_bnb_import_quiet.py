@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.faults import FAULTS
+from engine.quant import import_bnb
 from falsifiers.nf4_quantization.bnb_import_quiet import import_hides_one_warning
 
 KEPT = ["bitsandbytes.cextension:WARNING", "bitsandbytes.backends.cpu.ops:ERROR"]
@@ -27,8 +28,10 @@ def test_a_silenced_root_logger_loses_the_other_warning(tmp_path: Path) -> None:
     with FAULTS.enabled("bnb_import_silences_all"):
         out = import_hides_one_warning(tmp_path)
     # the cextension warning never reached the user, and the CPU logger, at the user's INFO, let
-    # through the one warning that was to be hidden, from the real bitsandbytes too
+    # through the one warning that was to be hidden, from the real bitsandbytes too where it logs
+    # it (bitsandbytes tries the optional kernel only on a CPU with AVX512-BF16)
     assert out["stand_in_records"] == ["bitsandbytes.backends.cpu.ops:WARNING", "bitsandbytes.backends.cpu.ops:ERROR"]
-    assert [r.split(":", 1)[1] for r in out["real_cpu_warnings"]] == ["WARNING"]
+    real = ["WARNING"] if import_bnb().functional.has_avx512bf16() else []
+    assert [r.split(":", 1)[1] for r in out["real_cpu_warnings"]] == real
     assert out["stand_in_levels_after"] == ["WARNING", "INFO"]
     assert out["child_exits"] == [0, 0, 0]
