@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pv.bundle.digest import sha256_file
 from pv.evidence.verify import verify_bundle
-from pv.evidence.writer import manifest_text
 from pv.results import Verdict
 from tests.pv.evidence.conftest import Writer, reseal, result
+from tests.pv.evidence.test_verify_problems import _remanifest
 
 DISAGREE = "bundle.json and the manifest disagree on this artifact"
 
@@ -20,16 +19,6 @@ def _bundle(write: Writer, tmp_path: Path) -> Path:
     log = tmp_path / "train.log"
     log.write_text("step 0\n")
     return write([result("FALSIFY-DEMO-001", Verdict.SURVIVED, artifacts=[str(log)])])
-
-
-def _remanifest(bundle: Path) -> None:
-    """A forger's manifest over every file now in the bundle."""
-    files = {
-        p.relative_to(bundle).as_posix(): sha256_file(p)
-        for p in sorted(bundle.rglob("*"))
-        if p.is_file() and p.name != "MANIFEST.sha256"
-    }
-    (bundle / "MANIFEST.sha256").write_text(manifest_text(files))
 
 
 def test_an_artifact_only_bundle_json_claims_is_named(write: Writer, tmp_path: Path) -> None:
