@@ -150,7 +150,8 @@ def leftover_tmp_dirs(path: Path) -> list[Path]:
 
 def _read_manifest(path: Path, report: BundleReport) -> dict[str, str] | None:
     try:
-        text = (path / MANIFEST_FILE).read_bytes().decode("utf-8")  # not read_text: a CR stays what it was
+        # not read_text: its newline translation would break a line at a lone CR
+        text = (path / MANIFEST_FILE).read_bytes().decode("utf-8")
     except FileNotFoundError:
         report.problems.append(Problem("incomplete", MANIFEST_FILE, "no manifest: the write never finished"))
         return None

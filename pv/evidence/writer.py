@@ -232,10 +232,11 @@ def _place(
     if not sources:
         return [], ""
     placed, missing = _artifact_copies(f"{fid}/{case}" if case is not None else fid, sources)
-    unlisted = [repr(str(src)) for src, rel, _ in placed if not listable(rel)]  # repr: one printable line
-    rels = []
+    rels: list[str] = []
+    unlisted: list[str] = []
     for src, rel, kind in placed:
         if not listable(rel):
+            unlisted.append(repr(str(src)))  # repr: the note stays one printable line
             continue
         copies.append((src, rel))
         artifacts.append(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pv.bundle.digest import sha256_file
 from pv.bundle.model import ENVELOPE_FILE, MANIFEST_FILE
 from pv.bundle.signing import KeyRing, Signer, generate
 from pv.evidence.verify import verify_bundle
-from pv.evidence.writer import manifest_text, write_run
+from pv.evidence.writer import write_run
 from tests.pv.evidence.conftest import ENV, Project, all_survive, record
+from tests.pv.evidence.test_verify_problems import _remanifest
 
 UNSIGNED = ("untrusted", ENVELOPE_FILE, "unsigned, and trusted keys are configured")
 
@@ -28,11 +28,6 @@ def signed(project: Project) -> tuple[Path, KeyRing]:
 
 def _problems(bundle: Path, keys: KeyRing | None) -> list[tuple[str, str, str]]:
     return [(p.kind, p.file, p.detail) for p in verify_bundle(bundle, keys=keys).problems]
-
-
-def _remanifest(bundle: Path) -> None:
-    files = {p.name: sha256_file(p) for p in sorted(bundle.iterdir()) if p.is_file() and p.name != MANIFEST_FILE}
-    (bundle / MANIFEST_FILE).write_text(manifest_text(files))
 
 
 def test_a_listed_envelope_deleted_is_missing_and_the_bundle_unsigned(signed: tuple[Path, KeyRing]) -> None:
