@@ -35,8 +35,8 @@ RUN_ID_TIME_FORMAT = "%Y%m%dT%H%M%S%fZ"  # a run id starts with its start time i
 
 def parse_time(text: str) -> _dt.datetime | None:
     """A bundle's ISO 8601 time as an aware UTC datetime, or None if it is not one."""
-    try:
-        when = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    try:  # Python 3.11 reads a trailing Z as UTC
+        when = _dt.datetime.fromisoformat(text)
     except ValueError:
         return None
     return when.replace(tzinfo=_dt.UTC) if when.tzinfo is None else when.astimezone(_dt.UTC)
