@@ -42,20 +42,39 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def utf8_text(text: str) -> str:
+    """``text`` as UTF-8 can hold it.  A file name whose bytes did not decode comes as lone
+    surrogates (``os.fsdecode``), which no UTF-8 file can hold: each such byte is written ``\\xNN``,
+    any other lone surrogate ``\\uNNNN``, so the evidence of a run that met one is still written."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return "".join(_escaped(c) if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def _escaped(surrogate: str) -> str:
+    code = ord(surrogate)
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 def jsonable(value: Any) -> Any:
-    """Plain JSON data from checker output: non-finite floats and array scalars included.
+    """Plain JSON data from checker output: non-finite floats, array scalars and text that UTF-8
+    cannot hold (:func:`utf8_text`) included.
 
     JSON has no NaN or infinity; a NaN loss is exactly what evidence must be able to show, so
     it is written as the string ``"nan"`` rather than dropped or emitted as invalid JSON.
     """
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        return utf8_text(value)
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         if math.isfinite(value):
             return value
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {utf8_text(str(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         items = [jsonable(v) for v in value]
         return sorted(items, key=repr) if isinstance(value, set | frozenset) else items
