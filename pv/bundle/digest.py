@@ -23,7 +23,6 @@ from pv.loader import LoadedContract, load_contract_bytes
 # v1 parsed with PyYAML's YAML 1.1 rules, so `014` digested as 12 while the run read 14; v2 reads
 # the contract through pv.loader, the parser the run itself uses.
 BINDING_METHOD = "pv-canonical-v2"
-_CHUNK = 1 << 20
 
 
 class ContractUnreadable(ValueError):
@@ -35,11 +34,8 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()  # read in chunks, never whole
 
 
 def utf8_text(text: str) -> str:
@@ -70,9 +66,7 @@ def jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return value if math.isfinite(value) else str(value)  # "nan", "inf" or "-inf"
     if isinstance(value, dict):
         return {utf8_text(str(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
