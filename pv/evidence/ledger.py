@@ -220,7 +220,7 @@ def append(ledger: Ledger, kind: EntryKind, run_id: str, digest: str, *, force: 
     finally:
         os.close(fd)
     ledger.lines.append(line)
-    entry = _parse(seq, line, before, Ledger(ledger.path))
+    entry = _parse(seq, line, before, ledger)  # the ledger in memory stays what reading the file gives
     assert entry is not None
     ledger.entries.append(entry)
     return entry
