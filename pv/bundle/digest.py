@@ -38,15 +38,23 @@ def sha256_file(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()  # read in chunks, never whole
 
 
-def utf8_text(text: str) -> str:
-    """``text`` as UTF-8 can hold it.  A file name whose bytes did not decode comes as lone
-    surrogates (``os.fsdecode``), which no UTF-8 file can hold: each such byte is written ``\\xNN``,
-    any other lone surrogate ``\\uNNNN``, so the evidence of a run that met one is still written."""
+def holds_utf8(text: str) -> bool:
+    """Whether UTF-8 can hold ``text``: not if it has lone surrogates, which is how a file name
+    whose bytes did not decode comes (``os.fsdecode``)."""
     try:
         text.encode()
     except UnicodeEncodeError:
-        return "".join(_escaped(c) if "\ud800" <= c <= "\udfff" else c for c in text)
-    return text
+        return False
+    return True
+
+
+def utf8_text(text: str) -> str:
+    """``text`` as UTF-8 can hold it (:func:`holds_utf8`): each undecoded byte of a file name
+    written ``\\xNN``, any other lone surrogate ``\\uNNNN``, so the evidence of a run that met one is
+    still written."""
+    if holds_utf8(text):
+        return text
+    return "".join(_escaped(c) if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def _escaped(surrogate: str) -> str:

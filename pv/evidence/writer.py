@@ -26,6 +26,7 @@ from pv.bundle.digest import (
     contract_data,
     declared_falsifiers,
     dumps,
+    holds_utf8,
     jsonable,
     sha256_bytes,
     sha256_file,
@@ -111,13 +112,7 @@ def _files_under(path: Path) -> list[Path]:
 def listable(rel: str) -> bool:
     """Whether a line of ``MANIFEST.sha256`` can hold the name ``rel``: no line break, and UTF-8
     (a file name of undecodable bytes comes as surrogates)."""
-    if "\n" in rel or "\r" in rel:
-        return False
-    try:
-        rel.encode()  # UTF-8
-    except UnicodeEncodeError:
-        return False
-    return True
+    return "\n" not in rel and "\r" not in rel and holds_utf8(rel)
 
 
 def _artifact_copies(falsify_id: str, sources: list[str]) -> tuple[list[tuple[Path, str, ArtifactKind]], list[str]]:

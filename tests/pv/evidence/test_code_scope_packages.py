@@ -11,12 +11,7 @@ from pathlib import Path
 import pytest
 
 from pv.evidence.code_binding import CodeScope, file_sha256
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+from tests.pv.evidence.test_code_scope_walk import _write
 
 
 def test_a_dotted_measured_package_is_the_folder_its_parts_name(tmp_path: Path) -> None:
