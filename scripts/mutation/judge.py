@@ -129,10 +129,12 @@ ForkServerRunner.submit = fastest_first
 sys.argv[0] = "mutmut"
 sys.exit(cli())
 """
-STATS_FILES = "judge-stats-files.json"  # test file -> digest, as it was when its tests' stats were collected
+# test file -> digest, and function -> mutmut's digest, as they were when the tests' stats were collected
+STATS_FILES = "judge-stats-files.json"
 # How the stats are collected; stats collected another way are collected again for every test
-# (2: with the functions a forked checker reaches, pv.mutation.record_child_hits).
-STATS_VERSION = 2
+# (2: with the functions a forked checker reaches, pv.mutation.record_child_hits; 3: with the
+# functions' digests beside the test files', so that a changed function's callers are collected again).
+STATS_VERSION = 3
 
 
 def settings() -> str:
@@ -247,7 +249,9 @@ def drop_deleted_tests(mutants: Path, root: Path) -> list[str]:
 def stale_test_nodes(mutants: Path, digests: FileDigests) -> list[str]:
     """Tests in mutmut's stats whose file (or a conftest above it) changed since their stats were
     collected (mutmut collects stats for new tests only, and an edited test may reach other
-    functions); every test when the stats were collected another way (:data:`STATS_VERSION`)."""
+    functions), or that reached a function whose source changed since (it may call others now: a
+    helper split out of it is otherwise reached by no test); every test when the stats were
+    collected another way (:data:`STATS_VERSION`)."""
     path = mutants / STATS_FILES
     doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     stats = mutants / "mutmut-stats.json"
@@ -256,7 +260,10 @@ def stale_test_nodes(mutants: Path, digests: FileDigests) -> list[str]:
     then: dict[str, str] = doc.get("files", {})
     reach = cache.read_reach(mutants)
     nodes = {node for tests in reach.values() for node in tests}
-    return sorted(n for n in nodes if any(then.get(f) != digests(f) for f in test_files(n, digests.root)))
+    stale = {n for n in nodes if any(then.get(f) != digests(f) for f in test_files(n, digests.root))}
+    before: dict[str, str] = doc.get("functions", {})
+    changed = (name for name, digest in cache.function_digests(mutants).items() if before.get(name) != digest)
+    return sorted(stale.union(*(reach.get(name, ()) for name in changed)))
 
 
 def collect_stats(mutants: Path, env: dict[str, str]) -> dict[str, set[str]]:
@@ -268,7 +275,11 @@ def collect_stats(mutants: Path, env: dict[str, str]) -> dict[str, set[str]]:
     subprocess.run([sys.executable, "-c", STATS_CHILD], cwd=WORKSPACE, env=env, check=True)
     reach = cache.read_reach(mutants)
     files = {f for tests in reach.values() for node in tests for f in test_files(node, mutants)}
-    doc = {"version": STATS_VERSION, "files": {f: digests(f) for f in sorted(files)}}
+    doc = {
+        "version": STATS_VERSION,
+        "files": {f: digests(f) for f in sorted(files)},
+        "functions": cache.function_digests(mutants),
+    }
     (mutants / STATS_FILES).write_text(json.dumps(doc, indent=1), encoding="utf-8")
     return reach
 

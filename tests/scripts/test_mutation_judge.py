@@ -149,7 +149,9 @@ def test_stats_of_changed_tests_or_collected_another_way_are_collected_again(tmp
     mutants = _workspace(tmp_path)
     digests = records_of.FileDigests(mutants)
     files = {f: digests(f) for f in ("tests/pv/test_a.py", "tests/conftest.py")}
-    (mutants / judge.STATS_FILES).write_text(json.dumps({"version": judge.STATS_VERSION, "files": files}))
+    functions = {"pv.expr.x_f": "f0", "pv.expr.x_g": "g0"}
+    doc = {"version": judge.STATS_VERSION, "files": files, "functions": functions}
+    (mutants / judge.STATS_FILES).write_text(json.dumps(doc))
     assert judge.stale_test_nodes(mutants, records_of.FileDigests(mutants)) == []
     (mutants / "tests" / "pv" / "test_a.py").write_text("def test_one(): assert 1\n")
     assert judge.stale_test_nodes(mutants, records_of.FileDigests(mutants)) == ["tests/pv/test_a.py::test_one"]
@@ -161,6 +163,23 @@ def test_stats_of_changed_tests_or_collected_another_way_are_collected_again(tmp
         "tests/pv/test_a.py::test_one",
         "tests/pv/test_b.py::test_two",
     ]
+
+
+def test_the_stats_of_a_test_reaching_a_changed_function_are_collected_again(tmp_path: Path) -> None:
+    """A function whose source changed may call others now (a helper split out of it): the tests
+    that reached it, their files unchanged, are collected again, or the helper is reached by none."""
+    mutants = _workspace(tmp_path)
+    digests = records_of.FileDigests(mutants)
+    files = {f: digests(f) for f in ("tests/pv/test_a.py", "tests/conftest.py")}
+    doc = {"version": judge.STATS_VERSION, "files": files, "functions": {"pv.expr.x_f": "f0", "pv.expr.x_g": "g0"}}
+    (mutants / judge.STATS_FILES).write_text(json.dumps(doc))
+    meta = json.loads((mutants / "pv" / "expr.py.meta").read_text())
+    meta["hash_by_function_name"]["x_g"] = "g1"  # reached by no test: nothing to collect
+    (mutants / "pv" / "expr.py.meta").write_text(json.dumps(meta))
+    assert judge.stale_test_nodes(mutants, records_of.FileDigests(mutants)) == []
+    meta["hash_by_function_name"]["x_f"] = "f1"
+    (mutants / "pv" / "expr.py.meta").write_text(json.dumps(meta))
+    assert judge.stale_test_nodes(mutants, records_of.FileDigests(mutants)) == ["tests/pv/test_a.py::test_one"]
 
 
 def test_a_chunk_killed_from_outside_is_recovered_from_mutmut_s_files(
