@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import itertools
 import math
 import numbers
 import statistics
+import tokenize
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -399,8 +401,24 @@ def _prefix_bytes(text: str) -> int:
 
 
 def _normalise(text: str) -> str:
-    # YAML block scalars bring newlines and tabs; spaces keep every column where it was.
-    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
+    # A YAML block scalar brings line breaks, which end an expression in Python's eval mode; a
+    # blank keeps every column where it was.  A tab is a blank to Python already, and inside a
+    # string literal it is the tab the contract wrote (YAML's "\t"): it stays.
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def _line_break_in_literal(text: str, source: str) -> int | None:
+    """The column of the first string literal that holds a line break as ``text`` wrote it, if
+    one does: parsing ``source`` (``text`` normalised, character for character) read it as a
+    blank, so the string compared would not be the one the contract wrote."""
+    lead = len(source) - len(source.lstrip())
+    tokens = tokenize.generate_tokens(io.StringIO(source.strip()).readline)
+    for token in tokens:
+        if token.type == tokenize.STRING:
+            first, last = lead + token.start[1], lead + token.end[1]
+            if "\n" in text[first:last] or "\r" in text[first:last]:
+                return first + 1
+    return None
 
 
 def _col(text: str, node: ast.AST) -> int:
@@ -437,6 +455,9 @@ def parse(text: str) -> Expression:
     names: set[str] = set()
     functions: set[str] = set()
     _check(text, tree.body, names, functions, depth=0)
+    broken = _line_break_in_literal(text, source)
+    if broken is not None:
+        raise ExprError("a string literal holds a line break; write it as \\n", broken, text)
     return Expression(text=text, tree=tree, names=frozenset(names), functions=frozenset(functions))
 
 
