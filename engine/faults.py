@@ -393,6 +393,10 @@ FAULTS.register(
 FAULTS.register("q4_1_zero_off_by_8", "a Q4_1 block's m is taken as the weight at code 8 (its zero is off by 8 d)")
 FAULTS.register("q4_scales_transposed", "a Q4 layer's scale and zero pairs are laid out in the file's row order")
 FAULTS.register("q8_block_scales_shifted", "a Q8_0 layer applies each block's scales to the next block's column")
+FAULTS.register(
+    "native_decode_key_unrotated",
+    "the native decoder layer writes a token's key into the cache before its rotary embedding",
+)
 FAULTS.register("q5_0_high_bits_big_endian", "a Q5_0 block's 32 fifth bits are read as a big-endian uint32")
 FAULTS.register("q6_k_scales_unsigned", "a Q6_K block's sixteen int8 sub-block scales are read as uint8")
 FAULTS.register("q4_k_min_added", "a Q4_K sub-block's min is added to its weights instead of subtracted")

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine import native_blocks
 from engine.config import ModelConfig
 from engine.faults import FAULTS
 from engine.quantized import BlockLinear, Int4Linear, can_stack, stacked
@@ -144,24 +145,31 @@ class KVCache:
         Storage grows geometrically, so a decode step writes one slot instead of re-copying the
         whole history (what a ``torch.cat`` per step would do).
         """
+        buf, old = self.reserve(layer, k, k.shape[2])
+        new = old + k.shape[2]
+        buf[0][:, :, old:new] = k
+        buf[1][:, :, old:new] = v
+        return self.keys[layer], self.values[layer]  # type: ignore[return-value]
+
+    def reserve(self, layer: int, like: torch.Tensor, count: int) -> tuple[tuple[torch.Tensor, torch.Tensor], int]:
+        """Room for ``count`` more positions of ``layer`` (keys shaped like ``like`` [batch, kv_heads,
+        *, head_dim]): its storage and the first new position; ``keys[layer]``/``values[layer]``
+        already span the new positions, for the caller to write."""
         pk, pv = self.keys[layer], self.values[layer]
         old = 0 if pk is None else pk.shape[2]
-        new = old + k.shape[2]
+        new = old + count
         buf = self._buffers.get(layer)
-        if buf is None or buf[0].shape[2] < new or buf[0].shape[:2] != k.shape[:2] or buf[0].dtype != k.dtype:
+        if buf is None or buf[0].shape[2] < new or buf[0].shape[:2] != like.shape[:2] or buf[0].dtype != like.dtype:
             cap = max(new, 2 * old, 16)
-            bk = k.new_empty(k.shape[0], k.shape[1], cap, k.shape[3])
-            bv = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
+            bk = like.new_empty(like.shape[0], like.shape[1], cap, like.shape[3])
+            bv = like.new_empty(like.shape[0], like.shape[1], cap, like.shape[3])
             if pk is not None and pv is not None:
                 bk[:, :, :old] = pk
                 bv[:, :, :old] = pv
             buf = (bk, bv)
             self._buffers[layer] = buf
-        buf[0][:, :, old:new] = k
-        buf[1][:, :, old:new] = v
-        k, v = buf[0][:, :, :new], buf[1][:, :, :new]
-        self.keys[layer], self.values[layer] = k, v
-        return k, v
+        self.keys[layer], self.values[layer] = buf[0][:, :, :new], buf[1][:, :, :new]
+        return buf, old
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor) -> torch.Tensor:
@@ -249,6 +257,9 @@ class FusedLayer:
     input_norm: torch.Tensor | None
     post_norm: torch.Tensor | None
     eps: float
+    # the four matrices' block layers where the native kernel can read all of them: one decode
+    # step of one sequence then runs as one native call (engine.native_blocks.decode_layer)
+    blocks: tuple[BlockLinear, BlockLinear, BlockLinear, BlockLinear] | None = None
 
 
 class DecoderLayer(nn.Module):
@@ -265,6 +276,10 @@ class DecoderLayer(nn.Module):
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None, cache: KVCache | None
     ) -> torch.Tensor:
         if self.fused is not None:
+            if self.fused.blocks is not None and mask is None and cache is not None and x.shape[:2] == (1, 1):
+                step = native_blocks.decode_layer()
+                if step is not None and x.dtype == torch.float32 and x.device.type == "cpu":
+                    return self._decode_native(step, self.fused.blocks, x, cos, sin, cache)
             return self._forward_fused(self.fused, x, cos, sin, mask, cache)
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
         return x + self.mlp(self.post_attention_layernorm(x))
@@ -288,6 +303,44 @@ class DecoderLayer(nn.Module):
         x = x + f.o(attn.attend(qk[:, :heads], qk[:, heads:], qkv[:, heads + kv_heads :], mask, cache))
         gate, up = f.gate_up(F.rms_norm(x, (hidden,), f.post_norm, f.eps)).chunk(2, dim=-1)
         return x + f.down(F.silu(gate) * up)
+
+    def _decode_native(
+        self,
+        step: native_blocks.DecodeLayer,
+        blocks: tuple[BlockLinear, BlockLinear, BlockLinear, BlockLinear],
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        cache: KVCache,
+    ) -> torch.Tensor:
+        """One new token of one sequence through :meth:`_forward_fused`'s layer in one native call
+        (its arithmetic in engine/native_blocks.cpp), the key and value written into the cache."""
+        attn, f = self.self_attn, self.fused
+        assert f is not None and f.input_norm is not None and f.post_norm is not None
+        (keys, values), pos = cache.reserve(attn.layer_idx, x.new_empty(1, attn.num_kv_heads, 0, attn.head_dim), 1)
+        matrices = []
+        for layer in blocks:
+            raw = layer.kernel_blocks
+            assert raw is not None
+            matrices += [raw, native_blocks.KINDS[layer.kind], native_blocks.defects(layer.kind)]
+        out = step(
+            x.reshape(-1).contiguous(),
+            f.input_norm,
+            *matrices[:6],
+            f.post_norm,
+            *matrices[6:],
+            f.eps,
+            cos.reshape(-1).contiguous(),
+            sin.reshape(-1).contiguous(),
+            keys[0],
+            values[0],
+            pos,
+            attn.num_heads,
+            attn.num_kv_heads,
+            native_blocks.layer_defects(),
+        )
+        native_blocks.DECODE_LAYER_CALLS[0] += 1
+        return out.view(1, 1, -1)
 
     def fuse(self) -> FusedLayer | None:
         """This layer's :class:`FusedLayer`, or None where fusing would change what it computes.
@@ -343,14 +396,20 @@ class DecoderLayer(nn.Module):
         gate/up stacked into one kernel call each; the norms' weights cannot be folded into blocks,
         so they stay in the norms."""
         q, k, v, o, gate, up, down = projections
+        qkv, gate_up = stacked([q, k, v]), stacked([gate, up])
+        matrices = (qkv, o, gate_up, down)
+        readable = all(m.kind in native_blocks.KINDS and m.kernel_blocks is not None for m in matrices)
+        # their forward methods, not the modules: a decode step makes 4 calls a layer, and a
+        # module's __call__ (its hook machinery) costs as much as a small kernel
         return FusedLayer(
-            qkv=stacked([q, k, v]),
-            o=o,
-            gate_up=stacked([gate, up]),
-            down=down,
-            input_norm=self.input_layernorm.weight.detach(),
-            post_norm=self.post_attention_layernorm.weight.detach(),
+            qkv=qkv.forward,
+            o=o.forward,
+            gate_up=gate_up.forward,
+            down=down.forward,
+            input_norm=self.input_layernorm.weight.detach().float().contiguous(),
+            post_norm=self.post_attention_layernorm.weight.detach().float().contiguous(),
             eps=self.input_layernorm.eps,
+            blocks=matrices if readable else None,
         )
 
 
@@ -380,7 +439,9 @@ def fused_layers(model: nn.Module) -> Iterator[None]:
     calls (see :meth:`DecoderLayer.fuse` for which layers qualify).  The rearranged copies cost
     memory equal to the q/k/v and gate/up weights; they are built on entry from the weights as
     they are then, dropped on exit, and detached, so the block must run without autograd
-    (``generate`` holds ``inference_mode``).
+    (``generate`` holds ``inference_mode``).  A layer of Q4_0, Q4_1 or Q8_0 blocks decoding one
+    token of one unpadded sequence runs as one native call where the native kernel runs
+    (:meth:`DecoderLayer._decode_native`, engine.native_blocks.decode_layer).
     """
     layers = [m for m in model.modules() if isinstance(m, DecoderLayer)]
     try:

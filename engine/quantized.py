@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine import native_blocks
 from engine.errors import BlocksError
 from engine.faults import FAULTS
 
@@ -215,10 +216,14 @@ def unpack(kind: str, raw: np.ndarray, shape: tuple[int, int]) -> QuantBlocks:
 
 
 class BlockLinear(nn.Module, ABC):
-    """A linear layer that multiplies through a kernel of quantized blocks (bfloat16 activations);
-    its output in the input's dtype, plus its bias."""
+    """A linear layer that multiplies through a kernel of quantized blocks; its output in the
+    input's dtype, plus its bias.  Q4_0, Q4_1 and Q8_0 blocks run through the native kernel where it
+    loads (engine.native_blocks: the blocks where they lie, float32 inputs rounded to int16 per
+    block), everything else through torch's int kernels (:meth:`multiply`, bfloat16 activations)."""
 
     raw: torch.Tensor | None  # the file's blocks (QuantBlocks.raw): what a checkpoint stores
+    # a stacked layer's blocks, its parts' rows one after the other (it keeps no raw of its own)
+    joined_blocks: torch.Tensor | None = None
 
     def __init__(
         self, raw: np.ndarray | None, in_features: int, out_features: int, kind: str, bias: torch.Tensor | None
@@ -233,9 +238,21 @@ class BlockLinear(nn.Module, ABC):
     def multiply(self, flat: torch.Tensor) -> torch.Tensor:
         """``flat`` ([rows, in] bfloat16) times the blocks' matrix transposed: [rows, out]."""
 
+    @property
+    def kernel_blocks(self) -> torch.Tensor | None:
+        """The file's blocks of every output row, in the layer's row order, as the native kernel reads them."""
+        return self.raw if self.raw is not None else self.joined_blocks
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.multiply(x.reshape(-1, self.in_features).to(ACTIVATION_DTYPE))
-        out = out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+        flat = x.reshape(-1, self.in_features)
+        native = native_blocks.native_kernel(self.kind)
+        blocks = self.kernel_blocks
+        if native is not None and blocks is not None and flat.device.type == "cpu":
+            code = native_blocks.KINDS[self.kind]
+            out = native(flat.float().contiguous(), blocks, code, native_blocks.defects(self.kind))
+        else:
+            out = self.multiply(flat.to(ACTIVATION_DTYPE))
+        out = out.to(x.dtype).view(*x.shape[:-1], self.out_features)
         return out + self.bias.to(x.dtype) if self.bias is not None else out
 
 
@@ -294,6 +311,11 @@ def stacked(layers: Sequence[Int4Linear]) -> Int4Linear:
     if not can_stack(layers):
         raise ValueError(f"layers of {[m.out_features for m in layers]} rows cannot be stacked")
     biases = [layer.bias for layer in layers]
+    rows = [layer.kernel_blocks for layer in layers]
+    kinds = {layer.kind for layer in layers}
+    joined = None
+    if len(kinds) == 1 and all(part is not None for part in rows):  # rows of one kind join byte for byte
+        joined = torch.cat([part for part in rows if part is not None])
     bias = None
     if any(b is not None for b in biases):
         parts = [
@@ -301,13 +323,15 @@ def stacked(layers: Sequence[Int4Linear]) -> Int4Linear:
             for b, layer in zip(biases, layers, strict=True)
         ]
         bias = torch.cat(parts)
-    return Int4Linear(
+    joint = Int4Linear(
         None,  # decoding's own layer, never saved
         torch.cat([layer.packed for layer in layers]),
         torch.cat([layer.scale_zeros for layer in layers], dim=1),
-        "+".join(sorted({layer.kind for layer in layers})),
+        "+".join(sorted(kinds)),
         bias,
     )
+    joint.joined_blocks = joined
+    return joint
 
 
 class Int8BlockLinear(BlockLinear):
