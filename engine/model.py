@@ -398,7 +398,10 @@ class DecoderLayer(nn.Module):
         q, k, v, o, gate, up, down = projections
         qkv, gate_up = stacked([q, k, v]), stacked([gate, up])
         matrices = (qkv, o, gate_up, down)
-        readable = all(m.kind in native_blocks.KINDS and m.kernel_blocks is not None for m in matrices)
+        # the native layer adds no bias (a qwen2 layer's q/k/v biases keep it on the separate calls)
+        readable = all(
+            m.kind in native_blocks.KINDS and m.kernel_blocks is not None and m.bias is None for m in matrices
+        )
         # their forward methods, not the modules: a decode step makes 4 calls a layer, and a
         # module's __call__ (its hook machinery) costs as much as a small kernel
         return FusedLayer(

@@ -13,7 +13,7 @@ from engine.faults import FAULTS
 from engine.generate import GenerationOutput, generate
 from engine.gguf_export import export_gguf
 from engine.gguf_import import import_gguf
-from engine.model import DecoderLM, KVCache, build_model
+from engine.model import DecoderLayer, DecoderLM, KVCache, build_model
 from engine.quantized import Int4Linear, Int8BlockLinear, quantized_linear, stacked, unpack
 from engine.tokenizer import cached_tokenizer
 
@@ -288,3 +288,14 @@ def test_reserve_keeps_what_the_cache_held_and_spans_the_new_positions() -> None
     assert keys.shape[2] >= 43 and cache.keys[0] is not None and cache.keys[0].shape[2] == 43
     assert torch.equal(keys[:, :, :3], k) and torch.equal(values[:, :, :3], -k)
     assert cache.values[0] is not None and cache.values[0].data_ptr() == values.data_ptr()
+
+
+def test_a_layer_with_a_bias_keeps_its_separate_calls(q4_model: DecoderLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    layer = q4_model.model.layers[0]
+    assert isinstance(layer, DecoderLayer)
+    fused = layer.fuse()
+    assert fused is not None and fused.blocks is not None
+    q = layer.self_attn.q_proj
+    monkeypatch.setattr(q, "bias", torch.nn.Parameter(torch.zeros(q.out_features), requires_grad=False))
+    biased = layer.fuse()
+    assert biased is not None and biased.blocks is None  # fused, but never one native call
