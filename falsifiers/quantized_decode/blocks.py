@@ -11,13 +11,14 @@ of ``|q - 8| |scale| + |zero|``), and the output (per block column for Q8_0).  T
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from engine.native_blocks import forced
-from engine.quantized import Int4Linear, quantized_linear, unpack
+from engine.quantized import Int4Linear, QuantBlocks, quantized_linear, unpack
 from pv.checkers import checker
 
 KINDS = ("Q4_0", "Q4_1", "Q8_0")
@@ -28,7 +29,7 @@ MIXED_KINDS = ("Q5_0", "Q4_K", "Q6_K")
 MIXED_SHAPES = ((64, 256), (96, 1024))
 
 
-def _quantized(kind: str, shape: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+def quantized_matrix(kind: str, shape: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Raw bytes of a seeded N(0, 1) matrix (a row offset so Q4_1's m is not zero) and gguf-py's
     dequantization of them.  gguf-py writes no K-quant: those are seeded random blocks (every bit
     pattern is a valid block) with float16 d (and Q4_K's dmin) drawn from [0, 0.02)."""
@@ -58,7 +59,7 @@ def blocks_read_as_gguf_py_reads_them(seed: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {"matrices": 0, "values_differing": 0, "kinds": []}
     for kind in KINDS:
         for n, shape in enumerate(SHAPES):
-            raw, want = _quantized(kind, shape, seed + n)
+            raw, want = quantized_matrix(kind, shape, seed + n)
             blocks = unpack(kind, raw, shape)
             out["matrices"] += 1
             out["values_differing"] += int(np.count_nonzero(blocks.dequantize() != want))
@@ -66,7 +67,7 @@ def blocks_read_as_gguf_py_reads_them(seed: int = 0) -> dict[str, Any]:
     return out
 
 
-def _bound(x: torch.Tensor, w: np.ndarray, blocks: Any) -> torch.Tensor:
+def _bound(x: torch.Tensor, w: np.ndarray, blocks: QuantBlocks) -> torch.Tensor:
     n, k = blocks.shape
     group = blocks.format.group
     # the int4 kernel's zero is the weight at code 8; the int8 kinds' codes are centred, their zero 0
@@ -79,28 +80,38 @@ def _bound(x: torch.Tensor, w: np.ndarray, blocks: Any) -> torch.Tensor:
     return 2.0**-8 * spread + 2.0**-9 * exact.abs() + 1e-6
 
 
-def _layer_errors(
-    out: dict[str, Any], kinds: tuple[str, ...], shapes: tuple[tuple[int, int], ...], seed: int, rows: int
+Bound = Callable[[torch.Tensor, np.ndarray, QuantBlocks], torch.Tensor]  # (x, W, its blocks) -> per output
+
+
+def layer_errors(
+    out: dict[str, Any],
+    kinds: tuple[str, ...],
+    shapes: tuple[tuple[int, int], ...],
+    seed: int,
+    row_counts: tuple[int, ...],
+    bound: Bound = _bound,
 ) -> None:
-    """Each kind's layer on each shape, ``rows`` seeded inputs (the first shape with a bias): the
-    output against float64 ``x @ W.T`` within the bound of the kernels' bfloat16 roundings."""
+    """Each kind's layer on each shape (the first with a bias), a seeded input of each of
+    ``row_counts`` rows: the output against float64 ``x @ W.T`` within ``bound`` (by default the
+    bound of torch's kernels' bfloat16 roundings), counted per layer and input."""
     gen = torch.Generator().manual_seed(seed)
     for kind in kinds:
         for n, shape in enumerate(shapes):
-            raw, w = _quantized(kind, shape, seed + n)
+            raw, w = quantized_matrix(kind, shape, seed + n)
             blocks = unpack(kind, raw, shape)
             bias = torch.randn(shape[0], generator=gen) if n == 0 else None
             layer = quantized_linear(blocks, bias)
-            x = torch.randn(rows, shape[1], generator=gen) * 3
-            got = layer(x).double()
-            want = x.double() @ torch.from_numpy(w.astype(np.float64)).T
-            if bias is not None:
-                want = want + bias.double()
-            err, bound = (got - want).abs(), _bound(x, w, blocks)
-            out["layers"] += 1
-            out["elements"] += err.numel()
-            out["over_bound"] += int((err > bound).sum())
-            out["worst_share_of_bound"] = max(out["worst_share_of_bound"], float((err / bound).max()))
+            for rows in row_counts:
+                x = torch.randn(rows, shape[1], generator=gen) * 3
+                got = layer(x).double()
+                want = x.double() @ torch.from_numpy(w.astype(np.float64)).T
+                if bias is not None:
+                    want = want + bias.double()
+                err, limit = (got - want).abs(), bound(x, w, blocks)
+                out["layers"] += 1
+                out["elements"] += err.numel()
+                out["over_bound"] += int((err > limit).sum())
+                out["worst_share_of_bound"] = max(out["worst_share_of_bound"], float((err / limit).max()))
 
 
 @checker(observes=["layers", "elements", "over_bound", "worst_share_of_bound"], ids=["FALSIFY-QDEC-002"])
@@ -110,7 +121,7 @@ def layers_within_their_rounding(seed: int = 0, rows: int = 5) -> dict[str, Any]
     native kernel, where it loads, is FALSIFY-QDEC-006's)."""
     out: dict[str, Any] = {"layers": 0, "elements": 0, "over_bound": 0, "worst_share_of_bound": 0.0}
     with forced("torch"):
-        _layer_errors(out, KINDS, SHAPES, seed, rows)
+        layer_errors(out, KINDS, SHAPES, seed, (rows,))
     return out
 
 
@@ -133,7 +144,7 @@ def mixed_kinds_read_and_run(seed: int = 0, rows: int = 5) -> dict[str, Any]:
     out: dict[str, Any] = {"matrices": 0, "values_differing": 0, "int4_kinds": [], "int8_kinds": []}
     for kind in MIXED_KINDS:
         for n, shape in enumerate(MIXED_SHAPES):
-            raw, want = _quantized(kind, shape, seed + n)
+            raw, want = quantized_matrix(kind, shape, seed + n)
             blocks = unpack(kind, raw, shape)
             out["matrices"] += 1
             out["values_differing"] += int(np.count_nonzero(blocks.dequantize() != want))
@@ -141,5 +152,5 @@ def mixed_kinds_read_and_run(seed: int = 0, rows: int = 5) -> dict[str, Any]:
             if kind not in out[f"{kernel}_kinds"]:
                 out[f"{kernel}_kinds"].append(kind)
     out.update({"layers": 0, "elements": 0, "over_bound": 0, "worst_share_of_bound": 0.0})
-    _layer_errors(out, MIXED_KINDS, MIXED_SHAPES, seed, rows)
+    layer_errors(out, MIXED_KINDS, MIXED_SHAPES, seed, (rows,))
     return out

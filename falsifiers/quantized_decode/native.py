@@ -20,9 +20,8 @@ from engine.generate import generate
 from engine.gguf_export import export_gguf
 from engine.gguf_import import import_gguf
 from engine.native_blocks import DECODE_LAYER_CALLS, forced, kernel_status, separate_calls
-from engine.quantized import quantized_linear, unpack
 from engine.tokenizer import EngineTokenizer
-from falsifiers.quantized_decode.blocks import KINDS, SHAPES, _quantized
+from falsifiers.quantized_decode.blocks import KINDS, SHAPES, layer_errors
 from falsifiers.quantized_decode.model import PROMPTS, SHAPE
 from falsifiers.shared.workdir import fresh_dir
 from pv.checkers import checker
@@ -31,7 +30,15 @@ from pv.outcomes import skip
 ROW_COUNTS = (1, 3, 4, 5)  # one row, fewer than a tile of 4, a tile, a tile and one more
 
 
-def _int16_bound(x: torch.Tensor, w: np.ndarray) -> torch.Tensor:
+def _require_native() -> None:
+    """Skip, with the reason, where the native kernel does not run (whatever ENGINE_BLOCK_KERNEL says)."""
+    with forced("auto"):
+        status = kernel_status()
+    if status.kernel != "native":
+        skip(f"the native block kernel is not available here: {status.reason}")
+
+
+def _int16_bound(x: torch.Tensor, w: np.ndarray, _blocks: object) -> torch.Tensor:
     rows, k = x.shape
     block_max = x.abs().double().reshape(rows, k // 32, 32).amax(-1)  # [rows, K/32]
     step = (block_max / 65534).repeat_interleave(32, dim=-1)  # each input's largest move
@@ -44,30 +51,11 @@ def native_layers_within_int16_rounding(seed: int = 0) -> dict[str, Any]:
     """Q4_0, Q4_1 and Q8_0 layers (the shapes of FALSIFY-QDEC-002, the first with a bias) through
     the native kernel, on 1, 3, 4 and 5 seeded input rows: every output within the bound of its
     int16 input rounding.  Skipped, with the reason, where the kernel does not build."""
-    with forced("auto"):
-        status = kernel_status()
-    if status.kernel != "native":
-        skip(f"the native block kernel is not available here: {status.reason}")
+    _require_native()
     out: dict[str, Any] = {"layers": 0, "elements": 0, "over_bound": 0, "worst_share_of_bound": 0.0}
-    gen = torch.Generator().manual_seed(seed)
     with forced("native"):
         out["kernel"] = kernel_status().kernel
-        for kind in KINDS:
-            for n, shape in enumerate(SHAPES):
-                raw, w = _quantized(kind, shape, seed + n)
-                bias = torch.randn(shape[0], generator=gen) if n == 0 else None
-                layer = quantized_linear(unpack(kind, raw, shape), bias)
-                for rows in ROW_COUNTS:
-                    x = torch.randn(rows, shape[1], generator=gen) * 3
-                    got = layer(x).double()
-                    want = x.double() @ torch.from_numpy(w.astype(np.float64)).T
-                    if bias is not None:
-                        want = want + bias.double()
-                    err, bound = (got - want).abs(), _int16_bound(x, w)
-                    out["layers"] += 1
-                    out["elements"] += err.numel()
-                    out["over_bound"] += int((err > bound).sum())
-                    out["worst_share_of_bound"] = max(out["worst_share_of_bound"], float((err / bound).max()))
+        layer_errors(out, KINDS, SHAPES, seed, ROW_COUNTS, _int16_bound)
     return out
 
 
@@ -81,10 +69,7 @@ def decode_layer_is_the_layers_calls(
     """The Q4_0 tiny model of FALSIFY-QDEC-003 decoded greedily twice from each prompt: each step's
     layers as one native call each (what generate does where the kernel runs) and as their separate
     calls; the logits of every step and the tokens side by side."""
-    with forced("auto"):
-        status = kernel_status()
-    if status.kernel != "native":
-        skip(f"the native block kernel is not available here: {status.reason}")
+    _require_native()
     model = tiny_model_factory(seed, std=0.2, **SHAPE)
     path = export_gguf(model, engine_tokenizer, fresh_dir(tmp_path, "qdec-native-") / "tiny-q4_0.gguf", "q4_0")
     quantized = import_gguf(path, quantized=True).model

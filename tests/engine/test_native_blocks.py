@@ -16,6 +16,7 @@ from engine.gguf_import import import_gguf
 from engine.model import DecoderLayer, DecoderLM, KVCache, build_model
 from engine.quantized import Int4Linear, Int8BlockLinear, quantized_linear, stacked, unpack
 from engine.tokenizer import cached_tokenizer
+from falsifiers.quantized_decode.model import SHAPE  # the shape every projection of which stacks
 
 
 def _raw(kind: str, rows: int, k: int, seed: int) -> np.ndarray:
@@ -200,8 +201,6 @@ def test_a_cpu_without_avx2_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # --- the whole decoder layer for one token (engine_blocks::decode_layer) -------------------------
-
-SHAPE = {"hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 192}
 
 
 @pytest.fixture(scope="module")
