@@ -65,18 +65,16 @@ def _decode_bytes(model: torch.nn.Module, embedding: torch.nn.Module, head: torc
     """Bytes of weights one decode step reads: every parameter and buffer but the embedding's (a
     lookup reads one row of it; a head tied to it reads all of it), and of a quantized layer only
     what its kernel reads: the file's blocks where the native kernel runs them, else torch's
-    layouts (the blocks are then kept for its checkpoint alone)."""
+    layout of them (the blocks are then kept for its checkpoint alone)."""
     read = {id(t): t for t in [*model.parameters(), *model.buffers()]}
     tied = {id(t) for t in head.parameters()}
     for t in embedding.parameters():
         if id(t) not in tied:
             read.pop(id(t), None)
     for layer in model.modules():
-        if isinstance(layer, BlockLinear) and layer.raw is not None:
-            native = native_kernel(layer.kind) is not None
-            for _, buffer in layer.named_buffers(recurse=False):
-                if (buffer is layer.raw) != native:
-                    read.pop(id(buffer), None)
+        if isinstance(layer, BlockLinear) and layer.raw is not None and native_kernel(layer.kind) is None:
+            read.pop(id(layer.raw), None)
+            read.update({id(t): t for t in layer.layout()})
     return sum(t.numel() * t.element_size() for t in read.values())
 
 

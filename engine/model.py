@@ -243,6 +243,7 @@ class MLP(nn.Module):
 
 
 Project = Callable[[torch.Tensor], torch.Tensor]
+NativeMatrix = tuple[torch.Tensor, str]  # a matrix's blocks as the file holds them, and their kind
 
 
 @dataclass(frozen=True)
@@ -257,9 +258,9 @@ class FusedLayer:
     input_norm: torch.Tensor | None
     post_norm: torch.Tensor | None
     eps: float
-    # the four matrices' block layers where the native kernel can read all of them: one decode
-    # step of one sequence then runs as one native call (engine.native_blocks.decode_layer)
-    blocks: tuple[BlockLinear, BlockLinear, BlockLinear, BlockLinear] | None = None
+    # the four matrices' blocks and their kinds where the native kernel can read all of them: one
+    # decode step of one sequence then runs as one native call (engine.native_blocks.decode_layer)
+    blocks: tuple[NativeMatrix, NativeMatrix, NativeMatrix, NativeMatrix] | None = None
 
 
 class DecoderLayer(nn.Module):
@@ -307,7 +308,7 @@ class DecoderLayer(nn.Module):
     def _decode_native(
         self,
         step: native_blocks.DecodeLayer,
-        blocks: tuple[BlockLinear, BlockLinear, BlockLinear, BlockLinear],
+        blocks: tuple[NativeMatrix, NativeMatrix, NativeMatrix, NativeMatrix],
         x: torch.Tensor,
         cos: torch.Tensor,
         sin: torch.Tensor,
@@ -318,11 +319,8 @@ class DecoderLayer(nn.Module):
         attn, f = self.self_attn, self.fused
         assert f is not None and f.input_norm is not None and f.post_norm is not None
         (keys, values), pos = cache.reserve(attn.layer_idx, x.new_empty(1, attn.num_kv_heads, 0, attn.head_dim), 1)
-        matrices = []
-        for layer in blocks:
-            raw = layer.kernel_blocks
-            assert raw is not None
-            matrices += [raw, native_blocks.KINDS[layer.kind], native_blocks.defects(layer.kind)]
+        # the planted faults are read each step: a contract's mutant turns them on after the fuse
+        matrices = [a for raw, kind in blocks for a in (raw, native_blocks.KINDS[kind], native_blocks.defects(kind))]
         out = step(
             x.reshape(-1).contiguous(),
             f.input_norm,
@@ -399,9 +397,8 @@ class DecoderLayer(nn.Module):
         qkv, gate_up = stacked([q, k, v]), stacked([gate, up])
         matrices = (qkv, o, gate_up, down)
         # the native layer adds no bias (a qwen2 layer's q/k/v biases keep it on the separate calls)
-        readable = all(
-            m.kind in native_blocks.KINDS and m.kernel_blocks is not None and m.bias is None for m in matrices
-        )
+        native = [(m.kernel_blocks, m.kind) for m in matrices if m.kind in native_blocks.KINDS and m.bias is None]
+        readable = [(raw, kind) for raw, kind in native if raw is not None]
         # their forward methods, not the modules: a decode step makes 4 calls a layer, and a
         # module's __call__ (its hook machinery) costs as much as a small kernel
         return FusedLayer(
@@ -412,7 +409,7 @@ class DecoderLayer(nn.Module):
             input_norm=self.input_layernorm.weight.detach().float().contiguous(),
             post_norm=self.post_attention_layernorm.weight.detach().float().contiguous(),
             eps=self.input_layernorm.eps,
-            blocks=matrices if readable else None,
+            blocks=(readable[0], readable[1], readable[2], readable[3]) if len(readable) == len(matrices) else None,
         )
 
 

@@ -89,12 +89,14 @@ inline Block decode(const Matrix& w, int64_t row, int64_t g) {
   return b;
 }
 
-// One input row as int16 blocks, with each block's scale and plain sum.
+// One input row as int16 blocks, with each block's scale and plain sum.  A block holding a NaN or
+// an infinity keeps codes of 0 and a NaN scale, so every output it reaches is NaN (a cast of NaN
+// to int16 would be undefined).
 struct Input {
   std::vector<int16_t> q;
   std::vector<float> pairs;  // per block: its scale and its plain sum, then two zeros (one __m128)
 
-  Input(const float* x, int64_t k) : q(k), pairs(k / 32 * 4) {
+  Input(const float* x, int64_t k) : q(k, 0), pairs(k / 32 * 4, 0.0f) {
     for (int64_t g = 0; g < k / 32; ++g) {
       const float* xb = x + g * 32;
       float amax = 0, s = 0;
@@ -102,13 +104,24 @@ struct Input {
         amax = std::max(amax, std::abs(xb[j]));
         s += xb[j];
       }
+      pairs[g * 4 + 1] = s;
+      if (!std::isfinite(s) || !std::isfinite(amax)) {  // std::max drops a NaN; the sum keeps it
+        pairs[g * 4] = NAN;
+        continue;
+      }
       const float inv = amax > 0 ? 32767.0f / amax : 0.0f;
       for (int j = 0; j < 32; ++j) q[g * 32 + j] = static_cast<int16_t>(std::nearbyint(xb[j] * inv));
       pairs[g * 4] = amax / 32767.0f;
-      pairs[g * 4 + 1] = s;
     }
   }
 };
+
+// a batch of one input row
+inline std::vector<Input> one_row(const float* x, int64_t k) {
+  std::vector<Input> in;
+  in.emplace_back(x, k);
+  return in;
+}
 
 inline __m256 dot(const Block& b, const int16_t* xq) {
   const __m256i s = _mm256_add_epi32(
@@ -117,8 +130,6 @@ inline __m256 dot(const Block& b, const int16_t* xq) {
   return _mm256_cvtepi32_ps(s);
 }
 
-// rows [m0, m0 + T) of the output, for weight rows [begin, end); two accumulators per input row
-// so consecutive blocks do not wait on each other's add
 // d dx (lane 0) and z sum (lane 1) of one block and one input row
 inline __m128 factors(const Block& b, const Input& x, int64_t g) {
   return _mm_mul_ps(b.dz, _mm_loadu_ps(x.pairs.data() + g * 4));
@@ -213,11 +224,29 @@ void rms_norm(const float* x, const float* weight, int64_t n, double eps, float*
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-// one head's rotary embedding in place: v * cos + roll(v, d/2) * sin_folded (the engine's rotate)
+// sum_i a_i b_i in two 8-lane accumulators (a query against a cached key)
+inline float inner_product(const float* a, const float* b, int64_t d) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+  }
+  for (; i + 8 <= d; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  float tail = 0;
+  for (; i < d; ++i) tail += a[i] * b[i];
+  return hsum(_mm256_add_ps(s0, s1)) + tail;
+}
+
+// one head's rotary embedding in place: v * cos + roll(v, d/2) * sin_folded (the engine's rotate),
+// each pair (i, i + d/2) read before either is written
 void rotate(float* v, const float* cos, const float* sin_folded, int64_t d) {
-  std::vector<float> rolled(v + d / 2, v + d);
-  rolled.insert(rolled.end(), v, v + d / 2);
-  for (int64_t i = 0; i < d; ++i) v[i] = v[i] * cos[i] + rolled[i] * sin_folded[i];
+  const int64_t half = d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = v[i], b = v[i + half];
+    v[i] = a * cos[i] + b * sin_folded[i];
+    v[i + half] = b * cos[i + half] + a * sin_folded[i + half];
+  }
 }
 
 // One decoder layer for one new token of one sequence, what DecoderLayer._forward_fused computes
@@ -251,7 +280,7 @@ torch::Tensor decode_layer(const torch::Tensor& x, const torch::Tensor& input_no
   float* h = out.data_ptr<float>();
   std::vector<float> normed(std::max(hidden, inner)), proj(std::max(width, 2 * inner));
   rms_norm(h, input_norm.data_ptr<float>(), hidden, eps, normed.data());
-  multiply(wqkv, qkv_kind, {Input(normed.data(), hidden)}, proj.data());
+  multiply(wqkv, qkv_kind, one_row(normed.data(), hidden), proj.data());
   const float* c = cos.data_ptr<float>();
   const float* s = sin_folded.data_ptr<float>();
   float* kb = keys.data_ptr<float>();
@@ -264,38 +293,40 @@ torch::Tensor decode_layer(const torch::Tensor& x, const torch::Tensor& input_no
     std::memcpy(kb + (g * capacity + pos) * d, proj.data() + (heads + g) * d, d * sizeof(float));
     std::memcpy(vb + (g * capacity + pos) * d, proj.data() + (heads + kv_heads + g) * d, d * sizeof(float));
   }
-  std::vector<float> attended(heads * d, 0.0f), scores(pos + 1);
+  std::vector<float> attended(heads * d, 0.0f);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int64_t hd = 0; hd < heads; ++hd) {
-    const int64_t g = hd / (heads / kv_heads);
-    const float* q = proj.data() + hd * d;
-    float top = -INFINITY;
-    for (int64_t j = 0; j <= pos; ++j) {
-      const float* key = kb + (g * capacity + j) * d;
-      float dot = 0;
-      for (int64_t i = 0; i < d; ++i) dot += q[i] * key[i];
-      scores[j] = dot * scale;
-      top = std::max(top, scores[j]);
+  // the heads spread over torch's threads once there is enough of them to share (a long context)
+  const int64_t grain = std::max<int64_t>(1, 32768 / ((pos + 1) * d));
+  at::parallel_for(0, heads, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(pos + 1);
+    for (int64_t hd = begin; hd < end; ++hd) {
+      const int64_t g = hd / (heads / kv_heads);
+      const float* q = proj.data() + hd * d;
+      float top = -INFINITY;
+      for (int64_t j = 0; j <= pos; ++j) {
+        scores[j] = inner_product(q, kb + (g * capacity + j) * d, d) * scale;
+        top = std::max(top, scores[j]);
+      }
+      float total = 0;
+      for (int64_t j = 0; j <= pos; ++j) total += scores[j] = std::exp(scores[j] - top);
+      float* a = attended.data() + hd * d;
+      for (int64_t j = 0; j <= pos; ++j) {
+        const float p = scores[j] / total;
+        const float* value = vb + (g * capacity + j) * d;
+        for (int64_t i = 0; i < d; ++i) a[i] += p * value[i];
+      }
     }
-    float total = 0;
-    for (int64_t j = 0; j <= pos; ++j) total += scores[j] = std::exp(scores[j] - top);
-    float* a = attended.data() + hd * d;
-    for (int64_t j = 0; j <= pos; ++j) {
-      const float p = scores[j] / total;
-      const float* value = vb + (g * capacity + j) * d;
-      for (int64_t i = 0; i < d; ++i) a[i] += p * value[i];
-    }
-  }
-  multiply(wo, o_kind, {Input(attended.data(), heads * d)}, proj.data());
+  });
+  multiply(wo, o_kind, one_row(attended.data(), heads * d), proj.data());
   for (int64_t i = 0; i < hidden; ++i) h[i] += proj[i];
   rms_norm(h, post_norm.data_ptr<float>(), hidden, eps, normed.data());
-  multiply(wgu, gate_up_kind, {Input(normed.data(), hidden)}, proj.data());
+  multiply(wgu, gate_up_kind, one_row(normed.data(), hidden), proj.data());
   for (int64_t i = 0; i < inner; ++i) {
     const float gate = proj[i];
     normed[i] = gate / (1.0f + std::exp(-gate)) * proj[inner + i];
   }
   std::vector<float> mlp(hidden);
-  multiply(wdown, down_kind, {Input(normed.data(), inner)}, mlp.data());
+  multiply(wdown, down_kind, one_row(normed.data(), inner), mlp.data());
   for (int64_t i = 0; i < hidden; ++i) h[i] += mlp[i];
   return out;
 }

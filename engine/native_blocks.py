@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,12 +38,15 @@ SOURCE = Path(__file__).with_name("native_blocks.cpp")
 KINDS = {"Q4_0": 0, "Q4_1": 1, "Q8_0": 2}  # the block kinds the native kernel reads, as it numbers them
 ENV = "ENGINE_BLOCK_KERNEL"
 CHOICES = ("auto", "torch", "native")
-# the engine's planted faults that reach the native path too, as the kernel's defect bits
+LAYER = "layer"  # what _DEFECTS names for the decoder layer's own faults, beside the block kinds
+# the engine's planted faults that reach the native path too, as the kernel's defect bits, with what
+# they break: the matrices of these block kinds, or the decoder layer itself
 _DEFECTS = {
     "q4_block_halves_swapped": (1, ("Q4_0", "Q4_1")),
     "q4_1_zero_off_by_8": (2, ("Q4_1",)),
     "q8_block_scales_shifted": (4, ("Q8_0",)),
     "q4_scales_transposed": (8, ("Q4_0", "Q4_1")),
+    "native_decode_key_unrotated": (16, (LAYER,)),
 }
 
 BlockMatmul = Callable[[torch.Tensor, torch.Tensor, int, int], torch.Tensor]
@@ -88,23 +93,29 @@ def _build() -> BlockMatmul | str:
     capability = torch.backends.cpu.get_cpu_capability()
     if not capability.startswith(("AVX2", "AVX512")):
         return f"this CPU's vector capability is {capability}; the native kernel needs AVX2"
-    # named for its source, so an edited kernel is never served from torch's extension cache
+    # named for its source and torch's version, so an edited kernel is never served from torch's
+    # extension cache, and two torch versions sharing that cache do not rebuild it in turn
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    version = re.sub(r"[^0-9A-Za-z]+", "_", torch.__version__)
     # loaded here only: building needs a compiler, and the torch kernels need none of it
     from torch.utils.cpp_extension import _get_build_directory, load
 
-    name = f"engine_blocks_{digest}"
+    name = f"engine_blocks_{digest}_torch_{version}"
     try:
         built = (Path(_get_build_directory(name, verbose=False)) / f"{name}.so").exists()
     except OSError as exc:
         return f"its build folder cannot be made ({exc})"
+    _ninja_on_path()
     if not built:
         print("engine: building the native block kernel (once; about 30 s)", file=sys.stderr, flush=True)
     try:
         load(
             name=name,
             sources=[str(SOURCE)],
-            extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c"],
+            # -fopenmp: at::parallel_for runs its chunks on torch's OpenMP threads only when the
+            # extension is compiled with OpenMP (else it runs them one after another)
+            extra_cflags=["-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp"],
+            extra_ldflags=["-fopenmp"],
             is_python_module=False,
             verbose=False,
         )
@@ -114,6 +125,19 @@ def _build() -> BlockMatmul | str:
         )
     op: BlockMatmul = torch.ops.engine_blocks.block_matmul
     return op
+
+
+def _ninja_on_path() -> None:
+    """Put the ``ninja`` package's binary (the engine extra installs it) on PATH for torch's build,
+    which runs ``ninja`` by name: a venv's scripts are not on PATH when its python runs unactivated."""
+    if shutil.which("ninja") is not None:
+        return
+    try:
+        # optional: a system ninja serves as well, and without either the build fails with its reason
+        import ninja
+    except ImportError:
+        return
+    os.environ["PATH"] = os.pathsep.join([ninja.BIN_DIR, os.environ.get("PATH", "")])
 
 
 def kernel_status() -> KernelStatus:
@@ -148,7 +172,6 @@ _RESOLVED: dict[str, tuple[BlockMatmul | None]] = {}  # what native_kernel's cho
 
 _SEPARATE: list[bool] = []  # what :func:`separate_calls` holds
 DECODE_LAYER_CALLS = [0]  # decoder layers run as one native call in this process (a claim counts them)
-LAYER_DEFECTS = {"native_decode_key_unrotated": 16}  # the decoder layer's own planted faults, as defect bits
 
 
 @contextmanager
@@ -173,13 +196,12 @@ def decode_layer() -> DecodeLayer | None:
 
 def layer_defects() -> int:
     """The decoder layer's defect bits of the planted faults active now."""
-    if not FAULTS.active_names():
-        return 0
-    return sum(bit for name, bit in LAYER_DEFECTS.items() if FAULTS.active(name))
+    return defects(LAYER)
 
 
 def defects(kind: str) -> int:
-    """The kernel's defect bits of the engine's planted faults active now for ``kind`` blocks."""
+    """The kernel's defect bits of the engine's planted faults active now for ``kind`` blocks
+    (or for the decoder layer itself, :data:`LAYER`)."""
     if not FAULTS.active_names():  # the common case, decided in one call
         return 0
     return sum(bit for name, (bit, kinds) in _DEFECTS.items() if kind in kinds and FAULTS.active(name))

@@ -215,11 +215,18 @@ def unpack(kind: str, raw: np.ndarray, shape: tuple[int, int]) -> QuantBlocks:
     )
 
 
+Layout = tuple[torch.Tensor, torch.Tensor]  # torch's kernels' form of a layer's blocks (codes, scales)
+
+
 class BlockLinear(nn.Module, ABC):
     """A linear layer that multiplies through a kernel of quantized blocks; its output in the
     input's dtype, plus its bias.  Q4_0, Q4_1 and Q8_0 blocks run through the native kernel where it
     loads (engine.native_blocks: the blocks where they lie, float32 inputs rounded to int16 per
-    block), everything else through torch's int kernels (:meth:`multiply`, bfloat16 activations)."""
+    block), everything else through torch's int kernels (:meth:`multiply`, bfloat16 activations).
+
+    torch's kernels read the blocks in a layout of their own (:meth:`layout`), built from the
+    file's bytes the first time one of them runs the layer: where the native kernel runs every
+    layer it is never built, and the model holds its weights once, as the file's blocks."""
 
     raw: torch.Tensor | None  # the file's blocks (QuantBlocks.raw): what a checkpoint stores
     # a stacked layer's blocks, its parts' rows one after the other (it keeps no raw of its own)
@@ -230,13 +237,36 @@ class BlockLinear(nn.Module, ABC):
     ) -> None:
         super().__init__()
         self.in_features, self.out_features, self.kind = in_features, out_features, kind
-        # the state dict holds the file's bytes; the kernels' layouts below are derived from them
+        # the state dict holds the file's bytes; torch's kernels' layout is derived from them
         self.register_buffer("raw", torch.from_numpy(np.array(raw, dtype=np.uint8)) if raw is not None else None)
         self.bias = nn.Parameter(bias.detach().clone(), requires_grad=False) if bias is not None else None
+        # torch's layout, by the planted faults active when it was built: the blocks are read
+        # under the faults of the run that first needs them, and a faulted layout never serves a
+        # clean run (or a run of another fault)
+        self._layouts: dict[frozenset[str], Layout] = {}
+
+    @abstractmethod
+    def build_layout(self) -> Layout:
+        """torch's kernels' layout of the blocks, built now from the file's bytes."""
 
     @abstractmethod
     def multiply(self, flat: torch.Tensor) -> torch.Tensor:
-        """``flat`` ([rows, in] bfloat16) times the blocks' matrix transposed: [rows, out]."""
+        """``flat`` ([rows, in] bfloat16) times the blocks' matrix transposed, through torch's kernels: [rows, out]."""
+
+    def layout(self) -> Layout:
+        """:meth:`build_layout`'s, built once per set of active planted faults."""
+        key = frozenset(FAULTS.active_names())
+        found = self._layouts.get(key)
+        if found is None:
+            found = self._layouts[key] = self.build_layout()
+        return found
+
+    def blocks(self) -> QuantBlocks:
+        """The layer's blocks unpacked from the file's bytes it runs (:attr:`kernel_blocks`)."""
+        raw = self.kernel_blocks
+        if raw is None:
+            raise ValueError(f"a stacked {self.kind} layer keeps no blocks of one kind")
+        return unpack(self.kind, raw.numpy(), (self.out_features, self.in_features))
 
     @property
     def kernel_blocks(self) -> torch.Tensor | None:
@@ -257,38 +287,45 @@ class BlockLinear(nn.Module, ABC):
 
 
 class Int4Linear(BlockLinear):
-    """A linear layer of Q4_0 / Q4_1 / Q4_K blocks through torch's int4 kernel (groups of 32)."""
-
-    packed: torch.Tensor  # the kernel's own layout of the codes
-    scale_zeros: torch.Tensor  # [K/32, N, 2] bfloat16
+    """A linear layer of Q4_0 / Q4_1 / Q4_K blocks; torch's int4 kernel reads them packed, with a
+    [K/32, N, 2] bfloat16 scale and zero per group of 32."""
 
     def __init__(
         self,
         raw: np.ndarray | None,
-        packed: torch.Tensor,
-        scale_zeros: torch.Tensor,
+        in_features: int,
+        out_features: int,
         kind: str,
         bias: torch.Tensor | None,
+        parts: Sequence[Int4Linear] = (),
     ) -> None:
-        groups, out_features, _ = scale_zeros.shape
-        super().__init__(raw, groups * GROUP, out_features, kind, bias)
-        self.register_buffer("packed", packed, persistent=False)
-        self.register_buffer("scale_zeros", scale_zeros, persistent=False)
+        super().__init__(raw, in_features, out_features, kind, bias)
+        # a stack of blocks of two kinds keeps its parts to build its layout from (not submodules:
+        # they are in the model already, and a stack is never saved)
+        self.parts = tuple(parts)
 
     @classmethod
     def from_blocks(cls, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> Int4Linear:
         n, k = blocks.shape
-        codes = torch.from_numpy(blocks.codes.astype(np.int32))
+        return cls(blocks.raw, k, n, blocks.kind, bias)
+
+    def build_layout(self) -> Layout:
+        if self.kernel_blocks is None:
+            # rows of two kinds: their layouts concatenate (see ROW_TILE)
+            built = [part.build_layout() for part in self.parts]
+            return torch.cat([b[0] for b in built]), torch.cat([b[1] for b in built], dim=1)
+        blocks = self.blocks()
+        n, k = blocks.shape
         pairs = np.stack([blocks.scales, blocks.kernel_zeros()], axis=-1)  # [N, K/32, 2]
         layout = pairs.transpose(1, 0, 2)  # the kernel's [K/32, N, 2]
         if FAULTS.active("q4_scales_transposed"):  # the defect: scale and zero pairs in the file's row order
             layout = pairs.reshape(k // GROUP, n, 2)  # pragma: no mutate
-        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
-        scale_zeros = torch.from_numpy(np.ascontiguousarray(layout)).to(ACTIVATION_DTYPE)
-        return cls(blocks.raw, packed, scale_zeros, blocks.kind, bias)
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(torch.from_numpy(blocks.codes.astype(np.int32)), 1)
+        return packed, torch.from_numpy(np.ascontiguousarray(layout)).to(ACTIVATION_DTYPE)
 
     def multiply(self, flat: torch.Tensor) -> torch.Tensor:
-        return torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
+        packed, scale_zeros = self.layout()
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(flat, packed, GROUP, scale_zeros)
 
 
 # torch's CPU int4 packing lays rows out in tiles of 64: two packed matrices concatenate into the
@@ -307,7 +344,7 @@ def can_stack(layers: Sequence[Int4Linear]) -> bool:
 
 def stacked(layers: Sequence[Int4Linear]) -> Int4Linear:
     """One layer computing ``layers``' outputs side by side (their rows stacked), in one kernel call:
-    the packed rows and their scale pairs concatenate (see :data:`ROW_TILE`)."""
+    blocks of one kind join byte for byte, torch's layouts of two kinds concatenate (see :data:`ROW_TILE`)."""
     if not can_stack(layers):
         raise ValueError(f"layers of {[m.out_features for m in layers]} rows cannot be stacked")
     biases = [layer.bias for layer in layers]
@@ -323,41 +360,36 @@ def stacked(layers: Sequence[Int4Linear]) -> Int4Linear:
             for b, layer in zip(biases, layers, strict=True)
         ]
         bias = torch.cat(parts)
-    joint = Int4Linear(
-        None,  # decoding's own layer, never saved
-        torch.cat([layer.packed for layer in layers]),
-        torch.cat([layer.scale_zeros for layer in layers], dim=1),
-        "+".join(sorted(kinds)),
-        bias,
-    )
+    out_features = sum(layer.out_features for layer in layers)
+    # decoding's own layer, never saved: no raw of its own
+    joint = Int4Linear(None, layers[0].in_features, out_features, "+".join(sorted(kinds)), bias, layers)
     joint.joined_blocks = joined
     return joint
 
 
 class Int8BlockLinear(BlockLinear):
     """A linear layer of Q8_0, Q5_0 or Q6_K blocks (centred codes, a scale per group of 32 or 16):
-    one int8 kernel call per group column, summed in float32."""
-
-    codes: torch.Tensor  # [K/group, N, group] int8
-    scales: torch.Tensor  # [K/group, N] bfloat16
+    torch's int8 kernel runs one call per group column ([K/group, N, group] int8 codes, [K/group, N]
+    bfloat16 scales), summed in float32."""
 
     def __init__(self, blocks: QuantBlocks, bias: torch.Tensor | None = None) -> None:
         n, k = blocks.shape
         super().__init__(blocks.raw, k, n, blocks.kind, bias)
         self.group = blocks.format.group
+
+    def build_layout(self) -> Layout:
+        blocks = self.blocks()
         codes = torch.from_numpy(blocks.codes.astype(np.int8))
         columns = torch.stack(codes.split(self.group, dim=1)).contiguous()  # [K/group, N, group]
-        self.register_buffer("codes", columns, persistent=False)
-        scales = torch.from_numpy(blocks.scales.T.copy()).to(ACTIVATION_DTYPE)  # [K/32, N]
-        self.register_buffer("scales", scales, persistent=False)
+        return columns, torch.from_numpy(blocks.scales.T.copy()).to(ACTIVATION_DTYPE)
 
     def multiply(self, flat: torch.Tensor) -> torch.Tensor:
+        codes, scales = self.layout()
         out = torch.zeros(flat.shape[0], self.out_features, dtype=torch.float32, device=flat.device)
         shift = 1 if FAULTS.active("q8_block_scales_shifted") else 0  # the defect: a block boundary moved
-        blocks = len(self.codes)
+        blocks = len(codes)
         for b, part in enumerate(flat.split(self.group, dim=1)):
-            scales = self.scales[(b + shift) % blocks]
-            out += torch.ops.aten._weight_int8pack_mm(part.contiguous(), self.codes[b], scales).float()
+            out += torch.ops.aten._weight_int8pack_mm(part.contiguous(), codes[b], scales[(b + shift) % blocks]).float()
         return out
 
 
@@ -372,7 +404,7 @@ def stored_blocks(layer: BlockLinear) -> QuantBlocks:
     """The blocks a layer was built from, unpacked again from the bytes it keeps."""
     if layer.raw is None:
         raise ValueError(f"a stacked {layer.kind} layer keeps no blocks of its own")
-    return unpack(layer.kind, layer.raw.numpy(), (layer.out_features, layer.in_features))
+    return layer.blocks()
 
 
 def block_kinds(model: nn.Module) -> dict[str, str]:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+import torch.utils.cpp_extension
 
 from engine import native_blocks
 from engine.config import preset
@@ -16,6 +22,7 @@ from engine.gguf_import import import_gguf
 from engine.model import DecoderLayer, DecoderLM, KVCache, build_model
 from engine.quantized import Int4Linear, Int8BlockLinear, quantized_linear, stacked, unpack
 from engine.tokenizer import cached_tokenizer
+from falsifiers.quantized_decode.blocks import quantized_matrix
 from falsifiers.quantized_decode.model import SHAPE  # the shape every projection of which stacks
 
 
@@ -68,6 +75,20 @@ def test_a_zero_input_block_gives_the_zero_product(native: native_blocks.BlockMa
     w = torch.from_numpy(unpack("Q4_1", raw, (8, 64)).dequantize()).double()
     got = native(x, torch.from_numpy(raw), native_blocks.KINDS["Q4_1"], 0).double()
     assert torch.allclose(got, x.double() @ w.T, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("kind", ["Q4_0", "Q8_0"])
+def test_a_nan_or_infinite_input_reaches_its_row_of_the_output_alone(
+    native: native_blocks.BlockMatmul, kind: str, bad: float
+) -> None:
+    raw = _raw(kind, 16, 64, seed=1)
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2))
+    x[1, 40] = bad
+    got = native(x, torch.from_numpy(raw), native_blocks.KINDS[kind], 0)
+    assert bool(got[1].isnan().all())  # never a finite number made of an undefined int16 cast
+    clean = native(x[[0, 2]].contiguous(), torch.from_numpy(raw), native_blocks.KINDS[kind], 0)
+    assert torch.equal(got[[0, 2]], clean)
 
 
 @pytest.mark.parametrize(
@@ -123,10 +144,47 @@ def test_a_stack_of_two_kinds_keeps_no_joined_blocks_and_runs_on_torch() -> None
     assert joint.kind == "Q4_0+Q4_1" and joint.kernel_blocks is None
     x = torch.randn(1, 64)
     with native_blocks.forced("native"):
+        packed, scale_zeros = joint.layout()
         assert torch.equal(
-            joint(x),
-            torch.ops.aten._weight_int4pack_mm_for_cpu(x.bfloat16(), joint.packed, 32, joint.scale_zeros).float(),
+            joint(x), torch.ops.aten._weight_int4pack_mm_for_cpu(x.bfloat16(), packed, 32, scale_zeros).float()
         )
+
+
+def test_torch_layout_is_built_on_first_use_by_torch_kernels_only(native: native_blocks.BlockMatmul) -> None:
+    layer = quantized_linear(unpack("Q4_1", _raw("Q4_1", 64, 96, seed=4), (64, 96)))
+    x = torch.randn(2, 96, generator=torch.Generator().manual_seed(4))
+    with native_blocks.forced("native"):
+        layer(x)
+    assert layer._layouts == {}  # the model holds its weights once, as the file's blocks
+    with native_blocks.forced("torch"):
+        first = layer(x)
+        built = layer.layout()
+        assert layer(x).equal(first) and layer.layout() is built  # built once
+    assert list(layer._layouts) == [frozenset()]
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [("q4_block_halves_swapped", "Q4_0"), ("q4_scales_transposed", "Q4_1"), ("q6_k_scales_unsigned", "Q6_K")],
+)
+def test_a_layout_built_under_a_planted_fault_never_serves_a_clean_run(fault: str, kind: str) -> None:
+    if kind == "Q6_K":
+        raw, _ = quantized_matrix(kind, (64, 256), 0)
+        blocks = unpack(kind, raw, (64, 256))
+    else:
+        blocks = unpack(kind, _raw(kind, 64, 96, seed=5), (64, 96))
+    layer = quantized_linear(blocks)
+    x = torch.randn(2, layer.in_features, generator=torch.Generator().manual_seed(5))
+    with native_blocks.forced("torch"):
+        with FAULTS.enabled(fault):
+            faulty = layer(x)  # the first use: built from the file's bytes under the fault
+        clean = layer(x)
+        with FAULTS.enabled(fault):
+            assert layer(x).equal(faulty)
+    assert (faulty - clean).abs().max() > 0.01 * clean.abs().max()
+    fresh = quantized_linear(blocks)
+    with native_blocks.forced("torch"):
+        assert fresh(x).equal(clean)
 
 
 def test_kinds_the_native_kernel_does_not_read_run_on_torch() -> None:
@@ -198,6 +256,37 @@ def test_a_cpu_without_avx2_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
         assert native_blocks._build() == "this CPU's vector capability is DEFAULT; the native kernel needs AVX2"
     finally:
         native_blocks._build.cache_clear()
+
+
+def test_the_ninja_package_is_put_on_path_where_none_is_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    ninja = pytest.importorskip("ninja")  # the engine extra installs it
+    monkeypatch.setenv("PATH", str(tmp_path))  # a venv's python run unactivated: its scripts not on PATH
+    native_blocks._ninja_on_path()
+    assert os.environ["PATH"].split(os.pathsep)[:2] == [ninja.BIN_DIR, str(tmp_path)]
+    assert shutil.which("ninja") is not None
+    native_blocks._ninja_on_path()  # found now: PATH is left as it is
+    assert os.environ["PATH"].split(os.pathsep)[:2] == [ninja.BIN_DIR, str(tmp_path)]
+
+
+def test_the_built_kernel_is_named_for_its_source_and_torch_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    names: list[str] = []
+
+    def load(name: str, **_: object) -> None:
+        names.append(name)
+        raise OSError("no compiler")
+
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", load)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    monkeypatch.setattr(torch, "__version__", "2.99.1+cpu")
+    native_blocks._build.cache_clear()
+    try:
+        assert native_blocks._build() == "it did not build (OSError: no compiler)"
+    finally:
+        native_blocks._build.cache_clear()
+    digest = hashlib.sha256(native_blocks.SOURCE.read_bytes()).hexdigest()[:16]
+    assert names == [f"engine_blocks_{digest}_torch_2_99_1_cpu"]
 
 
 # --- the whole decoder layer for one token (engine_blocks::decode_layer) -------------------------
