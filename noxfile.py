@@ -105,8 +105,9 @@ def real_model(session: nox.Session) -> None:
     decoding, chat, qa, llama.cpp), contracts/real-model-training-v1.yaml (LoRA, QLoRA, the memory
     table, distillation) and contracts/real-model-files-v1.yaml (each listed model's file with its
     blocks kept, against gguf-py and llama.cpp).  Measured family by family on two cores with the
-    packages installed: 14, 18 and 4 minutes (every claim once per listed model but
-    TRAIN-007/008).  Arguments after `--` go to pytest (e.g. `-k RMF` for the model-list claims
+    packages installed: 14, 18 and 4 minutes on an AVX-512 CPU (every claim once per listed model
+    but TRAIN-007/008); 30, 27 and 6 minutes on an AVX2-only one, whose f16 and bf16 checkpoints
+    are slower.  Arguments after `--` go to pytest (e.g. `-k RMF` for the model-list claims
     alone).
     """
     packages = session.run("python", "-c", LISTED_PACKAGES, silent=True, external=True)
